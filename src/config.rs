@@ -1,0 +1,327 @@
+//! Configuration: the `[vars]` and secrets of SPEC §5, parsed and validated.
+//!
+//! Role: turn the strings the runtime hands us (wrangler.toml `[vars]`,
+//! `wrangler dev --var`, secrets) into typed settings, once per isolate. Pure:
+//! the caller supplies a lookup function.
+//!
+//! What must stay true here:
+//! - An absent variable takes its documented default; a present but invalid
+//!   one is an error naming the variable — never a silent default.
+//! - `set-cookie` can never be a stored response header.
+//! - `API_TOKENS` has no built-in fallback: without it nobody is authorised.
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
+
+use crate::protocol::CapturePolicy;
+
+/// What to do when the ledger cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Refuse with 503 `idempotency-store-unavailable` (the default).
+    Closed,
+    /// Run the request unprotected, and log it.
+    Open,
+}
+
+/// Every setting of SPEC §5 except the tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub retention_seconds: u64,
+    pub lease_seconds: u64,
+    pub max_request_body_bytes: usize,
+    pub max_stored_body_bytes: usize,
+    pub sweep_batch: usize,
+    pub idempotency_required: bool,
+    /// Uppercase method names.
+    pub protected_methods: Vec<String>,
+    /// Lowercase header names, in configured order.
+    pub fingerprint_headers: Vec<String>,
+    /// Lowercase header names; never `set-cookie`.
+    pub stored_response_headers: Vec<String>,
+    pub release_on_5xx: bool,
+    pub max_keys_per_tenant: u64,
+    pub failure_policy: FailurePolicy,
+    pub origin_timeout_seconds: u64,
+    /// Base URL of the origin in proxy mode, if configured by variable.
+    pub origin_url: Option<String>,
+}
+
+/// An invalid variable: its name and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub variable: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.variable, self.message)
+    }
+}
+
+fn err(variable: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        variable: variable.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Largest body the ledger may store: a Durable Object SQLite row holds at
+/// most 2 MB, and the record's other columns need room too.
+pub const STORED_BODY_CEILING: usize = 1_900_000;
+
+fn number(get: &dyn Fn(&str) -> Option<String>, name: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+    let Some(raw) = get(name) else {
+        return Ok(default);
+    };
+    let value: u64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| err(name, format!("{raw:?} is not a whole number")))?;
+    if value < min || value > max {
+        return Err(err(name, format!("{value} is outside {min}..={max}")));
+    }
+    Ok(value)
+}
+
+fn boolean(get: &dyn Fn(&str) -> Option<String>, name: &str, default: bool) -> Result<bool, ConfigError> {
+    match get(name).as_deref().map(str::trim) {
+        None => Ok(default),
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        Some(other) => Err(err(name, format!("{other:?} is not true or false"))),
+    }
+}
+
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+fn token_list(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: &str,
+    allow_empty: bool,
+) -> Result<Vec<String>, ConfigError> {
+    let raw = get(name).unwrap_or_else(|| default.to_string());
+    let mut items = Vec::new();
+    for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if !item.chars().all(is_token_char) {
+            return Err(err(name, format!("{item:?} is not a valid HTTP token")));
+        }
+        if !items.iter().any(|i: &String| i.eq_ignore_ascii_case(item)) {
+            items.push(item.to_string());
+        }
+    }
+    if items.is_empty() && !allow_empty {
+        return Err(err(name, "the list is empty"));
+    }
+    Ok(items)
+}
+
+impl Config {
+    /// Parses every variable through `get` (which returns `None` for unset).
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let protected_methods = token_list(get, "PROTECTED_METHODS", "POST,PATCH", false)?
+            .into_iter()
+            .map(|m| m.to_ascii_uppercase())
+            .collect();
+        let fingerprint_headers = token_list(get, "FINGERPRINT_HEADERS", "content-type", true)?
+            .into_iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect();
+        let stored_response_headers: Vec<String> =
+            token_list(get, "STORED_RESPONSE_HEADERS", "content-type,location,etag", true)?
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect();
+        if stored_response_headers.iter().any(|h| h == "set-cookie") {
+            return Err(err(
+                "STORED_RESPONSE_HEADERS",
+                "set-cookie can never be stored and replayed",
+            ));
+        }
+        let failure_policy = match get("FAILURE_POLICY").as_deref().map(str::trim) {
+            None | Some("closed") => FailurePolicy::Closed,
+            Some("open") => FailurePolicy::Open,
+            Some(other) => {
+                return Err(err("FAILURE_POLICY", format!("{other:?} is not closed or open")))
+            }
+        };
+        let origin_url = match get("ORIGIN_URL").map(|s| s.trim().to_string()) {
+            None => None,
+            Some(s) if s.is_empty() => None,
+            Some(s) if s.starts_with("http://") || s.starts_with("https://") => {
+                if s.contains('?') || s.contains('#') {
+                    return Err(err("ORIGIN_URL", "a base URL may not carry a query or fragment"));
+                }
+                Some(s)
+            }
+            Some(s) => return Err(err("ORIGIN_URL", format!("{s:?} is not an http(s) URL"))),
+        };
+        Ok(Config {
+            retention_seconds: number(get, "RETENTION_SECONDS", 86_400, 1, 31_536_000)?,
+            lease_seconds: number(get, "LEASE_SECONDS", 60, 1, 86_400)?,
+            max_request_body_bytes: number(get, "MAX_REQUEST_BODY_BYTES", 1_048_576, 0, 100 * 1_048_576)? as usize,
+            max_stored_body_bytes: number(get, "MAX_STORED_BODY_BYTES", 1_048_576, 0, STORED_BODY_CEILING as u64)? as usize,
+            sweep_batch: number(get, "SWEEP_BATCH", 500, 1, 10_000)? as usize,
+            idempotency_required: boolean(get, "IDEMPOTENCY_REQUIRED", true)?,
+            protected_methods,
+            fingerprint_headers,
+            stored_response_headers,
+            release_on_5xx: boolean(get, "RELEASE_ON_5XX", false)?,
+            max_keys_per_tenant: number(get, "MAX_KEYS_PER_TENANT", 1_000_000, 1, 1_000_000_000_000)?,
+            failure_policy,
+            origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
+            origin_url,
+        })
+    }
+
+    /// Settings that are allowed but unwise, as log-ready sentences.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.origin_timeout_seconds >= self.lease_seconds {
+            w.push(format!(
+                "ORIGIN_TIMEOUT_SECONDS ({}) is not below LEASE_SECONDS ({}): a slow owner can outlive its lease and be taken over while still running",
+                self.origin_timeout_seconds, self.lease_seconds
+            ));
+        }
+        w
+    }
+
+    pub fn is_protected(&self, method: &str) -> bool {
+        self.protected_methods.iter().any(|m| m == method)
+    }
+
+    pub fn capture_policy(&self) -> CapturePolicy {
+        CapturePolicy {
+            stored_headers: self.stored_response_headers.clone(),
+            max_stored_body_bytes: self.max_stored_body_bytes,
+        }
+    }
+
+    pub fn lease_ms(&self) -> i64 {
+        (self.lease_seconds as i64).saturating_mul(1000)
+    }
+
+    pub fn retention_ms(&self) -> i64 {
+        (self.retention_seconds as i64).saturating_mul(1000)
+    }
+}
+
+/// Is this a valid tenant id (1–64 of `[A-Za-z0-9._-]`)?
+pub fn is_valid_tenant_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The token → tenant map from the `API_TOKENS` secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenMap {
+    by_hash: HashMap<String, String>,
+}
+
+impl TokenMap {
+    /// Parses `{"<sha256-hex of token>": "<tenant-id>"}`.
+    pub fn parse(raw: &str) -> Result<TokenMap, ConfigError> {
+        let map: HashMap<String, String> = serde_json::from_str(raw).map_err(|_| {
+            err(
+                "API_TOKENS",
+                "not a JSON object of sha256-hex token hashes to tenant ids",
+            )
+        })?;
+        let mut by_hash = HashMap::new();
+        for (hash, tenant) in map {
+            let hash = hash.to_ascii_lowercase();
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(err("API_TOKENS", "a key is not a sha256 hex digest"));
+            }
+            if !is_valid_tenant_id(&tenant) {
+                return Err(err(
+                    "API_TOKENS",
+                    format!("tenant id {tenant:?} is not 1-64 of [A-Za-z0-9._-]"),
+                ));
+            }
+            by_hash.insert(hash, tenant);
+        }
+        Ok(TokenMap { by_hash })
+    }
+
+    /// The tenant a bearer token belongs to.
+    pub fn tenant_for(&self, token: &str) -> Option<&str> {
+        let hash = hex::encode(Sha256::digest(token.as_bytes()));
+        self.by_hash.get(&hash).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> =
+            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(&|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.retention_seconds, 86_400);
+        assert_eq!(c.lease_seconds, 60);
+        assert_eq!(c.max_request_body_bytes, 1_048_576);
+        assert_eq!(c.max_stored_body_bytes, 1_048_576);
+        assert_eq!(c.sweep_batch, 500);
+        assert!(c.idempotency_required);
+        assert_eq!(c.protected_methods, vec!["POST", "PATCH"]);
+        assert_eq!(c.fingerprint_headers, vec!["content-type"]);
+        assert_eq!(c.stored_response_headers, vec!["content-type", "location", "etag"]);
+        assert!(!c.release_on_5xx);
+        assert_eq!(c.max_keys_per_tenant, 1_000_000);
+        assert_eq!(c.failure_policy, FailurePolicy::Closed);
+        assert_eq!(c.origin_timeout_seconds, 30);
+        assert_eq!(c.origin_url, None);
+        assert!(c.warnings().is_empty());
+    }
+
+    #[test]
+    fn invalid_values_name_their_variable() {
+        for (name, value) in [
+            ("RETENTION_SECONDS", "abc"),
+            ("LEASE_SECONDS", "0"),
+            ("SWEEP_BATCH", "-1"),
+            ("IDEMPOTENCY_REQUIRED", "yes"),
+            ("STORED_RESPONSE_HEADERS", "content-type,Set-Cookie"),
+            ("FAILURE_POLICY", "sometimes"),
+            ("PROTECTED_METHODS", " , "),
+            ("MAX_STORED_BODY_BYTES", "3000000"),
+            ("ORIGIN_URL", "ftp://x"),
+        ] {
+            let e = parse(&[(name, value)]).unwrap_err();
+            assert_eq!(e.variable, name, "{value}");
+        }
+    }
+
+    #[test]
+    fn timeout_not_below_lease_warns_naming_both() {
+        let c = parse(&[("LEASE_SECONDS", "2"), ("ORIGIN_TIMEOUT_SECONDS", "5")]).unwrap();
+        let w = c.warnings();
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("ORIGIN_TIMEOUT_SECONDS") && w[0].contains("LEASE_SECONDS"));
+    }
+
+    #[test]
+    fn tokens_map_by_hash_to_tenants() {
+        let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+        let map = TokenMap::parse(&format!(r#"{{"{acme}":"acme"}}"#)).unwrap();
+        assert_eq!(map.tenant_for("dev-token-acme"), Some("acme"));
+        assert_eq!(map.tenant_for("dev-token-globex"), None);
+        assert!(TokenMap::parse("[]").is_err());
+        assert!(TokenMap::parse(r#"{"abc":"acme"}"#).is_err());
+        assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad tenant"}}"#)).is_err());
+    }
+}

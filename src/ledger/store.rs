@@ -1,0 +1,141 @@
+//! The small storage seam between the ledger and a SQLite engine.
+//!
+//! Role: let the same ledger SQL run on Durable Object SQLite (in workerd) and
+//! on rusqlite (host tests, benchmarks). The ledger speaks only this trait.
+//!
+//! What must stay true here:
+//! - `query` runs exactly one statement and returns every row it produced
+//!   (statements with `RETURNING` included), never a lazy cursor: Durable
+//!   Object cursors must be drained before the next await anyway.
+//! - `atomically` runs its closure as one transaction: all of its writes
+//!   commit, or (when it returns `Err`) none do. Nested calls join the
+//!   outermost transaction.
+
+use std::fmt;
+
+/// A value crossing the seam. Durable Object SQLite hands integers over as
+/// JavaScript numbers, so values beyond ±2^53 must never be stored as
+/// integers (the ledger stores only millisecond times and small counters).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl From<i64> for SqlValue {
+    fn from(v: i64) -> Self {
+        SqlValue::Integer(v)
+    }
+}
+impl From<&str> for SqlValue {
+    fn from(v: &str) -> Self {
+        SqlValue::Text(v.to_string())
+    }
+}
+impl From<String> for SqlValue {
+    fn from(v: String) -> Self {
+        SqlValue::Text(v)
+    }
+}
+impl From<Vec<u8>> for SqlValue {
+    fn from(v: Vec<u8>) -> Self {
+        SqlValue::Blob(v)
+    }
+}
+impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(SqlValue::Null, Into::into)
+    }
+}
+
+/// A storage failure. The ledger never retries: it reports, and the edge
+/// decides (`503 idempotency-store-unavailable`, or a retried alarm).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The engine refused or failed a statement.
+    Sql(String),
+    /// A row did not have the shape the ledger wrote.
+    Decode(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Sql(m) => write!(f, "sql error: {m}"),
+            StoreError::Decode(m) => write!(f, "decode error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// One row: the statement's columns in order.
+pub type Row = Vec<SqlValue>;
+
+/// A SQLite engine the ledger can run on.
+pub trait SqlStore {
+    /// Runs one statement with positional `?` parameters; returns all rows.
+    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError>;
+
+    /// Runs `body` as one transaction (joining an enclosing one if any).
+    /// An `Err` from `body` rolls back every write it made.
+    fn atomically<T, E: From<StoreError>>(&self, body: impl FnOnce() -> Result<T, E>)
+        -> Result<T, E>;
+
+    /// Runs a statement whose rows are not needed.
+    fn execute(&self, sql: &str, params: &[SqlValue]) -> Result<(), StoreError> {
+        self.query(sql, params).map(|_| ())
+    }
+}
+
+/// Typed column access with decode errors instead of panics.
+pub trait RowExt {
+    fn int(&self, i: usize) -> Result<i64, StoreError>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError>;
+    fn text(&self, i: usize) -> Result<String, StoreError>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError>;
+    fn opt_blob(&self, i: usize) -> Result<Option<Vec<u8>>, StoreError>;
+}
+
+impl RowExt for Row {
+    fn int(&self, i: usize) -> Result<i64, StoreError> {
+        self.opt_int(i)?
+            .ok_or_else(|| StoreError::Decode(format!("column {i} is NULL, expected integer")))
+    }
+
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        match self.get(i) {
+            Some(SqlValue::Integer(v)) => Ok(Some(*v)),
+            // JavaScript numbers: integral floats are integers that crossed as f64.
+            Some(SqlValue::Real(f)) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => {
+                Ok(Some(*f as i64))
+            }
+            Some(SqlValue::Null) => Ok(None),
+            other => Err(StoreError::Decode(format!("column {i}: expected integer, got {other:?}"))),
+        }
+    }
+
+    fn text(&self, i: usize) -> Result<String, StoreError> {
+        self.opt_text(i)?
+            .ok_or_else(|| StoreError::Decode(format!("column {i} is NULL, expected text")))
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        match self.get(i) {
+            Some(SqlValue::Text(s)) => Ok(Some(s.clone())),
+            Some(SqlValue::Null) => Ok(None),
+            other => Err(StoreError::Decode(format!("column {i}: expected text, got {other:?}"))),
+        }
+    }
+
+    fn opt_blob(&self, i: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.get(i) {
+            Some(SqlValue::Blob(b)) => Ok(Some(b.clone())),
+            Some(SqlValue::Null) => Ok(None),
+            other => Err(StoreError::Decode(format!("column {i}: expected blob, got {other:?}"))),
+        }
+    }
+}

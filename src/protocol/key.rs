@@ -1,0 +1,245 @@
+//! Parsing the `Idempotency-Key` field (SPEC §2.3).
+//!
+//! Role: turn the one header value the runtime hands us into a validated key,
+//! or say precisely why it is refused. Pure: no I/O, no workers-rs.
+//!
+//! What must stay true here:
+//! - Two forms are accepted: an RFC 9651 sf-string (`"..."` with `\"` and `\\`
+//!   escapes, parameters after `;` ignored) and a bare value (the raw field
+//!   value, optional whitespace trimmed).
+//! - The runtime merges repeated field lines into one value joined by `", "`.
+//!   So a top-level comma means "more than one key" and is refused: a bare key
+//!   can therefore never contain a comma; a quoted one can.
+//! - The key itself is 1–255 characters, each 0x20–0x7E.
+
+use std::fmt;
+
+/// Longest key we keep. Bounds the ledger's primary key so a client cannot
+/// bloat the table with huge keys.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// Why a key was refused. Every variant renders as a `400
+/// idempotency-key-invalid` problem whose detail is the `Display` text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyError {
+    /// The (unescaped) key is empty.
+    Empty,
+    /// The key is longer than [`MAX_KEY_LEN`] characters.
+    TooLong(usize),
+    /// A character outside 0x20–0x7E.
+    NonPrintable,
+    /// A top-level comma: several field lines were sent (the runtime merged them).
+    Multiple,
+    /// A quoted key whose closing quote never came.
+    Unterminated,
+    /// A backslash followed by something other than `"` or `\`.
+    BadEscape,
+    /// Something after the closing quote that is not a parameter list.
+    TrailingGarbage,
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyError::Empty => write!(f, "the Idempotency-Key is empty"),
+            KeyError::TooLong(n) => write!(
+                f,
+                "the Idempotency-Key is {n} characters long; at most {MAX_KEY_LEN} are allowed"
+            ),
+            KeyError::NonPrintable => write!(
+                f,
+                "the Idempotency-Key may contain only printable ASCII characters (0x20-0x7E)"
+            ),
+            KeyError::Multiple => write!(
+                f,
+                "more than one Idempotency-Key was sent (a bare key may not contain a comma; quote it as an sf-string)"
+            ),
+            KeyError::Unterminated => write!(f, "the quoted Idempotency-Key has no closing quote"),
+            KeyError::BadEscape => write!(
+                f,
+                "the quoted Idempotency-Key has an escape other than \\\" or \\\\"
+            ),
+            KeyError::TrailingGarbage => write!(
+                f,
+                "the quoted Idempotency-Key is followed by something that is not a parameter"
+            ),
+        }
+    }
+}
+
+/// Optional whitespace of RFC 9110: space and horizontal tab.
+fn is_ows(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
+fn is_printable(c: char) -> bool {
+    ('\x20'..='\x7e').contains(&c)
+}
+
+/// Parses one `Idempotency-Key` field value (as merged by the runtime).
+///
+/// Returns the key the client meant: the unescaped sf-string, or the trimmed
+/// bare value.
+pub fn parse_idempotency_key(raw: &str) -> Result<String, KeyError> {
+    let value = raw.trim_matches(is_ows);
+    let key = if let Some(rest) = value.strip_prefix('"') {
+        let (key, after) = parse_sf_string_body(rest)?;
+        check_parameters(after)?;
+        key
+    } else {
+        if value.contains(',') {
+            return Err(KeyError::Multiple);
+        }
+        value.to_string()
+    };
+    validate_key(&key)?;
+    Ok(key)
+}
+
+/// Checks the key rules shared by both forms (and by the object's RPC, which
+/// must never trust a caller to have parsed the header).
+pub fn validate_key(key: &str) -> Result<(), KeyError> {
+    if key.is_empty() {
+        return Err(KeyError::Empty);
+    }
+    if !key.chars().all(is_printable) {
+        return Err(KeyError::NonPrintable);
+    }
+    // All characters are ASCII here, so bytes == characters.
+    if key.len() > MAX_KEY_LEN {
+        return Err(KeyError::TooLong(key.len()));
+    }
+    Ok(())
+}
+
+/// Reads an sf-string body after its opening quote. Returns the unescaped
+/// string and what follows the closing quote.
+fn parse_sf_string_body(input: &str) -> Result<(String, &str), KeyError> {
+    let mut out = String::new();
+    let mut chars = input.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some((_, e @ ('"' | '\\'))) => out.push(e),
+                Some(_) => return Err(KeyError::BadEscape),
+                None => return Err(KeyError::Unterminated),
+            },
+            '"' => return Ok((out, &input[i + 1..])),
+            c if is_printable(c) => out.push(c),
+            _ => return Err(KeyError::NonPrintable),
+        }
+    }
+    Err(KeyError::Unterminated)
+}
+
+/// Accepts RFC 9651 parameters (`;key` or `;key=bare-item`, any number) and
+/// ignores them. A comma at this level means a second list member, i.e. a
+/// second field line.
+fn check_parameters(mut rest: &str) -> Result<(), KeyError> {
+    loop {
+        rest = rest.trim_start_matches(is_ows);
+        if rest.is_empty() {
+            return Ok(());
+        }
+        if rest.starts_with(',') {
+            return Err(KeyError::Multiple);
+        }
+        let Some(param) = rest.strip_prefix(';') else {
+            return Err(KeyError::TrailingGarbage);
+        };
+        let param = param.trim_start_matches(' ');
+        // param-key = ( lcalpha / "*" ) *( lcalpha / DIGIT / "_" / "-" / "." / "*" )
+        let key_len = param
+            .char_indices()
+            .take_while(|&(i, c)| {
+                c.is_ascii_lowercase()
+                    || c == '*'
+                    || (i > 0 && (c.is_ascii_digit() || matches!(c, '_' | '-' | '.')))
+            })
+            .count();
+        if key_len == 0 {
+            return Err(KeyError::TrailingGarbage);
+        }
+        rest = &param[key_len..];
+        if let Some(value) = rest.strip_prefix('=') {
+            rest = skip_bare_item(value)?;
+        }
+    }
+}
+
+/// Skips one bare item (string, token, number, boolean or byte sequence) and
+/// returns what follows it.
+fn skip_bare_item(input: &str) -> Result<&str, KeyError> {
+    if let Some(body) = input.strip_prefix('"') {
+        let (_, after) = parse_sf_string_body(body)?;
+        return Ok(after);
+    }
+    let end = input
+        .find(|c: char| c == ';' || c == ',' || is_ows(c))
+        .unwrap_or(input.len());
+    let item = &input[..end];
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~:/?=".contains(c);
+    if item.is_empty() || !item.chars().all(allowed) {
+        return Err(KeyError::TrailingGarbage);
+    }
+    Ok(&input[end..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_and_quoted_forms_give_the_same_key() {
+        assert_eq!(parse_idempotency_key("abc-123").unwrap(), "abc-123");
+        assert_eq!(parse_idempotency_key("\"abc-123\"").unwrap(), "abc-123");
+        assert_eq!(parse_idempotency_key("  abc-123\t").unwrap(), "abc-123");
+    }
+
+    #[test]
+    fn quoted_keys_unescape_and_may_contain_commas() {
+        assert_eq!(parse_idempotency_key(r#""a\"b\\c""#).unwrap(), r#"a"b\c"#);
+        assert_eq!(parse_idempotency_key(r#""a, b""#).unwrap(), "a, b");
+    }
+
+    #[test]
+    fn parameters_after_a_quoted_key_are_ignored() {
+        assert_eq!(parse_idempotency_key(r#""k1";v=1"#).unwrap(), "k1");
+        assert_eq!(parse_idempotency_key(r#""k1"; a; b="x;y""#).unwrap(), "k1");
+        assert_eq!(
+            parse_idempotency_key(r#""k1";x=?1"#).unwrap(),
+            "k1",
+            "boolean bare item"
+        );
+    }
+
+    #[test]
+    fn merged_field_lines_are_refused() {
+        assert_eq!(parse_idempotency_key("a, b"), Err(KeyError::Multiple));
+        assert_eq!(parse_idempotency_key(r#""a", "b""#), Err(KeyError::Multiple));
+        assert_eq!(parse_idempotency_key(r#""a";p=1, "b""#), Err(KeyError::Multiple));
+    }
+
+    #[test]
+    fn malformed_sf_strings_are_refused() {
+        assert_eq!(parse_idempotency_key("\"abc"), Err(KeyError::Unterminated));
+        assert_eq!(parse_idempotency_key(r#""a\nb""#), Err(KeyError::BadEscape));
+        assert_eq!(parse_idempotency_key(r#""ab"x"#), Err(KeyError::TrailingGarbage));
+        assert_eq!(parse_idempotency_key(r#""ab";"#), Err(KeyError::TrailingGarbage));
+    }
+
+    #[test]
+    fn empty_long_and_non_printable_keys_are_refused() {
+        assert_eq!(parse_idempotency_key(""), Err(KeyError::Empty));
+        assert_eq!(parse_idempotency_key("\"\""), Err(KeyError::Empty));
+        assert_eq!(parse_idempotency_key("   "), Err(KeyError::Empty));
+        let max = "k".repeat(MAX_KEY_LEN);
+        assert_eq!(parse_idempotency_key(&max).unwrap(), max);
+        let long = "k".repeat(MAX_KEY_LEN + 1);
+        assert_eq!(parse_idempotency_key(&long), Err(KeyError::TooLong(256)));
+        assert_eq!(parse_idempotency_key("a\u{1}b"), Err(KeyError::NonPrintable));
+        assert_eq!(parse_idempotency_key("caf\u{e9}"), Err(KeyError::NonPrintable));
+        assert_eq!(parse_idempotency_key("a\tb"), Err(KeyError::NonPrintable));
+        assert_eq!(parse_idempotency_key("\"a\u{7f}\""), Err(KeyError::NonPrintable));
+    }
+}

@@ -1,0 +1,183 @@
+//! Responses as the ledger stores and replays them (SPEC §2.5 "Stored responses").
+//!
+//! Role: capture what a replay needs — status, allowlisted headers, body bytes —
+//! and nothing more. Pure: no I/O.
+//!
+//! What must stay true here:
+//! - `set-cookie` is never stored, whatever the allowlist says (config
+//!   validation refuses it too; this is the second lock).
+//! - Bodies are bytes, never text; on the wire they travel as base64.
+//! - 204/205/304 carry no body, stored or replayed.
+//! - A body over the stored-body limit is not truncated: the record becomes a
+//!   *tombstone* (`body: None`) that replays loudly as 500
+//!   `idempotency-response-not-retained`.
+
+use serde::{Deserialize, Serialize};
+
+/// Statuses that never carry a body (the Fetch `Response` constructor throws
+/// if given one).
+pub fn is_null_body_status(status: u16) -> bool {
+    matches!(status, 204 | 205 | 304)
+}
+
+/// Base64 (standard alphabet, padded) for byte fields in JSON.
+pub mod base64_bytes {
+    use base64::{engine::general_purpose::STANDARD, Engine};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Base64 for an optional byte field (`null` when absent).
+pub mod base64_bytes_opt {
+    use base64::{engine::general_purpose::STANDARD, Engine};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match bytes {
+            Some(b) => s.serialize_str(&STANDARD.encode(b)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            Some(text) => STANDARD
+                .decode(text)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A complete HTTP answer as produced by the application (or origin), sent
+/// in full to the caller whose run produced it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppResponse {
+    pub status: u16,
+    /// Header pairs, names lowercased, in the order produced.
+    pub headers: Vec<(String, String)>,
+    #[serde(with = "base64_bytes")]
+    pub body: Vec<u8>,
+}
+
+/// What the ledger keeps of a response so every replay is identical.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredResponse {
+    pub status: u16,
+    /// Allowlisted header pairs, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The body bytes; `None` marks a tombstone (the body was too large to keep).
+    #[serde(with = "base64_bytes_opt")]
+    pub body: Option<Vec<u8>>,
+}
+
+/// Which parts of a response may be stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturePolicy {
+    /// Lowercase header names that are stored (`set-cookie` is ignored even if listed).
+    pub stored_headers: Vec<String>,
+    /// Largest body kept; larger bodies make a tombstone.
+    pub max_stored_body_bytes: usize,
+}
+
+impl StoredResponse {
+    /// Captures what a replay needs from an application response.
+    pub fn capture(response: &AppResponse, policy: &CapturePolicy) -> StoredResponse {
+        let headers = response
+            .headers
+            .iter()
+            .filter(|(name, _)| {
+                let name = name.to_ascii_lowercase();
+                name != "set-cookie" && policy.stored_headers.iter().any(|h| *h == name)
+            })
+            .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
+            .collect();
+        let body = if is_null_body_status(response.status) {
+            Some(Vec::new())
+        } else if response.body.len() > policy.max_stored_body_bytes {
+            None
+        } else {
+            Some(response.body.clone())
+        };
+        StoredResponse {
+            status: response.status,
+            headers,
+            body,
+        }
+    }
+
+    /// False for a tombstone: the response was delivered once but not kept.
+    pub fn retained(&self) -> bool {
+        self.body.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(max: usize) -> CapturePolicy {
+        CapturePolicy {
+            stored_headers: vec!["content-type".into(), "location".into(), "set-cookie".into()],
+            max_stored_body_bytes: max,
+        }
+    }
+
+    fn response(status: u16, body: &[u8]) -> AppResponse {
+        AppResponse {
+            status,
+            headers: vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("set-cookie".into(), "session=1".into()),
+                ("x-request-id".into(), "abc".into()),
+            ],
+            body: body.to_vec(),
+        }
+    }
+
+    #[test]
+    fn only_allowlisted_headers_are_stored_and_never_set_cookie() {
+        let s = StoredResponse::capture(&response(201, b"{}"), &policy(10));
+        assert_eq!(s.headers, vec![("content-type".to_string(), "application/json".to_string())]);
+        assert_eq!(s.body.as_deref(), Some(&b"{}"[..]));
+    }
+
+    #[test]
+    fn oversized_body_makes_a_tombstone() {
+        let s = StoredResponse::capture(&response(200, &[7u8; 11]), &policy(10));
+        assert!(!s.retained());
+        assert_eq!(s.status, 200);
+        let at_limit = StoredResponse::capture(&response(200, &[7u8; 10]), &policy(10));
+        assert!(at_limit.retained());
+    }
+
+    #[test]
+    fn null_body_statuses_store_no_body() {
+        for status in [204, 205, 304] {
+            let s = StoredResponse::capture(&response(status, b"ignored"), &policy(10));
+            assert_eq!(s.body, Some(Vec::new()), "status {status}");
+        }
+    }
+
+    #[test]
+    fn bodies_round_trip_through_json_as_exact_bytes() {
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        let s = StoredResponse {
+            status: 200,
+            headers: vec![],
+            body: Some(bytes.clone()),
+        };
+        let json = serde_json::to_string(&s).unwrap();
+        let back: StoredResponse = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.body, Some(bytes));
+    }
+}

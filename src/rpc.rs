@@ -1,0 +1,254 @@
+//! The versioned fetch RPC between Workers and a `TenantLedger` (SPEC §3).
+//!
+//! Role: the wire shapes of `/rpc/v1/...` — every call is a `POST` with a JSON
+//! body, every answer JSON (outcomes tagged by `"outcome"`), every refusal an
+//! RFC 9457 problem. Pure: both the object and the typed client use these.
+//!
+//! What must stay true here:
+//! - v1 never changes incompatibly; a v2 gets its own prefix and types.
+//! - Calls are validated before anything is written: a bad call changes
+//!   nothing (`400 invalid-rpc`).
+//! - Outcomes are the ledger's own closed enums, serialised as they are.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::STORED_BODY_CEILING;
+use crate::ledger::{RecordView, Stats};
+use crate::protocol::response::base64_bytes;
+use crate::protocol::{validate_key, Fingerprint, StoredResponse};
+
+/// Every v1 route lives under this prefix.
+pub const RPC_V1_PREFIX: &str = "/rpc/v1/";
+
+/// The v1 operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Claim,
+    Complete,
+    Release,
+    Lookup,
+    Stats,
+    Execute,
+}
+
+impl Route {
+    /// Resolves a request path such as `/rpc/v1/claim`.
+    pub fn from_path(path: &str) -> Option<Route> {
+        match path.strip_prefix(RPC_V1_PREFIX)? {
+            "claim" => Some(Route::Claim),
+            "complete" => Some(Route::Complete),
+            "release" => Some(Route::Release),
+            "lookup" => Some(Route::Lookup),
+            "stats" => Some(Route::Stats),
+            "execute" => Some(Route::Execute),
+            _ => None,
+        }
+    }
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Route::Claim => "/rpc/v1/claim",
+            Route::Complete => "/rpc/v1/complete",
+            Route::Release => "/rpc/v1/release",
+            Route::Lookup => "/rpc/v1/lookup",
+            Route::Stats => "/rpc/v1/stats",
+            Route::Execute => "/rpc/v1/execute",
+        }
+    }
+}
+
+/// Longest lease or retention a caller may ask for (one year).
+pub const MAX_WINDOW_SECONDS: u64 = 31_536_000;
+
+fn check_window(name: &str, v: Option<u64>) -> Result<(), String> {
+    match v {
+        Some(s) if s == 0 || s > MAX_WINDOW_SECONDS => {
+            Err(format!("{name} must be between 1 and {MAX_WINDOW_SECONDS}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_key(key: &str) -> Result<(), String> {
+    validate_key(key).map_err(|e| e.to_string())
+}
+
+fn check_generation(generation: i64) -> Result<(), String> {
+    if generation < 1 {
+        return Err("generation must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// `claim`: take the key for a request, or learn why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimCall {
+    pub key: String,
+    pub fingerprint: Fingerprint,
+    /// Defaults to the object's `LEASE_SECONDS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_seconds: Option<u64>,
+    /// Defaults to the object's `RETENTION_SECONDS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_seconds: Option<u64>,
+}
+
+impl ClaimCall {
+    pub fn validate(&self) -> Result<(), String> {
+        check_key(&self.key)?;
+        if !self.fingerprint.is_well_formed() {
+            return Err("fingerprint is not well formed (digest must match its components)".into());
+        }
+        check_window("lease_seconds", self.lease_seconds)?;
+        check_window("retention_seconds", self.retention_seconds)
+    }
+}
+
+/// `complete`: record the response of the owner at `generation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteCall {
+    pub key: String,
+    pub generation: i64,
+    pub response: StoredResponse,
+    /// Defaults to the object's `RETENTION_SECONDS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_seconds: Option<u64>,
+}
+
+impl CompleteCall {
+    pub fn validate(&self) -> Result<(), String> {
+        check_key(&self.key)?;
+        check_generation(self.generation)?;
+        check_window("retention_seconds", self.retention_seconds)?;
+        let r = &self.response;
+        if !(100..=599).contains(&r.status) {
+            return Err("response.status must be 100-599".into());
+        }
+        for (name, _) in &r.headers {
+            if name.is_empty() || name.to_ascii_lowercase() != *name {
+                return Err("response header names must be lowercase and non-empty".into());
+            }
+            if name == "set-cookie" {
+                return Err("set-cookie can never be stored".into());
+            }
+        }
+        if r.body.as_ref().is_some_and(|b| b.len() > STORED_BODY_CEILING) {
+            return Err(format!(
+                "response.body is over {STORED_BODY_CEILING} bytes; send null to record a tombstone"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `release`: give the key back after a run that produced no response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseCall {
+    pub key: String,
+    pub generation: i64,
+}
+
+impl ReleaseCall {
+    pub fn validate(&self) -> Result<(), String> {
+        check_key(&self.key)?;
+        check_generation(self.generation)
+    }
+}
+
+/// `lookup`: introspect one key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookupCall {
+    pub key: String,
+}
+
+impl LookupCall {
+    pub fn validate(&self) -> Result<(), String> {
+        check_key(&self.key)
+    }
+}
+
+/// The answer to `lookup`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LookupAnswer {
+    pub record: Option<RecordView>,
+}
+
+/// The answer to `stats`.
+pub type StatsAnswer = Stats;
+
+/// The request the embedded application should run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppRequest {
+    /// The method as received (uppercase).
+    pub method: String,
+    /// Path plus query, verbatim.
+    pub target: String,
+    #[serde(with = "base64_bytes")]
+    pub body: Vec<u8>,
+}
+
+impl AppRequest {
+    /// The path without its query.
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+}
+
+/// `execute`: claim, run the embedded application and complete, in one
+/// transaction (single hop).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteCall {
+    pub key: String,
+    pub fingerprint: Fingerprint,
+    pub request: AppRequest,
+}
+
+impl ExecuteCall {
+    pub fn validate(&self) -> Result<(), String> {
+        check_key(&self.key)?;
+        if !self.fingerprint.is_well_formed() {
+            return Err("fingerprint is not well formed (digest must match its components)".into());
+        }
+        if !self.request.target.starts_with('/') {
+            return Err("request.target must start with /".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::ClaimOutcome;
+
+    #[test]
+    fn routes_resolve_only_under_v1() {
+        assert_eq!(Route::from_path("/rpc/v1/claim"), Some(Route::Claim));
+        assert_eq!(Route::from_path("/rpc/v2/claim"), None);
+        assert_eq!(Route::from_path("/rpc/v1/nope"), None);
+        for r in [Route::Claim, Route::Complete, Route::Release, Route::Lookup, Route::Stats, Route::Execute] {
+            assert_eq!(Route::from_path(r.path()), Some(r));
+        }
+    }
+
+    #[test]
+    fn outcomes_are_tagged_json() {
+        let json = serde_json::to_value(ClaimOutcome::Claimed { generation: 2, takeover: true }).unwrap();
+        assert_eq!(json, serde_json::json!({"outcome": "claimed", "generation": 2, "takeover": true}));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_refused() {
+        assert!(serde_json::from_str::<ReleaseCall>(r#"{"key":"k","generation":1,"x":1}"#).is_err());
+        let call: ReleaseCall = serde_json::from_str(r#"{"key":"k","generation":0}"#).unwrap();
+        assert!(call.validate().is_err());
+        let call: ReleaseCall = serde_json::from_str(r#"{"key":"","generation":1}"#).unwrap();
+        assert!(call.validate().is_err());
+    }
+}

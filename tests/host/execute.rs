@@ -1,0 +1,113 @@
+//! The single-hop `execute`: claim + embedded application + complete in one
+//! transaction.
+
+use crate::support::*;
+use idempotency_ledger::ledger::{ExecuteOutcome, StoreError};
+use idempotency_ledger::orders;
+
+const ORDER: &str = r#"{"sku":"SKU-1","quantity":2}"#;
+
+fn run(
+    l: &idempotency_ledger::ledger::Ledger<
+        idempotency_ledger::ledger::rusqlite_store::RusqliteStore,
+    >,
+    key: &str,
+    body: &str,
+    now: i64,
+) -> ExecuteOutcome {
+    l.execute(key, &fp(body), &policy(), &capture(), now, |store| {
+        orders::create(store, body.as_bytes(), now)
+    })
+    .expect("execute")
+}
+
+#[test]
+fn the_first_execute_creates_one_order_and_replays_return_it() {
+    let l = ledger();
+    let first = run(&l, "k", ORDER, 1_000);
+    let ExecuteOutcome::Ran {
+        generation: 1,
+        retained: true,
+        response,
+        ..
+    } = first
+    else {
+        panic!("{first:?}")
+    };
+    assert_eq!(response.status, 201);
+    let location = response
+        .headers
+        .iter()
+        .find(|(n, _)| n == "location")
+        .map(|(_, v)| v.clone());
+    assert_eq!(location.as_deref(), Some("/v1/orders/ord_00000001"));
+    for t in 0..5 {
+        match run(&l, "k", ORDER, 2_000 + t) {
+            ExecuteOutcome::Completed {
+                response: stored, ..
+            } => assert_eq!(stored.body.as_deref(), Some(response.body.as_slice())),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(count(&l, "orders"), 1);
+}
+
+#[test]
+fn distinct_keys_create_distinct_orders() {
+    let l = ledger();
+    for k in ["a", "b", "c"] {
+        assert!(matches!(
+            run(&l, k, ORDER, 1_000),
+            ExecuteOutcome::Ran { .. }
+        ));
+    }
+    assert_eq!(count(&l, "orders"), 3);
+}
+
+#[test]
+fn an_invalid_order_is_stored_and_replayed_like_any_answer() {
+    let l = ledger();
+    let ExecuteOutcome::Ran { response, .. } = run(&l, "k", "{oops", 1_000) else {
+        panic!()
+    };
+    assert_eq!(response.status, 400);
+    assert!(String::from_utf8_lossy(&response.body).contains("invalid-order"));
+    assert!(
+        matches!(run(&l, "k", "{oops", 2_000), ExecuteOutcome::Completed { response, .. } if response.status == 400)
+    );
+    assert_eq!(count(&l, "orders"), 0);
+}
+
+#[test]
+fn a_failing_application_rolls_back_its_writes_and_the_claim() {
+    let l = ledger();
+    let out = l.execute("k", &fp(ORDER), &policy(), &capture(), 1_000, |store| {
+        orders::create(store, ORDER.as_bytes(), 1_000)?;
+        Err::<idempotency_ledger::protocol::AppResponse, StoreError>(StoreError::Sql(
+            "boom after the insert".into(),
+        ))
+    });
+    assert!(out.is_err());
+    assert_eq!(count(&l, "orders"), 0, "the order insert was rolled back");
+    assert_eq!(
+        count(&l, "idempotency_records"),
+        0,
+        "the claim was rolled back"
+    );
+    assert!(matches!(
+        run(&l, "k", ORDER, 2_000),
+        ExecuteOutcome::Ran { generation: 1, .. }
+    ));
+    assert_eq!(count(&l, "orders"), 1);
+}
+
+#[test]
+fn a_different_body_under_the_same_key_is_refused_without_an_order() {
+    let l = ledger();
+    run(&l, "k", ORDER, 1_000);
+    match run(&l, "k", r#"{"sku":"SKU-1","quantity":3}"#, 2_000) {
+        ExecuteOutcome::Mismatch { differs } => assert_eq!(differs, vec!["body"]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(count(&l, "orders"), 1);
+}

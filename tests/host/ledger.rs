@@ -1,0 +1,327 @@
+//! Every ledger transition, one behaviour per test.
+
+use crate::support::*;
+use idempotency_ledger::ledger::{ClaimOutcome, CompleteOutcome, ReleaseOutcome};
+
+#[test]
+fn a_fresh_key_is_claimed_at_generation_one() {
+    let l = ledger();
+    let out = l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::Claimed {
+            generation: 1,
+            takeover: false
+        }
+    );
+    let view = l.lookup("k", 1_000).unwrap().unwrap();
+    assert_eq!(view.state, "in_flight");
+    assert_eq!(view.generation, 1);
+    assert!(view.lease_expires_at.is_some());
+}
+
+#[test]
+fn a_live_lease_answers_in_flight_with_the_time_left() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let out = l.claim("k", &fp("a"), &policy(), 11_000).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::InFlight {
+            generation: 1,
+            retry_after_ms: LEASE_MS - 10_000
+        }
+    );
+    assert_eq!(l.stats().unwrap().in_use, 1);
+}
+
+#[test]
+fn a_different_fingerprint_is_a_mismatch_naming_the_body() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let out = l.claim("k", &fp("b"), &policy(), 2_000).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::Mismatch {
+            differs: vec!["body".into()]
+        }
+    );
+    l.complete("k", 1, &response("r"), RETENTION_MS, 3_000)
+        .unwrap();
+    let out = l.claim("k", &fp("b"), &policy(), 4_000).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::Mismatch {
+            differs: vec!["body".into()]
+        },
+        "also once completed"
+    );
+    assert_eq!(l.stats().unwrap().reused, 2);
+}
+
+#[test]
+fn a_completed_key_replays_its_stored_response() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    assert_eq!(
+        l.complete("k", 1, &response("r1"), RETENTION_MS, 2_000)
+            .unwrap(),
+        CompleteOutcome::Stored
+    );
+    for _ in 0..3 {
+        let out = l.claim("k", &fp("a"), &policy(), 3_000).unwrap();
+        assert_eq!(
+            out,
+            ClaimOutcome::Completed {
+                generation: 1,
+                response: response("r1")
+            }
+        );
+    }
+    let view = l.lookup("k", 3_000).unwrap().unwrap();
+    assert_eq!(
+        (
+            view.state.as_str(),
+            view.replays,
+            view.response_status,
+            view.retained
+        ),
+        ("completed", 3, Some(201), Some(true))
+    );
+    assert_eq!(l.stats().unwrap().replays, 3);
+}
+
+#[test]
+fn a_completed_response_is_never_replaced() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    l.complete("k", 1, &response("first"), RETENTION_MS, 2_000)
+        .unwrap();
+    let again = l
+        .complete("k", 1, &response("second"), RETENTION_MS, 3_000)
+        .unwrap();
+    assert!(matches!(again, CompleteOutcome::FencedOut { .. }));
+    let out = l.claim("k", &fp("a"), &policy(), 4_000).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::Completed {
+            generation: 1,
+            response: response("first")
+        }
+    );
+}
+
+#[test]
+fn an_expired_lease_is_taken_over_and_the_old_owner_is_fenced_out() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let t = 1_000 + LEASE_MS;
+    let out = l.claim("k", &fp("a"), &policy(), t).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::Claimed {
+            generation: 2,
+            takeover: true
+        }
+    );
+    // The takeover completes first; the superseded owner's completion is refused.
+    assert_eq!(
+        l.complete("k", 2, &response("new"), RETENTION_MS, t + 1)
+            .unwrap(),
+        CompleteOutcome::Stored
+    );
+    let stale = l
+        .complete("k", 1, &response("old"), RETENTION_MS, t + 2)
+        .unwrap();
+    match stale {
+        CompleteOutcome::FencedOut { current: Some(c) } => {
+            assert_eq!((c.state.as_str(), c.generation), ("completed", 2))
+        }
+        other => panic!("expected fenced out, got {other:?}"),
+    }
+    let replay = l.claim("k", &fp("a"), &policy(), t + 3).unwrap();
+    assert_eq!(
+        replay,
+        ClaimOutcome::Completed {
+            generation: 2,
+            response: response("new")
+        }
+    );
+    let stats = l.stats().unwrap();
+    assert_eq!((stats.takeovers, stats.fenced_out, stats.claims), (1, 1, 2));
+}
+
+#[test]
+fn a_superseded_owner_cannot_complete_even_before_the_new_owner_does() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 0).unwrap();
+    l.claim("k", &fp("a"), &policy(), LEASE_MS).unwrap();
+    assert!(matches!(
+        l.complete("k", 1, &response("old"), RETENTION_MS, LEASE_MS + 1)
+            .unwrap(),
+        CompleteOutcome::FencedOut { .. }
+    ));
+    assert_eq!(
+        l.lookup("k", LEASE_MS + 1).unwrap().unwrap().state,
+        "in_flight"
+    );
+}
+
+#[test]
+fn a_late_completion_with_no_takeover_is_accepted() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 0).unwrap();
+    let late = 10 * LEASE_MS;
+    assert_eq!(
+        l.complete("k", 1, &response("late"), RETENTION_MS, late)
+            .unwrap(),
+        CompleteOutcome::Stored
+    );
+}
+
+#[test]
+fn release_lets_the_next_claim_run_at_the_next_generation() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 0).unwrap();
+    assert_eq!(l.release("k", 1).unwrap(), ReleaseOutcome::Released);
+    let view = l.lookup("k", 1).unwrap().unwrap();
+    assert_eq!((view.state.as_str(), view.generation), ("released", 1));
+    let out = l.claim("k", &fp("a"), &policy(), 2).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::Claimed {
+            generation: 2,
+            takeover: false
+        }
+    );
+    // The generation-1 owner can neither complete nor release generation 2.
+    assert!(matches!(
+        l.complete("k", 1, &response("x"), RETENTION_MS, 3).unwrap(),
+        CompleteOutcome::FencedOut { .. }
+    ));
+    assert!(matches!(
+        l.release("k", 1).unwrap(),
+        ReleaseOutcome::FencedOut { .. }
+    ));
+    assert_eq!(l.stats().unwrap().fenced_out, 2);
+}
+
+#[test]
+fn release_of_a_completed_or_unknown_record_is_fenced_out() {
+    let l = ledger();
+    assert!(matches!(
+        l.release("missing", 1).unwrap(),
+        ReleaseOutcome::FencedOut { current: None }
+    ));
+    l.claim("k", &fp("a"), &policy(), 0).unwrap();
+    l.complete("k", 1, &response("r"), RETENTION_MS, 1).unwrap();
+    assert!(matches!(
+        l.release("k", 1).unwrap(),
+        ReleaseOutcome::FencedOut { .. }
+    ));
+    assert_eq!(l.lookup("k", 2).unwrap().unwrap().state, "completed");
+}
+
+#[test]
+fn the_quota_refuses_new_keys_but_answers_existing_ones() {
+    let l = ledger();
+    let mut p = policy();
+    p.max_keys = 3;
+    for k in ["a", "b", "c"] {
+        assert!(matches!(
+            l.claim(k, &fp(k), &p, 0).unwrap(),
+            ClaimOutcome::Claimed { .. }
+        ));
+    }
+    match l.claim("d", &fp("d"), &p, 1_000).unwrap() {
+        ClaimOutcome::LedgerFull { retry_after_ms } => {
+            assert_eq!(retry_after_ms, RETENTION_MS - 1_000)
+        }
+        other => panic!("expected ledger full, got {other:?}"),
+    }
+    assert!(matches!(
+        l.claim("a", &fp("a"), &p, 1_000).unwrap(),
+        ClaimOutcome::InFlight { .. }
+    ));
+    assert!(matches!(
+        l.claim("b", &fp("x"), &p, 1_000).unwrap(),
+        ClaimOutcome::Mismatch { .. }
+    ));
+    l.complete("c", 1, &response("r"), RETENTION_MS, 1_000)
+        .unwrap();
+    assert!(matches!(
+        l.claim("c", &fp("c"), &p, 2_000).unwrap(),
+        ClaimOutcome::Completed { .. }
+    ));
+    assert_eq!(count(&l, "idempotency_records"), 3);
+}
+
+#[test]
+fn a_record_past_its_window_is_a_new_operation_at_the_next_generation() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 0).unwrap();
+    l.complete("k", 1, &response("old"), RETENTION_MS, 10)
+        .unwrap();
+    let after = 10 + RETENTION_MS;
+    assert_eq!(
+        l.lookup("k", after).unwrap(),
+        None,
+        "expired records are not shown"
+    );
+    let out = l.claim("k", &fp("different"), &policy(), after).unwrap();
+    assert_eq!(
+        out,
+        ClaimOutcome::Claimed {
+            generation: 2,
+            takeover: false
+        }
+    );
+    assert!(matches!(
+        l.complete("k", 1, &response("zombie"), RETENTION_MS, after + 1)
+            .unwrap(),
+        CompleteOutcome::FencedOut { .. }
+    ));
+}
+
+#[test]
+fn a_tombstone_replays_without_a_body() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 0).unwrap();
+    let tomb = idempotency_ledger::protocol::StoredResponse {
+        status: 200,
+        headers: vec![],
+        body: None,
+    };
+    l.complete("k", 1, &tomb, RETENTION_MS, 1).unwrap();
+    assert_eq!(
+        l.claim("k", &fp("a"), &policy(), 2).unwrap(),
+        ClaimOutcome::Completed {
+            generation: 1,
+            response: tomb
+        }
+    );
+    let view = l.lookup("k", 3).unwrap().unwrap();
+    assert_eq!(
+        (view.retained, view.response_status),
+        (Some(false), Some(200))
+    );
+}
+
+#[test]
+fn empty_and_binary_bodies_replay_byte_for_byte() {
+    let l = ledger();
+    let bytes: Vec<u8> = (0..=255u8).rev().collect();
+    for (k, body) in [("empty", Vec::new()), ("binary", bytes)] {
+        l.claim(k, &fp(k), &policy(), 0).unwrap();
+        let r = idempotency_ledger::protocol::StoredResponse {
+            status: 200,
+            headers: vec![],
+            body: Some(body.clone()),
+        };
+        l.complete(k, 1, &r, RETENTION_MS, 1).unwrap();
+        match l.claim(k, &fp(k), &policy(), 2).unwrap() {
+            ClaimOutcome::Completed { response, .. } => assert_eq!(response.body, Some(body)),
+            other => panic!("{other:?}"),
+        }
+    }
+}

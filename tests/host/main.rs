@@ -1,0 +1,9 @@
+//! Host tests: the ledger core and the embedded application on real SQLite
+//! (rusqlite), through the same `SqlStore` seam the Durable Object uses.
+
+mod support;
+
+mod execute;
+mod ledger;
+mod model;
+mod sweep;

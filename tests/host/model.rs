@@ -1,0 +1,258 @@
+//! Model-based test: thousands of random interleavings of claim / complete /
+//! release / clock advance / sweep against a plain in-memory reference model.
+//! After every step the ledger must answer exactly as the model does, and the
+//! invariants must hold: generations never go back, a completed response is
+//! never replaced, the quota counter equals the rows held.
+
+use std::collections::HashMap;
+
+use crate::support::*;
+use idempotency_ledger::ledger::{ClaimOutcome, ClaimPolicy, CompleteOutcome, ReleaseOutcome};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum St {
+    InFlight,
+    Completed,
+    Released,
+}
+
+#[derive(Clone, Debug)]
+struct Rec {
+    state: St,
+    generation: i64,
+    fp: u8,
+    lease_end: i64,
+    expires_at: i64,
+    response: Option<String>,
+}
+
+#[derive(Default)]
+struct Model {
+    recs: HashMap<String, Rec>,
+}
+
+impl Model {
+    fn claim(&mut self, key: &str, fpid: u8, p: &ClaimPolicy, now: i64) -> ClaimOutcome {
+        let fresh = |generation| Rec {
+            state: St::InFlight,
+            generation,
+            fp: fpid,
+            lease_end: now + p.lease_ms,
+            expires_at: now + p.retention_ms,
+            response: None,
+        };
+        match self.recs.get_mut(key) {
+            None => {
+                if self.recs.len() as u64 >= p.max_keys {
+                    let next = self.recs.values().map(|r| r.expires_at).min().unwrap();
+                    return ClaimOutcome::LedgerFull {
+                        retry_after_ms: (next - now).max(1000),
+                    };
+                }
+                self.recs.insert(key.into(), fresh(1));
+                ClaimOutcome::Claimed {
+                    generation: 1,
+                    takeover: false,
+                }
+            }
+            Some(r) if r.expires_at <= now => {
+                *r = fresh(r.generation + 1);
+                ClaimOutcome::Claimed {
+                    generation: r.generation,
+                    takeover: false,
+                }
+            }
+            Some(r) if r.fp != fpid => ClaimOutcome::Mismatch {
+                differs: vec!["body".into()],
+            },
+            Some(r) => match r.state {
+                St::Completed => ClaimOutcome::Completed {
+                    generation: r.generation,
+                    response: response(r.response.as_deref().unwrap()),
+                },
+                St::Released => {
+                    *r = Rec {
+                        generation: r.generation + 1,
+                        fp: r.fp,
+                        ..fresh(0)
+                    };
+                    ClaimOutcome::Claimed {
+                        generation: r.generation,
+                        takeover: false,
+                    }
+                }
+                St::InFlight if r.lease_end > now => ClaimOutcome::InFlight {
+                    generation: r.generation,
+                    retry_after_ms: r.lease_end - now,
+                },
+                St::InFlight => {
+                    r.generation += 1;
+                    r.lease_end = now + p.lease_ms;
+                    r.expires_at = now + p.retention_ms;
+                    ClaimOutcome::Claimed {
+                        generation: r.generation,
+                        takeover: true,
+                    }
+                }
+            },
+        }
+    }
+
+    fn complete(
+        &mut self,
+        key: &str,
+        generation: i64,
+        body: &str,
+        p: &ClaimPolicy,
+        now: i64,
+    ) -> bool {
+        match self.recs.get_mut(key) {
+            Some(r) if r.state == St::InFlight && r.generation == generation => {
+                r.state = St::Completed;
+                r.response = Some(body.into());
+                r.expires_at = now + p.retention_ms;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn release(&mut self, key: &str, generation: i64) -> bool {
+        match self.recs.get_mut(key) {
+            Some(r) if r.state == St::InFlight && r.generation == generation => {
+                r.state = St::Released;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn sweep(&mut self, now: i64) {
+        self.recs.retain(|_, r| r.expires_at > now);
+    }
+}
+
+fn run_one_seed(seed: u64, steps: usize) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let l = ledger();
+    let p = ClaimPolicy {
+        lease_ms: 1_000,
+        retention_ms: 5_000,
+        max_keys: 4,
+    };
+    let keys = ["a", "b", "c", "d", "e", "f"];
+    let mut model = Model::default();
+    let mut owners: Vec<(String, i64)> = Vec::new();
+    let mut now = 0i64;
+    let mut last_generation: HashMap<String, i64> = HashMap::new();
+    let mut completions = 0u32;
+
+    for step in 0..steps {
+        let key = keys[rng.gen_range(0..keys.len())];
+        match rng.gen_range(0..100) {
+            0..=39 => {
+                let fpid = if rng.gen_bool(0.85) { 0 } else { 1 };
+                let expected = model.claim(key, fpid, &p, now);
+                let got = l.claim(key, &fp(&format!("body-{fpid}")), &p, now).unwrap();
+                assert_eq!(got, expected, "seed {seed} step {step}: claim {key}");
+                if let ClaimOutcome::Claimed { generation, .. } = got {
+                    owners.push((key.to_string(), generation));
+                }
+            }
+            40..=64 => {
+                let (k, g) = if !owners.is_empty() && rng.gen_bool(0.9) {
+                    owners[rng.gen_range(0..owners.len())].clone()
+                } else {
+                    (key.to_string(), rng.gen_range(1..4))
+                };
+                completions += 1;
+                let body = format!("response-{completions}");
+                let expected = model.complete(&k, g, &body, &p, now);
+                let got = l
+                    .complete(&k, g, &response(&body), p.retention_ms, now)
+                    .unwrap();
+                assert_eq!(
+                    got == CompleteOutcome::Stored,
+                    expected,
+                    "seed {seed} step {step}: complete {k}@{g}"
+                );
+            }
+            65..=79 => {
+                let (k, g) = if !owners.is_empty() && rng.gen_bool(0.9) {
+                    owners[rng.gen_range(0..owners.len())].clone()
+                } else {
+                    (key.to_string(), rng.gen_range(1..4))
+                };
+                let expected = model.release(&k, g);
+                let got = l.release(&k, g).unwrap();
+                assert_eq!(
+                    got == ReleaseOutcome::Released,
+                    expected,
+                    "seed {seed} step {step}: release {k}@{g}"
+                );
+            }
+            // Coarse steps land exactly on lease and retention boundaries.
+            80..=95 => now += 250 * rng.gen_range(0..6),
+            _ => {
+                let batch = rng.gen_range(1..4);
+                while l.sweep(now, batch).unwrap().batch_full {}
+                model.sweep(now);
+            }
+        }
+
+        // Invariants after every step.
+        for k in keys {
+            let view = l.lookup(k, now).unwrap();
+            match model.recs.get(k).filter(|r| r.expires_at > now) {
+                None => assert!(
+                    view.is_none(),
+                    "seed {seed} step {step}: {k} should be absent"
+                ),
+                Some(r) => {
+                    let v = view.unwrap_or_else(|| panic!("seed {seed} step {step}: {k} missing"));
+                    let state = match r.state {
+                        St::InFlight => "in_flight",
+                        St::Completed => "completed",
+                        St::Released => "released",
+                    };
+                    assert_eq!(
+                        (v.state.as_str(), v.generation),
+                        (state, r.generation),
+                        "seed {seed} step {step}: {k}"
+                    );
+                }
+            }
+            if let Some(r) = model.recs.get(k) {
+                let prev = last_generation
+                    .insert(k.to_string(), r.generation)
+                    .unwrap_or(0);
+                assert!(
+                    r.generation >= prev || !model.recs.contains_key(k),
+                    "generation went back"
+                );
+            } else {
+                last_generation.remove(k);
+            }
+        }
+        let rows = count(&l, "idempotency_records");
+        assert_eq!(
+            rows,
+            model.recs.len() as i64,
+            "seed {seed} step {step}: rows held"
+        );
+        assert_eq!(
+            l.held_records().unwrap(),
+            rows,
+            "seed {seed} step {step}: quota counter"
+        );
+    }
+}
+
+#[test]
+fn random_interleavings_match_the_reference_model() {
+    // 20 seeds x 500 steps: ten thousand operations, each checked.
+    for seed in 0..20 {
+        run_one_seed(seed, 500);
+    }
+}

@@ -1,0 +1,62 @@
+//! Shared fixtures for the host tests.
+
+use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
+use idempotency_ledger::ledger::{ClaimPolicy, Ledger};
+use idempotency_ledger::protocol::{CapturePolicy, Fingerprint, RequestParts, StoredResponse};
+
+pub const LEASE_MS: i64 = 60_000;
+pub const RETENTION_MS: i64 = 86_400_000;
+
+/// A migrated ledger on a fresh in-memory SQLite database.
+pub fn ledger() -> Ledger<RusqliteStore> {
+    let ledger = Ledger::new(RusqliteStore::in_memory().expect("open sqlite"));
+    ledger.migrate().expect("migrate");
+    idempotency_ledger::orders::migrate(ledger.store()).expect("orders schema");
+    ledger
+}
+
+pub fn policy() -> ClaimPolicy {
+    ClaimPolicy {
+        lease_ms: LEASE_MS,
+        retention_ms: RETENTION_MS,
+        max_keys: 1_000_000,
+    }
+}
+
+pub fn capture() -> CapturePolicy {
+    CapturePolicy {
+        stored_headers: vec!["content-type".into(), "location".into()],
+        max_stored_body_bytes: 1024,
+    }
+}
+
+/// A fingerprint for a POST with the given body.
+pub fn fp(body: &str) -> Fingerprint {
+    let headers = vec![(
+        "content-type".to_string(),
+        Some("application/json".to_string()),
+    )];
+    Fingerprint::of(&RequestParts {
+        method: "POST",
+        target: "/v1/orders",
+        headers: &headers,
+        body: body.as_bytes(),
+    })
+}
+
+pub fn response(body: &str) -> StoredResponse {
+    StoredResponse {
+        status: 201,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: Some(body.as_bytes().to_vec()),
+    }
+}
+
+/// Counts rows with a plain query (to check the ledger's own counter).
+pub fn count(ledger: &Ledger<RusqliteStore>, table: &str) -> i64 {
+    ledger
+        .store()
+        .connection()
+        .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+        .expect("count")
+}

@@ -1,0 +1,131 @@
+//! The bounded sweep: deletes only what has expired, at most a batch at a
+//! time, through the `expires_at` index.
+
+use crate::support::*;
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+#[test]
+fn the_sweep_deletes_only_expired_records_in_bounded_batches() {
+    let l = ledger();
+    let mut p = policy();
+    p.retention_ms = 1_000;
+    for i in 0..25 {
+        l.claim(&format!("k{i}"), &fp("a"), &p, i * 100).unwrap();
+    }
+    // At t = 2_000, records claimed at 0..=1_000 have expired (claimed_at + 1_000 <= 2_000): 11 of them.
+    let first = l.sweep(2_000, 4).unwrap();
+    assert_eq!((first.deleted, first.batch_full), (4, true));
+    let mut total = first.deleted;
+    loop {
+        let out = l.sweep(2_000, 4).unwrap();
+        assert!(out.deleted <= 4);
+        total += out.deleted;
+        if !out.batch_full {
+            assert_eq!(out.next_expires_at, Some(1_100 + 1_000));
+            break;
+        }
+    }
+    assert_eq!(total, 11);
+    assert_eq!(count(&l, "idempotency_records"), 14);
+    let stats = l.stats().unwrap();
+    assert_eq!((stats.swept, stats.records), (11, 14));
+    assert_eq!(
+        l.held_records().unwrap(),
+        14,
+        "the quota counter follows the sweep"
+    );
+}
+
+#[test]
+fn an_empty_ledger_sweeps_nothing_and_has_no_next_expiry() {
+    let l = ledger();
+    let out = l.sweep(1_000, 10).unwrap();
+    assert_eq!(
+        (out.deleted, out.batch_full, out.next_expires_at),
+        (0, false, None)
+    );
+    assert_eq!(l.stats().unwrap().next_sweep_at, None);
+}
+
+#[test]
+fn the_sweep_never_deletes_a_record_inside_its_window() {
+    let mut rng = SmallRng::seed_from_u64(0x5eed);
+    for _round in 0..40 {
+        let l = ledger();
+        let mut p = policy();
+        p.retention_ms = rng.gen_range(1..5_000);
+        p.lease_ms = rng.gen_range(1..3_000);
+        let mut now = 0;
+        for i in 0..rng.gen_range(1..60) {
+            now += rng.gen_range(0..500);
+            let key = format!("k{}", rng.gen_range(0..i + 1));
+            if let Ok(idempotency_ledger::ledger::ClaimOutcome::Claimed { generation, .. }) =
+                l.claim(&key, &fp("a"), &p, now)
+            {
+                match rng.gen_range(0..3) {
+                    0 => {
+                        l.complete(&key, generation, &response("r"), p.retention_ms, now)
+                            .unwrap();
+                    }
+                    1 => {
+                        l.release(&key, generation).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let sweep_at = now + rng.gen_range(0..6_000);
+        let conn = l.store().connection();
+        let live_before: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM idempotency_records WHERE expires_at > ?",
+                [sweep_at],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let batch = rng.gen_range(1..10);
+        loop {
+            let out = l.sweep(sweep_at, batch).unwrap();
+            assert!(out.deleted <= batch);
+            if !out.batch_full {
+                break;
+            }
+        }
+        let live_after: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM idempotency_records WHERE expires_at > ?",
+                [sweep_at],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let all_after: i64 = conn
+            .query_row("SELECT COUNT(*) FROM idempotency_records", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(live_after, live_before, "no live record was deleted");
+        assert_eq!(all_after, live_before, "every expired record was deleted");
+    }
+}
+
+#[test]
+fn the_sweep_deletes_through_the_expires_at_index() {
+    let l = ledger();
+    let plan: Vec<String> = {
+        let conn = l.store().connection();
+        let mut stmt = conn
+            .prepare("EXPLAIN QUERY PLAN SELECT key FROM idempotency_records WHERE expires_at <= ? ORDER BY expires_at LIMIT ?")
+            .unwrap();
+        stmt.query_map([0i64, 10], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert!(
+        plan.iter()
+            .any(|d| d.contains("USING") && d.contains("idempotency_records_expires_at")),
+        "plan: {plan:?}"
+    );
+    assert!(
+        !plan.iter().any(|d| d.contains("TEMP B-TREE")),
+        "no sort step: {plan:?}"
+    );
+}
