@@ -272,7 +272,8 @@ impl<S: SqlStore> Ledger<S> {
         }
     }
 
-    fn next_expires_at(&self) -> Result<Option<Millis>, StoreError> {
+    /// The earliest `expires_at` held, if any: when the next sweep is due.
+    pub fn next_expires_at(&self) -> Result<Option<Millis>, StoreError> {
         let rows = self
             .store
             .query("SELECT MIN(expires_at) FROM idempotency_records", &[])?;

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks, and is quick when everything is there:
+#   - npm packages (Node 22 for wrangler, wrangler/miniflare, binaryen's
+#     wasm-opt, esbuild) into node_modules;
+#   - the wasm32-unknown-unknown Rust target: `rustup target add` first, and
+#     where that fails (no route to the rustup host) Debian's rustc-web with
+#     std built for wasm32 once, linked as the `debian-system` toolchain;
+#   - worker-build and wasm-bindgen-cli at pinned versions, cached in $TOOLS.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$ROOT"
+
+WORKER_BUILD_VERSION=0.8.7
+WASM_BINDGEN_VERSION="$(sed -n 's/^wasm-bindgen = "=\(.*\)"$/\1/p' Cargo.toml)"
+mkdir -p "$TOOLS/bin"
+
+say() { echo "[setup] $*"; }
+
+# 1. npm packages, reinstalled only when package-lock.json changes.
+lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ ! -x node_modules/.bin/wrangler ] || [ "$(cat node_modules/.setup-lock 2>/dev/null)" != "$lock_sum" ]; then
+  say "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_sum" > node_modules/.setup-lock
+fi
+
+# 2. The wasm32 target.
+has_wasm32() {
+  local sysroot
+  sysroot="$(rustc --print sysroot 2>/dev/null)" || return 1
+  compgen -G "$sysroot/lib/rustlib/wasm32-unknown-unknown/lib/libstd-*.rlib" > /dev/null
+}
+
+debian_route() {
+  say "rustup could not add wasm32; building it from Debian's rustc-web (about 3 minutes, once)"
+  command -v apt-get > /dev/null || { echo "[setup] no apt-get: install the wasm32-unknown-unknown target by hand" >&2; exit 1; }
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc-web cargo-web rust-web-src lld-22 > /dev/null
+  local scratch
+  scratch="$(mktemp -d)"
+  mkdir -p "$scratch/src"
+  printf '[package]\nname = "stdbuild"\nversion = "0.0.0"\nedition = "2021"\n[lib]\npath = "src/lib.rs"\n' > "$scratch/Cargo.toml"
+  echo "" > "$scratch/src/lib.rs"
+  (cd "$scratch" && RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Cembed-bitcode=yes \
+    /usr/bin/cargo build --release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort -q)
+  local libdir=/usr/lib/rustlib/wasm32-unknown-unknown/lib
+  mkdir -p "$libdir"
+  find "$scratch/target/wasm32-unknown-unknown/release/deps" -name '*.rlib' ! -name 'libstdbuild*' -exec cp {} "$libdir/" \;
+  rm -rf "$scratch"
+  rustup toolchain link debian-system /usr
+  echo debian-system > "$TOOLS/toolchain"
+  export RUSTUP_TOOLCHAIN=debian-system
+}
+
+if ! has_wasm32; then
+  if [ -z "${IDEMPOTENCY_LEDGER_FORCE_DEBIAN:-}" ] && command -v rustup > /dev/null; then
+    say "adding the wasm32-unknown-unknown target"
+    timeout 180 rustup target add wasm32-unknown-unknown || say "rustup target add failed"
+  fi
+  if ! has_wasm32; then
+    if rustup toolchain list 2>/dev/null | grep -q '^debian-system' && RUSTUP_TOOLCHAIN=debian-system has_wasm32; then
+      echo debian-system > "$TOOLS/toolchain"
+      export RUSTUP_TOOLCHAIN=debian-system
+    else
+      debian_route
+    fi
+  fi
+fi
+has_wasm32 || { echo "[setup] the wasm32-unknown-unknown target is still missing" >&2; exit 1; }
+
+# 3. Pinned build tools.
+if ! "$TOOLS/bin/worker-build" --version 2>/dev/null | grep -q "$WORKER_BUILD_VERSION"; then
+  say "installing worker-build $WORKER_BUILD_VERSION (about 5 minutes, once)"
+  cargo install worker-build --version "=$WORKER_BUILD_VERSION" --locked --root "$TOOLS" -q
+fi
+if ! "$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 5 minutes, once)"
+  cargo install wasm-bindgen-cli --version "=$WASM_BINDGEN_VERSION" --root "$TOOLS" -q
+fi
+say "ready ($(rustc --version), node $(node --version), wrangler $(wrangler --version 2>/dev/null | tail -1))"

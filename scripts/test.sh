@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every test: the host tests of the core on real SQLite (cargo test),
+# then the end-to-end tests of the built Worker in workerd (node --test).
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$ROOT"
+bash scripts/setup.sh
+echo "== host tests (cargo test, rusqlite)"
+cargo test --features host-sqlite
+echo "== building the Worker"
+bash scripts/build.sh
+echo "== end-to-end tests (workerd via miniflare)"
+node --test --test-concurrency=1 tests/e2e/

@@ -1,0 +1,122 @@
+//! The typed Rust client for a deployed `TenantLedger` (RPC v1, SPEC §3).
+//!
+//! Role: let the gateway — and any other Rust Worker bound to the
+//! `TenantLedger` namespace — call the ledger without writing JSON by hand.
+//! Answers are the core's own closed outcome enums.
+//!
+//! What must stay true here: a transport failure (the object threw, the
+//! isolate was reset) is `LedgerError::Unreachable`; a refusal the object
+//! rendered is `LedgerError::Refused` with its status and problem document.
+//! The gateway treats the first as "store unavailable" and never the second.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use wasm_bindgen::JsValue;
+use worker::{Env, Headers, Method, ObjectNamespace, Request, RequestInit, Stub};
+
+use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
+use crate::rpc::{ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route};
+
+/// Why a ledger call did not produce an outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LedgerError {
+    /// The object could not be reached or failed without answering.
+    Unreachable(String),
+    /// The object answered with a non-200 status (a problem document).
+    Refused { status: u16, problem: serde_json::Value },
+}
+
+impl std::fmt::Display for LedgerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerError::Unreachable(m) => write!(f, "ledger unreachable: {m}"),
+            LedgerError::Refused { status, problem } => write!(f, "ledger refused ({status}): {problem}"),
+        }
+    }
+}
+
+/// A client for one tenant's `TenantLedger`.
+pub struct LedgerClient {
+    stub: Stub,
+}
+
+impl LedgerClient {
+    /// The object for `tenant` in the namespace bound as `binding`.
+    pub fn for_tenant(env: &Env, binding: &str, tenant: &str) -> Result<LedgerClient, LedgerError> {
+        let namespace: ObjectNamespace = env
+            .durable_object(binding)
+            .map_err(|e| LedgerError::Unreachable(format!("binding {binding}: {e}")))?;
+        let stub = namespace
+            .id_from_name(tenant)
+            .and_then(|id| id.get_stub())
+            .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        Ok(LedgerClient { stub })
+    }
+
+    /// A client over a stub you already hold.
+    pub fn from_stub(stub: Stub) -> LedgerClient {
+        LedgerClient { stub }
+    }
+
+    async fn call<C: Serialize, A: DeserializeOwned>(&self, route: Route, call: &C) -> Result<A, LedgerError> {
+        let body = serde_json::to_string(call).map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        let headers = Headers::new();
+        let _ = headers.set("content-type", "application/json");
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&body)));
+        let url = format!("https://tenant-ledger{}", route.path());
+        let request = Request::new_with_init(&url, &init).map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        let mut response = self
+            .stub
+            .fetch_with_request(request)
+            .await
+            .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        let status = response.status_code();
+        let bytes = response.bytes().await.map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        if status != 200 {
+            let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+            return Err(LedgerError::Refused { status, problem });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| LedgerError::Unreachable(format!("undecodable answer: {e}")))
+    }
+
+    pub async fn claim(&self, call: &ClaimCall) -> Result<ClaimOutcome, LedgerError> {
+        self.call(Route::Claim, call).await
+    }
+
+    pub async fn complete(&self, call: &CompleteCall) -> Result<CompleteOutcome, LedgerError> {
+        self.call(Route::Complete, call).await
+    }
+
+    pub async fn release(&self, call: &ReleaseCall) -> Result<ReleaseOutcome, LedgerError> {
+        self.call(Route::Release, call).await
+    }
+
+    pub async fn lookup(&self, call: &LookupCall) -> Result<LookupAnswer, LedgerError> {
+        self.call(Route::Lookup, call).await
+    }
+
+    pub async fn stats(&self) -> Result<Stats, LedgerError> {
+        self.call(Route::Stats, &serde_json::json!({})).await
+    }
+
+    /// Runs a request on the embedded application without the ledger
+    /// (`/app{target}`), for requests that are not protected.
+    pub async fn app(&self, method: &str, target: &str, body: Vec<u8>) -> Result<worker::Response, LedgerError> {
+        let mut init = RequestInit::new();
+        init.with_method(Method::from(method.to_string())).with_headers(Headers::new());
+        if method != "GET" && method != "HEAD" {
+            init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
+        }
+        let request = Request::new_with_init(&format!("https://tenant-ledger/app{target}"), &init)
+            .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        self.stub
+            .fetch_with_request(request)
+            .await
+            .map_err(|e| LedgerError::Unreachable(e.to_string()))
+    }
+
+    pub async fn execute(&self, call: &ExecuteCall) -> Result<ExecuteOutcome, LedgerError> {
+        self.call(Route::Execute, call).await
+    }
+}

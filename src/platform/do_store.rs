@@ -1,0 +1,164 @@
+//! [`SqlStore`] over a Durable Object's SQLite storage (workers-rs 0.8.7).
+//!
+//! Role: run the ledger's SQL inside `TenantLedger`. What we learned reading
+//! worker 0.8.7 (`src/sql.rs`, `src/durable.rs`) and measuring in workerd:
+//! - `SqlStorage::exec` returns `Err` on SQL errors; we drain every cursor
+//!   with `raw()` and never call `SqlCursor::one()`, which hangs on 0 or >1
+//!   rows (the JS throw is not caught).
+//! - Integers cross as JavaScript numbers; `SqlStorageValue::try_from` gives
+//!   back `Integer` for safe integers. The ledger stores nothing beyond 2^53.
+//! - `BEGIN`/`SAVEPOINT` are refused and workers-rs has no wrapper for
+//!   `storage.transactionSync(fn)`, so we call it through `js_sys`: it runs
+//!   the callback synchronously and rolls back when the callback throws.
+//!
+//! What must stay true here: `atomically` nests by depth (only the outermost
+//! call opens a `transactionSync`), exactly like the rusqlite store.
+
+use std::cell::Cell;
+
+use js_sys::Function;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use worker::{SqlStorage, SqlStorageValue, State};
+
+use crate::ledger::{Row, SqlStore, SqlValue, StoreError};
+
+/// The ledger's view of one object's SQLite database.
+pub struct DoSqlStore {
+    sql: SqlStorage,
+    /// The raw `DurableObjectStorage`, the `this` of `transactionSync`.
+    storage: JsValue,
+    depth: Cell<u32>,
+}
+
+impl DoSqlStore {
+    pub fn new(state: &State) -> DoSqlStore {
+        let storage = state.storage();
+        DoSqlStore {
+            sql: storage.sql(),
+            storage: AsRef::<JsValue>::as_ref(storage.as_raw()).clone(),
+            depth: Cell::new(0),
+        }
+    }
+
+    /// Database size in bytes (for stats and benchmarks).
+    pub fn database_size(&self) -> usize {
+        self.sql.database_size()
+    }
+
+    fn transaction_sync(&self) -> Result<Function, StoreError> {
+        js_sys::Reflect::get(&self.storage, &JsValue::from_str("transactionSync"))
+            .ok()
+            .and_then(|f| f.dyn_into::<Function>().ok())
+            .ok_or_else(|| StoreError::Sql("storage.transactionSync is not available".into()))
+    }
+}
+
+fn to_storage_value(v: &SqlValue) -> SqlStorageValue {
+    match v {
+        SqlValue::Null => SqlStorageValue::Null,
+        SqlValue::Integer(i) => SqlStorageValue::Integer(*i),
+        SqlValue::Real(f) => SqlStorageValue::Float(*f),
+        SqlValue::Text(s) => SqlStorageValue::String(s.clone()),
+        SqlValue::Blob(b) => SqlStorageValue::Blob(b.clone()),
+    }
+}
+
+fn from_storage_value(v: SqlStorageValue) -> SqlValue {
+    match v {
+        SqlStorageValue::Null => SqlValue::Null,
+        SqlStorageValue::Boolean(b) => SqlValue::Integer(i64::from(b)),
+        SqlStorageValue::Integer(i) => SqlValue::Integer(i),
+        SqlStorageValue::Float(f) => SqlValue::Real(f),
+        SqlStorageValue::String(s) => SqlValue::Text(s),
+        SqlStorageValue::Blob(b) => SqlValue::Blob(b),
+    }
+}
+
+fn js_message(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| {
+            js_sys::Reflect::get(e, &JsValue::from_str("message"))
+                .ok()
+                .and_then(|m| m.as_string())
+        })
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+impl SqlStore for DoSqlStore {
+    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+        let bindings: Vec<SqlStorageValue> = params.iter().map(to_storage_value).collect();
+        let cursor = self
+            .sql
+            .exec(sql, Some(bindings))
+            .map_err(|e| StoreError::Sql(e.to_string()))?;
+        let mut rows = Vec::new();
+        for row in cursor.raw() {
+            let row = row.map_err(|e| StoreError::Sql(e.to_string()))?;
+            rows.push(row.into_iter().map(from_storage_value).collect());
+        }
+        Ok(rows)
+    }
+
+    fn atomically<T, E: From<StoreError>>(
+        &self,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        if self.depth.get() > 0 {
+            self.depth.set(self.depth.get() + 1);
+            let result = body();
+            self.depth.set(self.depth.get() - 1);
+            return result;
+        }
+        let transaction_sync = self.transaction_sync()?;
+        let mut body = Some(body);
+        let mut outcome: Option<Result<T, E>> = None;
+        let depth = &self.depth;
+        let call = {
+            let mut run = || -> Result<JsValue, JsValue> {
+                let Some(body) = body.take() else {
+                    return Err(JsValue::from_str("transaction body ran twice"));
+                };
+                depth.set(depth.get() + 1);
+                let result = body();
+                depth.set(depth.get() - 1);
+                let failed = result.is_err();
+                outcome = Some(result);
+                if failed {
+                    // Throwing makes transactionSync roll back every write.
+                    Err(JsValue::from_str("idempotency-ledger: transaction rolled back"))
+                } else {
+                    Ok(JsValue::UNDEFINED)
+                }
+            };
+            let run_ref: &mut dyn FnMut() -> Result<JsValue, JsValue> = &mut run;
+            // SAFETY: transactionSync invokes the callback synchronously and
+            // only before it returns; the Closure is dropped at the end of
+            // this block, so the erased borrow never outlives `run`.
+            let run_static: &'static mut dyn FnMut() -> Result<JsValue, JsValue> =
+                unsafe { std::mem::transmute(run_ref) };
+            let closure = Closure::<dyn FnMut() -> Result<JsValue, JsValue>>::wrap(Box::new(
+                move || run_static(),
+            ));
+            let call = transaction_sync.call1(&self.storage, closure.as_ref().unchecked_ref());
+            drop(closure);
+            call
+        };
+        match (call, outcome) {
+            (Ok(_), Some(Ok(value))) => Ok(value),
+            (Err(_), Some(Err(e))) => Err(e),
+            (Err(e), Some(Ok(_))) => Err(StoreError::Sql(format!(
+                "transaction failed to commit: {}",
+                js_message(&e)
+            ))
+            .into()),
+            (Ok(_), Some(Err(e))) => Err(e),
+            (Err(e), None) => Err(StoreError::Sql(format!(
+                "transaction did not run: {}",
+                js_message(&e)
+            ))
+            .into()),
+            (Ok(_), None) => Err(StoreError::Sql("transaction callback never ran".into()).into()),
+        }
+    }
+}

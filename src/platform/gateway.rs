@@ -1,0 +1,317 @@
+//! The gateway Worker: authenticate, derive the tenant, validate the key,
+//! fingerprint, and forward to that tenant's `TenantLedger` (SPEC §2).
+//!
+//! Role: translate one HTTP request into at most one ledger call and render
+//! its closed outcome. Decisions about idempotency live in the core.
+//!
+//! What must stay true here:
+//! - The tenant comes only from the bearer token (via `API_TOKENS`), never
+//!   from anything the client sends. Without `API_TOKENS` nobody is let in.
+//! - Nothing is claimed before the request is known to be acceptable: auth,
+//!   key, and body size are checked first (bad input changes nothing).
+//! - The method is read raw (workers-rs maps unknown methods to GET).
+//! - No `Err` escapes to the runtime: every failure is a problem document.
+//! - One JSON log line per protected request, with hashed tenant and key.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use worker::{event, Context, Env, Request, Response};
+
+use crate::config::{Config, ConfigError, TokenMap};
+use crate::fields;
+use crate::ledger::ExecuteOutcome;
+use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::{config_lookup, http, log, now_ms, LEDGER_BINDING};
+use crate::protocol::{parse_idempotency_key, Fingerprint, Problem, ProblemKind, RequestParts};
+use crate::rpc::{AppRequest, ExecuteCall, LookupCall};
+
+/// Per-isolate parsed settings: variables never change within an isolate.
+struct Settings {
+    config: Config,
+    tokens: Option<TokenMap>,
+}
+
+thread_local! {
+    static SETTINGS: RefCell<Option<Rc<Result<Settings, ConfigError>>>> = const { RefCell::new(None) };
+}
+
+fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
+    let config = Config::from_lookup(&config_lookup(env))?;
+    for warning in config.warnings() {
+        log::warn("idempotency.config_warning", fields! {"warning" => warning});
+    }
+    let raw_tokens = env
+        .secret("API_TOKENS")
+        .map(|s| s.to_string())
+        .or_else(|_| env.var("API_TOKENS").map(|v| v.to_string()))
+        .ok();
+    let tokens = raw_tokens.as_deref().map(TokenMap::parse).transpose()?;
+    Ok(Settings { config, tokens })
+}
+
+fn settings(env: &Env) -> Rc<Result<Settings, ConfigError>> {
+    SETTINGS.with(|cell| {
+        cell.borrow_mut()
+            .get_or_insert_with(|| Rc::new(load_settings(env)))
+            .clone()
+    })
+}
+
+fn misconfigured(variable: &str, message: &str) -> Response {
+    log::error("idempotency.misconfigured", fields! {"variable" => variable, "error" => message});
+    http::problem(&Problem::new(
+        ProblemKind::Misconfigured,
+        format!("configuration variable {variable} is missing or invalid; see the logs"),
+    ))
+}
+
+fn unauthorized(detail: &str) -> Problem {
+    Problem::new(ProblemKind::Unauthorized, detail).with_header("WWW-Authenticate", "Bearer")
+}
+
+/// The tenant of the bearer token in `Authorization`.
+fn authenticate(req: &Request, tokens: &TokenMap) -> Result<String, Problem> {
+    let header = req.headers().get("authorization").ok().flatten();
+    let Some(header) = header else {
+        return Err(unauthorized("send Authorization: Bearer <token>"));
+    };
+    let token = header
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| !t.is_empty());
+    let Some(token) = token else {
+        return Err(unauthorized("the Authorization header must use the Bearer scheme"));
+    };
+    tokens
+        .tenant_for(token)
+        .map(str::to_string)
+        .ok_or_else(|| unauthorized("unknown bearer token"))
+}
+
+/// Path plus query exactly as the runtime received them: the URL string with
+/// scheme and authority cut off, never re-serialised from a parsed URL.
+fn request_target(req: &Request) -> String {
+    let url = req.inner().url();
+    let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+    let target = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+    target.split('#').next().unwrap_or("/").to_string()
+}
+
+#[event(fetch)]
+pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    Ok(handle(req, &env).await)
+}
+
+async fn handle(mut req: Request, env: &Env) -> Response {
+    let method = req.inner().method();
+    let target = request_target(&req);
+    let path = target.split('?').next().unwrap_or("/").to_string();
+    if path == "/health" && (method == "GET" || method == "HEAD") {
+        return http::json(200, &serde_json::json!({"status": "ok"}));
+    }
+    let settings = settings(env);
+    let settings = match settings.as_ref() {
+        Ok(s) => s,
+        Err(e) => return misconfigured(&e.variable, &e.message),
+    };
+    let Some(tokens) = &settings.tokens else {
+        return misconfigured("API_TOKENS", "the secret is not set; no token can be accepted");
+    };
+    let tenant = match authenticate(&req, tokens) {
+        Ok(t) => t,
+        Err(p) => return http::problem(&p),
+    };
+    let config = &settings.config;
+    let client = match LedgerClient::for_tenant(env, LEDGER_BINDING, &tenant) {
+        Ok(c) => c,
+        Err(e) => return store_unavailable(&e),
+    };
+
+    if method == "GET" {
+        if let Some(encoded) = path.strip_prefix("/v1/idempotency-keys/") {
+            return introspect_key(&client, encoded).await;
+        }
+        if path == "/v1/idempotency/stats" {
+            return match client.stats().await {
+                Ok(stats) => http::json(200, &stats),
+                Err(e) => ledger_failure(&e),
+            };
+        }
+    }
+
+    // The body is bounded before anything is read or claimed.
+    let declared = req
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let too_large = || {
+        http::problem(&Problem::new(
+            ProblemKind::RequestTooLarge,
+            format!("request bodies are limited to {} bytes", config.max_request_body_bytes),
+        ))
+    };
+    if declared.is_some_and(|n| n > config.max_request_body_bytes as u64) {
+        return too_large();
+    }
+
+    let protected = config.is_protected(&method);
+    let key = if protected {
+        match req.headers().get("idempotency-key").ok().flatten() {
+            Some(raw) => match parse_idempotency_key(&raw) {
+                Ok(k) => Some(k),
+                Err(e) => return http::problem(&Problem::new(ProblemKind::KeyInvalid, e.to_string())),
+            },
+            None if config.idempotency_required => {
+                return http::problem(&Problem::new(
+                    ProblemKind::KeyMissing,
+                    format!("{method} requests must carry an Idempotency-Key header"),
+                ))
+            }
+            None => None,
+        }
+    } else {
+        None
+    };
+
+    let body = match req.bytes().await {
+        Ok(b) => b,
+        Err(_) => Vec::new(),
+    };
+    if body.len() > config.max_request_body_bytes {
+        return too_large();
+    }
+
+    let Some(key) = key else {
+        return run_unprotected(&client, &method, &target, body).await;
+    };
+
+    let headers: Vec<(String, Option<String>)> = config
+        .fingerprint_headers
+        .iter()
+        .map(|name| (name.clone(), req.headers().get(name).ok().flatten()))
+        .collect();
+    let fingerprint = Fingerprint::of(&RequestParts {
+        method: &method,
+        target: &target,
+        headers: &headers,
+        body: &body,
+    });
+    let started = now_ms();
+    let call = ExecuteCall {
+        key: key.clone(),
+        fingerprint,
+        request: AppRequest {
+            method: method.to_ascii_uppercase(),
+            target: target.clone(),
+            body,
+        },
+    };
+    let (response, outcome) = match client.execute(&call).await {
+        Ok(out) => render_execute(out),
+        Err(e) => (ledger_failure(&e), "store_unavailable"),
+    };
+    log::info(
+        "idempotency.request",
+        fields! {
+            "outcome" => outcome,
+            "status" => response.status_code(),
+            "duration_ms" => now_ms() - started,
+            "tenant" => log::short_hash(&tenant),
+            "key" => log::short_hash(&key),
+        },
+    );
+    response
+}
+
+/// Renders the single-hop outcome and names it for the log line.
+fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
+    match out {
+        ExecuteOutcome::Ran { response, takeover, .. } => {
+            (http::app(&response), if takeover { "took_over" } else { "executed" })
+        }
+        ExecuteOutcome::Completed { response, .. } => (http::replay(&response), "replayed"),
+        ExecuteOutcome::InFlight { retry_after_ms, .. } => (
+            http::problem(
+                &Problem::new(
+                    ProblemKind::KeyInUse,
+                    "a request with this Idempotency-Key is still being processed; retry shortly",
+                )
+                .with("lease_remaining_ms", retry_after_ms)
+                .with_header("Retry-After", "1"),
+            ),
+            "in_use",
+        ),
+        ExecuteOutcome::Mismatch { differs } => (
+            http::problem(
+                &Problem::new(
+                    ProblemKind::KeyReused,
+                    format!("this Idempotency-Key was used for a different request ({} differs)", differs.join(", ")),
+                )
+                .with("differs", differs),
+            ),
+            "reused",
+        ),
+        ExecuteOutcome::LedgerFull { retry_after_ms } => (
+            http::problem(
+                &Problem::new(ProblemKind::LedgerFull, "this tenant holds its maximum number of idempotency records")
+                    .with_header("Retry-After", ((retry_after_ms + 999) / 1000).max(1).to_string()),
+            ),
+            "ledger_full",
+        ),
+    }
+}
+
+fn store_unavailable(e: &LedgerError) -> Response {
+    log::error("idempotency.store_unavailable", fields! {"error" => e.to_string()});
+    http::problem(&Problem::new(
+        ProblemKind::StoreUnavailable,
+        "the idempotency ledger could not be reached; the request was not run",
+    ))
+}
+
+/// A ledger call that failed: transport failures are "store unavailable";
+/// a problem the object rendered is passed through as it is.
+fn ledger_failure(e: &LedgerError) -> Response {
+    match e {
+        LedgerError::Refused { status, problem } if problem.is_object() => {
+            let body = problem.to_string().into_bytes();
+            http::app(&crate::protocol::AppResponse {
+                status: *status,
+                headers: vec![("content-type".into(), crate::protocol::PROBLEM_CONTENT_TYPE.into())],
+                body,
+            })
+        }
+        _ => store_unavailable(e),
+    }
+}
+
+async fn introspect_key(client: &LedgerClient, encoded: &str) -> Response {
+    let key = match percent_encoding::percent_decode_str(encoded).decode_utf8() {
+        Ok(k) => k.into_owned(),
+        Err(_) => {
+            return http::problem(&Problem::new(ProblemKind::KeyInvalid, "the key is not valid percent-encoded UTF-8"))
+        }
+    };
+    if let Err(e) = crate::protocol::validate_key(&key) {
+        return http::problem(&Problem::new(ProblemKind::KeyInvalid, e.to_string()));
+    }
+    match client.lookup(&LookupCall { key }).await {
+        Ok(answer) => match answer.record {
+            Some(record) => http::json(200, &record),
+            None => http::problem(&Problem::new(ProblemKind::NotFound, "no record for this key")),
+        },
+        Err(e) => ledger_failure(&e),
+    }
+}
+
+/// Sends a request that is not protected straight to the embedded application.
+async fn run_unprotected(client: &LedgerClient, method: &str, target: &str, body: Vec<u8>) -> Response {
+    match client.app(method, target, body).await {
+        Ok(r) => r,
+        Err(e) => store_unavailable(&e),
+    }
+}

@@ -1,0 +1,94 @@
+//! Translating between the core's response values and workers-rs responses.
+//!
+//! Role: the only place that builds `worker::Response`s, so every edge
+//! renders problems, replays and JSON the same way.
+//!
+//! What must stay true here: nothing here panics; a failure to build a
+//! response degrades to a plain 500 rather than an `Err` on a request path.
+
+use serde::Serialize;
+use worker::{Headers, Response};
+
+use crate::protocol::{is_null_body_status, AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE};
+
+/// The header every replay carries.
+pub const REPLAYED_HEADER: &str = "Idempotent-Replayed";
+
+fn build(status: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
+    let h = Headers::new();
+    for (name, value) in headers {
+        // Invalid header values are dropped rather than failing the response.
+        let _ = h.append(name, value);
+    }
+    let response = if is_null_body_status(status) {
+        Response::empty()
+    } else {
+        Response::from_bytes(body)
+    };
+    match response {
+        Ok(r) => r.with_status(status).with_headers(h),
+        Err(_) => fallback(),
+    }
+}
+
+/// A last-resort 500 with no body.
+pub fn fallback() -> Response {
+    Response::builder().with_status(500).empty()
+}
+
+/// An application response, exactly as produced.
+pub fn app(response: &AppResponse) -> Response {
+    build(response.status, &response.headers, response.body.clone())
+}
+
+/// A problem document.
+pub fn problem(p: &Problem) -> Response {
+    let mut headers = vec![("content-type".to_string(), PROBLEM_CONTENT_TYPE.to_string())];
+    headers.extend(p.headers.iter().cloned());
+    build(p.status(), &headers, p.to_body())
+}
+
+/// A JSON document.
+pub fn json<T: Serialize>(status: u16, value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => build(status, &[("content-type".into(), "application/json".into())], body),
+        Err(_) => fallback(),
+    }
+}
+
+/// A replay of a stored response: its status, stored headers and exact body
+/// bytes plus `Idempotent-Replayed: true`. A tombstone replays as a loud 500.
+pub fn replay(stored: &StoredResponse) -> Response {
+    let replayed = (REPLAYED_HEADER.to_string(), "true".to_string());
+    match &stored.body {
+        Some(body) => {
+            let mut headers = stored.headers.clone();
+            headers.push(replayed);
+            build(stored.status, &headers, body.clone())
+        }
+        None => problem(
+            &Problem::new(
+                ProblemKind::ResponseNotRetained,
+                "the original response was delivered once but was too large to store; the request will not run again under this key",
+            )
+            .with("original_status", stored.status)
+            .with_header(REPLAYED_HEADER, "true"),
+        ),
+    }
+}
+
+/// Reads a workers-rs response into an [`AppResponse`] (header names lowercased).
+pub async fn read_app_response(mut response: Response) -> worker::Result<AppResponse> {
+    let status = response.status_code();
+    let headers = response
+        .headers()
+        .entries()
+        .map(|(n, v)| (n.to_ascii_lowercase(), v))
+        .collect();
+    let body = if is_null_body_status(status) {
+        Vec::new()
+    } else {
+        response.bytes().await?
+    };
+    Ok(AppResponse { status, headers, body })
+}

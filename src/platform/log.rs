@@ -1,0 +1,45 @@
+//! Structured logs (SPEC §6): one JSON line per event.
+//!
+//! Role: the only place log lines are written, so that no raw key, token or
+//! body can slip into one: identifiers pass through [`short_hash`] first.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// The first 12 hex characters of the SHA-256 of `value`: enough to
+/// correlate log lines, useless for recovering a key or tenant.
+pub fn short_hash(value: &str) -> String {
+    let mut hex = hex::encode(Sha256::digest(value.as_bytes()));
+    hex.truncate(12);
+    hex
+}
+
+/// Writes one JSON line at info level.
+pub fn info(event: &str, fields: Map<String, Value>) {
+    worker::console_log!("{}", line(event, fields));
+}
+
+/// Writes one JSON line at warning level.
+pub fn warn(event: &str, fields: Map<String, Value>) {
+    worker::console_warn!("{}", line(event, fields));
+}
+
+/// Writes one JSON line at error level.
+pub fn error(event: &str, fields: Map<String, Value>) {
+    worker::console_error!("{}", line(event, fields));
+}
+
+fn line(event: &str, mut fields: Map<String, Value>) -> String {
+    fields.insert("event".into(), Value::String(event.into()));
+    Value::Object(fields).to_string()
+}
+
+/// Builds a field map: `fields!{"outcome" => "replayed", "status" => 200}`.
+#[macro_export]
+macro_rules! fields {
+    ($($k:expr => $v:expr),* $(,)?) => {{
+        let mut m = serde_json::Map::new();
+        $( m.insert($k.to_string(), serde_json::json!($v)); )*
+        m
+    }};
+}

@@ -1,0 +1,23 @@
+//! The workers-rs edges (wasm32 only): thin translations between HTTP and the
+//! pure core. Nothing here decides idempotency semantics; it carries requests
+//! to the ledger and renders its closed outcomes.
+
+pub mod client;
+pub mod do_store;
+pub mod gateway;
+pub mod http;
+pub mod log;
+pub mod tenant_ledger;
+
+/// The Durable Object binding name the gateway and clients use.
+pub const LEDGER_BINDING: &str = "TENANT_LEDGER";
+
+/// Milliseconds on this isolate's clock (the object's clock inside an object).
+pub fn now_ms() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+/// Reads the configuration variables from `env` (vars or secrets).
+pub fn config_lookup(env: &worker::Env) -> impl Fn(&str) -> Option<String> + '_ {
+    move |name| env.var(name).ok().map(|v| v.to_string())
+}

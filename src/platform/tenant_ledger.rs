@@ -1,0 +1,242 @@
+//! `TenantLedger`: one Durable Object per tenant, owning that tenant's ledger
+//! and the embedded orders table in its own SQLite database.
+//!
+//! Role: serve RPC v1 (`POST /rpc/v1/{claim,complete,release,lookup,stats,execute}`)
+//! and the unprotected embedded application (`/app/...`); sweep by alarm.
+//!
+//! What must stay true here:
+//! - The object's own clock (`Date.now()` inside the object) sets every
+//!   lease and expiry; callers never supply times.
+//! - Calls are parsed and validated before anything is written; a bad call
+//!   is a 400/404/405 problem and changes nothing.
+//! - Requests are single-threaded per object and the ledger work between
+//!   awaits is synchronous, so a claim is never interleaved with another.
+//! - Sweep runs only in `alarm()`, never on the request path. A claim arms
+//!   the alarm only when this instance has not yet confirmed one exists.
+
+use std::cell::Cell;
+
+use serde::de::DeserializeOwned;
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
+
+use crate::config::{Config, ConfigError};
+use crate::fields;
+use crate::ledger::{ClaimOutcome, ClaimPolicy, CompleteOutcome, ExecuteOutcome, Ledger, ReleaseOutcome, StoreError};
+use crate::orders;
+use crate::platform::do_store::DoSqlStore;
+use crate::platform::{config_lookup, http, log, now_ms};
+use crate::protocol::{Problem, ProblemKind};
+use crate::rpc::{ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route};
+
+/// How soon the alarm fires again after a full sweep batch.
+const FULL_BATCH_REARM_MS: i64 = 500;
+
+#[durable_object]
+pub struct TenantLedger {
+    state: State,
+    ledger: Ledger<DoSqlStore>,
+    /// Parsed once per object instance; an invalid variable refuses every call.
+    config: Result<Config, ConfigError>,
+    /// Schema creation outcome; a failure refuses every call.
+    ready: Result<(), String>,
+    /// True once this instance knows an alarm is set (avoids a set_alarm per request).
+    alarm_known: Cell<bool>,
+}
+
+impl DurableObject for TenantLedger {
+    fn new(state: State, env: Env) -> Self {
+        let ledger = Ledger::new(DoSqlStore::new(&state));
+        let ready = ledger
+            .migrate()
+            .and_then(|_| orders::migrate(ledger.store()))
+            .map_err(|e| e.to_string());
+        let config = Config::from_lookup(&config_lookup(&env));
+        TenantLedger {
+            state,
+            ledger,
+            config,
+            ready,
+            alarm_known: Cell::new(false),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        Ok(self.serve(req).await)
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        let config = self.config.as_ref().map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let now = now_ms();
+        // An Err here is returned so the platform retries the alarm; the sweep
+        // is idempotent (it deletes only what has expired).
+        let outcome = self
+            .ledger
+            .sweep(now, config.sweep_batch)
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let storage = self.state.storage();
+        if outcome.batch_full {
+            storage.set_alarm(now + FULL_BATCH_REARM_MS).await?;
+        } else if let Some(next) = outcome.next_expires_at {
+            storage.set_alarm(next.max(now + 1)).await?;
+        } else {
+            storage.delete_alarm().await?;
+            self.alarm_known.set(false);
+        }
+        log::info(
+            "idempotency.sweep",
+            fields! {"deleted" => outcome.deleted, "batch_full" => outcome.batch_full},
+        );
+        Response::ok("swept")
+    }
+}
+
+fn bad_call(detail: impl Into<String>) -> Problem {
+    Problem::new(ProblemKind::InvalidRpc, detail)
+}
+
+fn parse_call<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
+    serde_json::from_slice(body).map_err(|e| bad_call(format!("the call body is not valid: {e}")))
+}
+
+fn store_failure(e: &StoreError) -> Problem {
+    log::error("idempotency.store_error", fields! {"error" => e.to_string()});
+    Problem::new(ProblemKind::StoreUnavailable, "the ledger could not complete the operation")
+}
+
+impl TenantLedger {
+    async fn serve(&self, mut req: Request) -> Response {
+        if let Err(e) = &self.ready {
+            log::error("idempotency.schema_error", fields! {"error" => e});
+            return http::problem(&Problem::new(ProblemKind::StoreUnavailable, "the ledger schema could not be created"));
+        }
+        let config = match &self.config {
+            Ok(c) => c,
+            Err(e) => {
+                log::error("idempotency.misconfigured", fields! {"variable" => e.variable, "error" => e.message});
+                return http::problem(&Problem::new(ProblemKind::Misconfigured, format!("invalid configuration variable {}", e.variable)));
+            }
+        };
+        let path = req.path();
+        let method = req.inner().method();
+        let body = match req.bytes().await {
+            Ok(b) => b,
+            Err(_) => return http::problem(&bad_call("the request body could not be read")),
+        };
+        if let Some(app_path) = path.strip_prefix("/app") {
+            return match orders::handle(self.ledger.store(), &method, app_path, &body, now_ms()) {
+                Ok(r) => http::app(&r),
+                Err(e) => http::problem(&store_failure(&e)),
+            };
+        }
+        let Some(route) = Route::from_path(&path) else {
+            return http::problem(&Problem::new(ProblemKind::NotFound, "no such ledger route; RPC v1 lives under /rpc/v1/"));
+        };
+        if method != "POST" {
+            return http::problem(&Problem::new(ProblemKind::MethodNotAllowed, "ledger RPC calls are POST").with_header("allow", "POST"));
+        }
+        match self.dispatch(route, config, &body).await {
+            Ok(r) => r,
+            Err(p) => http::problem(&p),
+        }
+    }
+
+    fn policy(config: &Config, lease_seconds: Option<u64>, retention_seconds: Option<u64>) -> ClaimPolicy {
+        ClaimPolicy {
+            lease_ms: lease_seconds.map_or(config.lease_ms(), |s| s as i64 * 1000),
+            retention_ms: retention_seconds.map_or(config.retention_ms(), |s| s as i64 * 1000),
+            max_keys: config.max_keys_per_tenant,
+        }
+    }
+
+    async fn dispatch(&self, route: Route, config: &Config, body: &[u8]) -> Result<Response, Problem> {
+        let now = now_ms();
+        match route {
+            Route::Claim => {
+                let call: ClaimCall = parse_call(body)?;
+                call.validate().map_err(bad_call)?;
+                let policy = Self::policy(config, call.lease_seconds, call.retention_seconds);
+                let out = self.ledger.claim(&call.key, &call.fingerprint, &policy, now).map_err(|e| store_failure(&e))?;
+                if matches!(out, ClaimOutcome::Claimed { .. }) {
+                    self.ensure_alarm().await;
+                }
+                Ok(http::json(200, &out))
+            }
+            Route::Complete => {
+                let call: CompleteCall = parse_call(body)?;
+                call.validate().map_err(bad_call)?;
+                let retention = Self::policy(config, None, call.retention_seconds).retention_ms;
+                let out = self
+                    .ledger
+                    .complete(&call.key, call.generation, &call.response, retention, now)
+                    .map_err(|e| store_failure(&e))?;
+                if let CompleteOutcome::FencedOut { current } = &out {
+                    log::error("idempotency.fenced_out", fields! {
+                        "operation" => "complete", "key" => log::short_hash(&call.key),
+                        "generation" => call.generation, "current" => current,
+                    });
+                }
+                Ok(http::json(200, &out))
+            }
+            Route::Release => {
+                let call: ReleaseCall = parse_call(body)?;
+                call.validate().map_err(bad_call)?;
+                let out = self.ledger.release(&call.key, call.generation).map_err(|e| store_failure(&e))?;
+                if let ReleaseOutcome::FencedOut { current } = &out {
+                    log::error("idempotency.fenced_out", fields! {
+                        "operation" => "release", "key" => log::short_hash(&call.key),
+                        "generation" => call.generation, "current" => current,
+                    });
+                }
+                Ok(http::json(200, &out))
+            }
+            Route::Lookup => {
+                let call: LookupCall = parse_call(body)?;
+                call.validate().map_err(bad_call)?;
+                let record = self.ledger.lookup(&call.key, now).map_err(|e| store_failure(&e))?;
+                Ok(http::json(200, &LookupAnswer { record }))
+            }
+            Route::Stats => {
+                let stats = self.ledger.stats().map_err(|e| store_failure(&e))?;
+                Ok(http::json(200, &stats))
+            }
+            Route::Execute => {
+                let call: ExecuteCall = parse_call(body)?;
+                call.validate().map_err(bad_call)?;
+                let policy = Self::policy(config, None, None);
+                let capture = config.capture_policy();
+                let request = &call.request;
+                let out = self
+                    .ledger
+                    .execute(&call.key, &call.fingerprint, &policy, &capture, now, |store| {
+                        orders::handle(store, &request.method, request.path(), &request.body, now)
+                    })
+                    .map_err(|e: StoreError| store_failure(&e))?;
+                if matches!(out, ExecuteOutcome::Ran { .. }) {
+                    self.ensure_alarm().await;
+                }
+                Ok(http::json(200, &out))
+            }
+        }
+    }
+
+    /// Makes sure an alarm is set while the ledger holds records. Checks the
+    /// storage once per instance (this also re-arms after a restart, when an
+    /// overdue alarm may have been lost), then trusts `alarm_known`.
+    async fn ensure_alarm(&self) {
+        if self.alarm_known.get() {
+            return;
+        }
+        let storage = self.state.storage();
+        match storage.get_alarm().await {
+            Ok(Some(_)) => self.alarm_known.set(true),
+            Ok(None) => {
+                if let Ok(Some(at)) = self.ledger.next_expires_at() {
+                    if storage.set_alarm(at.max(now_ms() + 1)).await.is_ok() {
+                        self.alarm_known.set(true);
+                    }
+                }
+            }
+            Err(e) => log::warn("idempotency.alarm_check_failed", fields! {"error" => e.to_string()}),
+        }
+    }
+}
