@@ -72,7 +72,13 @@ fn err(variable: &str, message: impl Into<String>) -> ConfigError {
 /// most 2 MB, and the record's other columns need room too.
 pub const STORED_BODY_CEILING: usize = 1_900_000;
 
-fn number(get: &dyn Fn(&str) -> Option<String>, name: &str, default: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+fn number(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> Result<u64, ConfigError> {
     let Some(raw) = get(name) else {
         return Ok(default);
     };
@@ -86,7 +92,11 @@ fn number(get: &dyn Fn(&str) -> Option<String>, name: &str, default: u64, min: u
     Ok(value)
 }
 
-fn boolean(get: &dyn Fn(&str) -> Option<String>, name: &str, default: bool) -> Result<bool, ConfigError> {
+fn boolean(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: bool,
+) -> Result<bool, ConfigError> {
     match get(name).as_deref().map(str::trim) {
         None => Ok(default),
         Some("true") => Ok(true),
@@ -132,11 +142,15 @@ impl Config {
             .into_iter()
             .map(|h| h.to_ascii_lowercase())
             .collect();
-        let stored_response_headers: Vec<String> =
-            token_list(get, "STORED_RESPONSE_HEADERS", "content-type,location,etag", true)?
-                .into_iter()
-                .map(|h| h.to_ascii_lowercase())
-                .collect();
+        let stored_response_headers: Vec<String> = token_list(
+            get,
+            "STORED_RESPONSE_HEADERS",
+            "content-type,location,etag",
+            true,
+        )?
+        .into_iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
         if stored_response_headers.iter().any(|h| h == "set-cookie") {
             return Err(err(
                 "STORED_RESPONSE_HEADERS",
@@ -147,7 +161,10 @@ impl Config {
             None | Some("closed") => FailurePolicy::Closed,
             Some("open") => FailurePolicy::Open,
             Some(other) => {
-                return Err(err("FAILURE_POLICY", format!("{other:?} is not closed or open")))
+                return Err(err(
+                    "FAILURE_POLICY",
+                    format!("{other:?} is not closed or open"),
+                ))
             }
         };
         let origin_url = match get("ORIGIN_URL").map(|s| s.trim().to_string()) {
@@ -155,7 +172,10 @@ impl Config {
             Some(s) if s.is_empty() => None,
             Some(s) if s.starts_with("http://") || s.starts_with("https://") => {
                 if s.contains('?') || s.contains('#') {
-                    return Err(err("ORIGIN_URL", "a base URL may not carry a query or fragment"));
+                    return Err(err(
+                        "ORIGIN_URL",
+                        "a base URL may not carry a query or fragment",
+                    ));
                 }
                 Some(s)
             }
@@ -164,15 +184,33 @@ impl Config {
         Ok(Config {
             retention_seconds: number(get, "RETENTION_SECONDS", 86_400, 1, 31_536_000)?,
             lease_seconds: number(get, "LEASE_SECONDS", 60, 1, 86_400)?,
-            max_request_body_bytes: number(get, "MAX_REQUEST_BODY_BYTES", 1_048_576, 0, 100 * 1_048_576)? as usize,
-            max_stored_body_bytes: number(get, "MAX_STORED_BODY_BYTES", 1_048_576, 0, STORED_BODY_CEILING as u64)? as usize,
+            max_request_body_bytes: number(
+                get,
+                "MAX_REQUEST_BODY_BYTES",
+                1_048_576,
+                0,
+                100 * 1_048_576,
+            )? as usize,
+            max_stored_body_bytes: number(
+                get,
+                "MAX_STORED_BODY_BYTES",
+                1_048_576,
+                0,
+                STORED_BODY_CEILING as u64,
+            )? as usize,
             sweep_batch: number(get, "SWEEP_BATCH", 500, 1, 10_000)? as usize,
             idempotency_required: boolean(get, "IDEMPOTENCY_REQUIRED", true)?,
             protected_methods,
             fingerprint_headers,
             stored_response_headers,
             release_on_5xx: boolean(get, "RELEASE_ON_5XX", false)?,
-            max_keys_per_tenant: number(get, "MAX_KEYS_PER_TENANT", 1_000_000, 1, 1_000_000_000_000)?,
+            max_keys_per_tenant: number(
+                get,
+                "MAX_KEYS_PER_TENANT",
+                1_000_000,
+                1,
+                1_000_000_000_000,
+            )?,
             failure_policy,
             origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
             origin_url,
@@ -263,8 +301,10 @@ mod tests {
     use super::*;
 
     fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(&|name| map.get(name).cloned())
     }
 
@@ -279,7 +319,10 @@ mod tests {
         assert!(c.idempotency_required);
         assert_eq!(c.protected_methods, vec!["POST", "PATCH"]);
         assert_eq!(c.fingerprint_headers, vec!["content-type"]);
-        assert_eq!(c.stored_response_headers, vec!["content-type", "location", "etag"]);
+        assert_eq!(
+            c.stored_response_headers,
+            vec!["content-type", "location", "etag"]
+        );
         assert!(!c.release_on_5xx);
         assert_eq!(c.max_keys_per_tenant, 1_000_000);
         assert_eq!(c.failure_policy, FailurePolicy::Closed);

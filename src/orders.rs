@@ -112,7 +112,10 @@ pub fn create<S: SqlStore>(store: &S, body: &[u8], now: Millis) -> Result<AppRes
     let order = match parse_new_order(body) {
         Ok(order) => order,
         Err(detail) => {
-            return Ok(problem_response(&Problem::new(ProblemKind::InvalidOrder, detail)))
+            return Ok(problem_response(&Problem::new(
+                ProblemKind::InvalidOrder,
+                detail,
+            )))
         }
     };
     store.atomically(|| {
@@ -154,8 +157,11 @@ pub fn handle<S: SqlStore>(
     let not_found = || problem_response(&Problem::new(ProblemKind::NotFound, "no such resource"));
     let not_allowed = |allow: &str| {
         problem_response(
-            &Problem::new(ProblemKind::MethodNotAllowed, format!("{method} is not allowed here"))
-                .with_header("allow", allow),
+            &Problem::new(
+                ProblemKind::MethodNotAllowed,
+                format!("{method} is not allowed here"),
+            )
+            .with_header("allow", allow),
         )
     };
     if path == "/v1/orders" {
@@ -206,7 +212,10 @@ mod tests {
         assert!(parse_new_order(b"not json").is_err());
         assert!(parse_new_order(br#"[1]"#).is_err());
         assert!(parse_new_order(br#"{"sku":"","quantity":2}"#).is_err());
-        assert!(parse_new_order(format!(r#"{{"sku":"{}","quantity":2}}"#, "x".repeat(65)).as_bytes()).is_err());
+        assert!(parse_new_order(
+            format!(r#"{{"sku":"{}","quantity":2}}"#, "x".repeat(65)).as_bytes()
+        )
+        .is_err());
         assert!(parse_new_order(br#"{"sku":"A","quantity":0}"#).is_err());
         assert!(parse_new_order(br#"{"sku":"A","quantity":1001}"#).is_err());
         assert!(parse_new_order(br#"{"sku":"A","quantity":1.5}"#).is_err());

@@ -134,7 +134,10 @@ impl CompleteCall {
                 return Err("set-cookie can never be stored".into());
             }
         }
-        if r.body.as_ref().is_some_and(|b| b.len() > STORED_BODY_CEILING) {
+        if r.body
+            .as_ref()
+            .is_some_and(|b| b.len() > STORED_BODY_CEILING)
+        {
             return Err(format!(
                 "response.body is over {STORED_BODY_CEILING} bytes; send null to record a tombstone"
             ));
@@ -232,20 +235,36 @@ mod tests {
         assert_eq!(Route::from_path("/rpc/v1/claim"), Some(Route::Claim));
         assert_eq!(Route::from_path("/rpc/v2/claim"), None);
         assert_eq!(Route::from_path("/rpc/v1/nope"), None);
-        for r in [Route::Claim, Route::Complete, Route::Release, Route::Lookup, Route::Stats, Route::Execute] {
+        for r in [
+            Route::Claim,
+            Route::Complete,
+            Route::Release,
+            Route::Lookup,
+            Route::Stats,
+            Route::Execute,
+        ] {
             assert_eq!(Route::from_path(r.path()), Some(r));
         }
     }
 
     #[test]
     fn outcomes_are_tagged_json() {
-        let json = serde_json::to_value(ClaimOutcome::Claimed { generation: 2, takeover: true }).unwrap();
-        assert_eq!(json, serde_json::json!({"outcome": "claimed", "generation": 2, "takeover": true}));
+        let json = serde_json::to_value(ClaimOutcome::Claimed {
+            generation: 2,
+            takeover: true,
+        })
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"outcome": "claimed", "generation": 2, "takeover": true})
+        );
     }
 
     #[test]
     fn unknown_fields_and_bad_values_are_refused() {
-        assert!(serde_json::from_str::<ReleaseCall>(r#"{"key":"k","generation":1,"x":1}"#).is_err());
+        assert!(
+            serde_json::from_str::<ReleaseCall>(r#"{"key":"k","generation":1,"x":1}"#).is_err()
+        );
         let call: ReleaseCall = serde_json::from_str(r#"{"key":"k","generation":0}"#).unwrap();
         assert!(call.validate().is_err());
         let call: ReleaseCall = serde_json::from_str(r#"{"key":"","generation":1}"#).unwrap();

@@ -48,7 +48,10 @@ pub enum ClaimOutcome {
     /// The caller owns the key at `generation` and must run, then complete or release.
     Claimed { generation: i64, takeover: bool },
     /// Another owner holds a live lease.
-    InFlight { generation: i64, retry_after_ms: i64 },
+    InFlight {
+        generation: i64,
+        retry_after_ms: i64,
+    },
     /// Already done: replay this.
     Completed {
         generation: i64,
@@ -263,9 +266,10 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     fn counter(&self, counter: &str) -> Result<i64, StoreError> {
-        let rows = self
-            .store
-            .query("SELECT value FROM ledger_counters WHERE name = ?", &[counter.into()])?;
+        let rows = self.store.query(
+            "SELECT value FROM ledger_counters WHERE name = ?",
+            &[counter.into()],
+        )?;
         match rows.first() {
             Some(row) => row.int(0),
             None => Ok(0),
@@ -360,8 +364,8 @@ impl<S: SqlStore> Ledger<S> {
                 retry_after_ms: (next - now).max(1000),
             });
         }
-        let components = serde_json::to_string(&fp.components)
-            .map_err(|e| StoreError::Decode(e.to_string()))?;
+        let components =
+            serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))?;
         // Guard: ON CONFLICT DO NOTHING — exactly one concurrent claimant inserts.
         let rows = self.store.query(
             "INSERT INTO idempotency_records
@@ -400,8 +404,8 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
-        let components = serde_json::to_string(&fp.components)
-            .map_err(|e| StoreError::Decode(e.to_string()))?;
+        let components =
+            serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))?;
         // Guard: expires_at <= now — a record inside its window is never reborn.
         let rows = self.store.query(
             "UPDATE idempotency_records

@@ -82,8 +82,10 @@ pub trait SqlStore {
 
     /// Runs `body` as one transaction (joining an enclosing one if any).
     /// An `Err` from `body` rolls back every write it made.
-    fn atomically<T, E: From<StoreError>>(&self, body: impl FnOnce() -> Result<T, E>)
-        -> Result<T, E>;
+    fn atomically<T, E: From<StoreError>>(
+        &self,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E>;
 
     /// Runs a statement whose rows are not needed.
     fn execute(&self, sql: &str, params: &[SqlValue]) -> Result<(), StoreError> {
@@ -114,7 +116,9 @@ impl RowExt for Row {
                 Ok(Some(*f as i64))
             }
             Some(SqlValue::Null) => Ok(None),
-            other => Err(StoreError::Decode(format!("column {i}: expected integer, got {other:?}"))),
+            other => Err(StoreError::Decode(format!(
+                "column {i}: expected integer, got {other:?}"
+            ))),
         }
     }
 
@@ -127,7 +131,9 @@ impl RowExt for Row {
         match self.get(i) {
             Some(SqlValue::Text(s)) => Ok(Some(s.clone())),
             Some(SqlValue::Null) => Ok(None),
-            other => Err(StoreError::Decode(format!("column {i}: expected text, got {other:?}"))),
+            other => Err(StoreError::Decode(format!(
+                "column {i}: expected text, got {other:?}"
+            ))),
         }
     }
 
@@ -135,7 +141,9 @@ impl RowExt for Row {
         match self.get(i) {
             Some(SqlValue::Blob(b)) => Ok(Some(b.clone())),
             Some(SqlValue::Null) => Ok(None),
-            other => Err(StoreError::Decode(format!("column {i}: expected blob, got {other:?}"))),
+            other => Err(StoreError::Decode(format!(
+                "column {i}: expected blob, got {other:?}"
+            ))),
         }
     }
 }

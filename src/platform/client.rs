@@ -15,7 +15,9 @@ use wasm_bindgen::JsValue;
 use worker::{Env, Headers, Method, ObjectNamespace, Request, RequestInit, Stub};
 
 use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
-use crate::rpc::{ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route};
+use crate::rpc::{
+    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route,
+};
 
 /// Why a ledger call did not produce an outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,14 +25,19 @@ pub enum LedgerError {
     /// The object could not be reached or failed without answering.
     Unreachable(String),
     /// The object answered with a non-200 status (a problem document).
-    Refused { status: u16, problem: serde_json::Value },
+    Refused {
+        status: u16,
+        problem: serde_json::Value,
+    },
 }
 
 impl std::fmt::Display for LedgerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LedgerError::Unreachable(m) => write!(f, "ledger unreachable: {m}"),
-            LedgerError::Refused { status, problem } => write!(f, "ledger refused ({status}): {problem}"),
+            LedgerError::Refused { status, problem } => {
+                write!(f, "ledger refused ({status}): {problem}")
+            }
         }
     }
 }
@@ -58,26 +65,38 @@ impl LedgerClient {
         LedgerClient { stub }
     }
 
-    async fn call<C: Serialize, A: DeserializeOwned>(&self, route: Route, call: &C) -> Result<A, LedgerError> {
-        let body = serde_json::to_string(call).map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+    async fn call<C: Serialize, A: DeserializeOwned>(
+        &self,
+        route: Route,
+        call: &C,
+    ) -> Result<A, LedgerError> {
+        let body =
+            serde_json::to_string(call).map_err(|e| LedgerError::Unreachable(e.to_string()))?;
         let headers = Headers::new();
         let _ = headers.set("content-type", "application/json");
         let mut init = RequestInit::new();
-        init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&body)));
+        init.with_method(Method::Post)
+            .with_headers(headers)
+            .with_body(Some(JsValue::from_str(&body)));
         let url = format!("https://tenant-ledger{}", route.path());
-        let request = Request::new_with_init(&url, &init).map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        let request = Request::new_with_init(&url, &init)
+            .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
         let mut response = self
             .stub
             .fetch_with_request(request)
             .await
             .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
         let status = response.status_code();
-        let bytes = response.bytes().await.map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
         if status != 200 {
             let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
             return Err(LedgerError::Refused { status, problem });
         }
-        serde_json::from_slice(&bytes).map_err(|e| LedgerError::Unreachable(format!("undecodable answer: {e}")))
+        serde_json::from_slice(&bytes)
+            .map_err(|e| LedgerError::Unreachable(format!("undecodable answer: {e}")))
     }
 
     pub async fn claim(&self, call: &ClaimCall) -> Result<ClaimOutcome, LedgerError> {
@@ -102,9 +121,15 @@ impl LedgerClient {
 
     /// Runs a request on the embedded application without the ledger
     /// (`/app{target}`), for requests that are not protected.
-    pub async fn app(&self, method: &str, target: &str, body: Vec<u8>) -> Result<worker::Response, LedgerError> {
+    pub async fn app(
+        &self,
+        method: &str,
+        target: &str,
+        body: Vec<u8>,
+    ) -> Result<worker::Response, LedgerError> {
         let mut init = RequestInit::new();
-        init.with_method(Method::from(method.to_string())).with_headers(Headers::new());
+        init.with_method(Method::from(method.to_string()))
+            .with_headers(Headers::new());
         if method != "GET" && method != "HEAD" {
             init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
         }

@@ -126,7 +126,9 @@ impl SqlStore for DoSqlStore {
                 outcome = Some(result);
                 if failed {
                     // Throwing makes transactionSync roll back every write.
-                    Err(JsValue::from_str("idempotency-ledger: transaction rolled back"))
+                    Err(JsValue::from_str(
+                        "idempotency-ledger: transaction rolled back",
+                    ))
                 } else {
                     Ok(JsValue::UNDEFINED)
                 }
@@ -137,9 +139,10 @@ impl SqlStore for DoSqlStore {
             // this block, so the erased borrow never outlives `run`.
             let run_static: &'static mut dyn FnMut() -> Result<JsValue, JsValue> =
                 unsafe { std::mem::transmute(run_ref) };
-            let closure = Closure::<dyn FnMut() -> Result<JsValue, JsValue>>::wrap(Box::new(
-                move || run_static(),
-            ));
+            let closure =
+                Closure::<dyn FnMut() -> Result<JsValue, JsValue>>::wrap(Box::new(move || {
+                    run_static()
+                }));
             let call = transaction_sync.call1(&self.storage, closure.as_ref().unchecked_ref());
             drop(closure);
             call
@@ -153,11 +156,9 @@ impl SqlStore for DoSqlStore {
             ))
             .into()),
             (Ok(_), Some(Err(e))) => Err(e),
-            (Err(e), None) => Err(StoreError::Sql(format!(
-                "transaction did not run: {}",
-                js_message(&e)
-            ))
-            .into()),
+            (Err(e), None) => {
+                Err(StoreError::Sql(format!("transaction did not run: {}", js_message(&e))).into())
+            }
             (Ok(_), None) => Err(StoreError::Sql("transaction callback never ran".into()).into()),
         }
     }

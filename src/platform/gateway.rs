@@ -59,7 +59,10 @@ fn settings(env: &Env) -> Rc<Result<Settings, ConfigError>> {
 }
 
 fn misconfigured(variable: &str, message: &str) -> Response {
-    log::error("idempotency.misconfigured", fields! {"variable" => variable, "error" => message});
+    log::error(
+        "idempotency.misconfigured",
+        fields! {"variable" => variable, "error" => message},
+    );
     http::problem(&Problem::new(
         ProblemKind::Misconfigured,
         format!("configuration variable {variable} is missing or invalid; see the logs"),
@@ -82,7 +85,9 @@ fn authenticate(req: &Request, tokens: &TokenMap) -> Result<String, Problem> {
         .map(|(_, t)| t.trim())
         .filter(|t| !t.is_empty());
     let Some(token) = token else {
-        return Err(unauthorized("the Authorization header must use the Bearer scheme"));
+        return Err(unauthorized(
+            "the Authorization header must use the Bearer scheme",
+        ));
     };
     tokens
         .tenant_for(token)
@@ -117,7 +122,10 @@ async fn handle(mut req: Request, env: &Env) -> Response {
         Err(e) => return misconfigured(&e.variable, &e.message),
     };
     let Some(tokens) = &settings.tokens else {
-        return misconfigured("API_TOKENS", "the secret is not set; no token can be accepted");
+        return misconfigured(
+            "API_TOKENS",
+            "the secret is not set; no token can be accepted",
+        );
     };
     let tenant = match authenticate(&req, tokens) {
         Ok(t) => t,
@@ -151,7 +159,10 @@ async fn handle(mut req: Request, env: &Env) -> Response {
     let too_large = || {
         http::problem(&Problem::new(
             ProblemKind::RequestTooLarge,
-            format!("request bodies are limited to {} bytes", config.max_request_body_bytes),
+            format!(
+                "request bodies are limited to {} bytes",
+                config.max_request_body_bytes
+            ),
         ))
     };
     if declared.is_some_and(|n| n > config.max_request_body_bytes as u64) {
@@ -163,7 +174,9 @@ async fn handle(mut req: Request, env: &Env) -> Response {
         match req.headers().get("idempotency-key").ok().flatten() {
             Some(raw) => match parse_idempotency_key(&raw) {
                 Ok(k) => Some(k),
-                Err(e) => return http::problem(&Problem::new(ProblemKind::KeyInvalid, e.to_string())),
+                Err(e) => {
+                    return http::problem(&Problem::new(ProblemKind::KeyInvalid, e.to_string()))
+                }
             },
             None if config.idempotency_required => {
                 return http::problem(&Problem::new(
@@ -230,9 +243,12 @@ async fn handle(mut req: Request, env: &Env) -> Response {
 /// Renders the single-hop outcome and names it for the log line.
 fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
     match out {
-        ExecuteOutcome::Ran { response, takeover, .. } => {
-            (http::app(&response), if takeover { "took_over" } else { "executed" })
-        }
+        ExecuteOutcome::Ran {
+            response, takeover, ..
+        } => (
+            http::app(&response),
+            if takeover { "took_over" } else { "executed" },
+        ),
         ExecuteOutcome::Completed { response, .. } => (http::replay(&response), "replayed"),
         ExecuteOutcome::InFlight { retry_after_ms, .. } => (
             http::problem(
@@ -249,7 +265,10 @@ fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
             http::problem(
                 &Problem::new(
                     ProblemKind::KeyReused,
-                    format!("this Idempotency-Key was used for a different request ({} differs)", differs.join(", ")),
+                    format!(
+                        "this Idempotency-Key was used for a different request ({} differs)",
+                        differs.join(", ")
+                    ),
                 )
                 .with("differs", differs),
             ),
@@ -257,8 +276,14 @@ fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
         ),
         ExecuteOutcome::LedgerFull { retry_after_ms } => (
             http::problem(
-                &Problem::new(ProblemKind::LedgerFull, "this tenant holds its maximum number of idempotency records")
-                    .with_header("Retry-After", ((retry_after_ms + 999) / 1000).max(1).to_string()),
+                &Problem::new(
+                    ProblemKind::LedgerFull,
+                    "this tenant holds its maximum number of idempotency records",
+                )
+                .with_header(
+                    "Retry-After",
+                    ((retry_after_ms + 999) / 1000).max(1).to_string(),
+                ),
             ),
             "ledger_full",
         ),
@@ -266,7 +291,10 @@ fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
 }
 
 fn store_unavailable(e: &LedgerError) -> Response {
-    log::error("idempotency.store_unavailable", fields! {"error" => e.to_string()});
+    log::error(
+        "idempotency.store_unavailable",
+        fields! {"error" => e.to_string()},
+    );
     http::problem(&Problem::new(
         ProblemKind::StoreUnavailable,
         "the idempotency ledger could not be reached; the request was not run",
@@ -281,7 +309,10 @@ fn ledger_failure(e: &LedgerError) -> Response {
             let body = problem.to_string().into_bytes();
             http::app(&crate::protocol::AppResponse {
                 status: *status,
-                headers: vec![("content-type".into(), crate::protocol::PROBLEM_CONTENT_TYPE.into())],
+                headers: vec![(
+                    "content-type".into(),
+                    crate::protocol::PROBLEM_CONTENT_TYPE.into(),
+                )],
                 body,
             })
         }
@@ -293,7 +324,10 @@ async fn introspect_key(client: &LedgerClient, encoded: &str) -> Response {
     let key = match percent_encoding::percent_decode_str(encoded).decode_utf8() {
         Ok(k) => k.into_owned(),
         Err(_) => {
-            return http::problem(&Problem::new(ProblemKind::KeyInvalid, "the key is not valid percent-encoded UTF-8"))
+            return http::problem(&Problem::new(
+                ProblemKind::KeyInvalid,
+                "the key is not valid percent-encoded UTF-8",
+            ))
         }
     };
     if let Err(e) = crate::protocol::validate_key(&key) {
@@ -302,14 +336,22 @@ async fn introspect_key(client: &LedgerClient, encoded: &str) -> Response {
     match client.lookup(&LookupCall { key }).await {
         Ok(answer) => match answer.record {
             Some(record) => http::json(200, &record),
-            None => http::problem(&Problem::new(ProblemKind::NotFound, "no record for this key")),
+            None => http::problem(&Problem::new(
+                ProblemKind::NotFound,
+                "no record for this key",
+            )),
         },
         Err(e) => ledger_failure(&e),
     }
 }
 
 /// Sends a request that is not protected straight to the embedded application.
-async fn run_unprotected(client: &LedgerClient, method: &str, target: &str, body: Vec<u8>) -> Response {
+async fn run_unprotected(
+    client: &LedgerClient,
+    method: &str,
+    target: &str,
+    body: Vec<u8>,
+) -> Response {
     match client.app(method, target, body).await {
         Ok(r) => r,
         Err(e) => store_unavailable(&e),

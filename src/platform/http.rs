@@ -9,7 +9,9 @@
 use serde::Serialize;
 use worker::{Headers, Response};
 
-use crate::protocol::{is_null_body_status, AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE};
+use crate::protocol::{
+    is_null_body_status, AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE,
+};
 
 /// The header every replay carries.
 pub const REPLAYED_HEADER: &str = "Idempotent-Replayed";
@@ -51,7 +53,11 @@ pub fn problem(p: &Problem) -> Response {
 /// A JSON document.
 pub fn json<T: Serialize>(status: u16, value: &T) -> Response {
     match serde_json::to_vec(value) {
-        Ok(body) => build(status, &[("content-type".into(), "application/json".into())], body),
+        Ok(body) => build(
+            status,
+            &[("content-type".into(), "application/json".into())],
+            body,
+        ),
         Err(_) => fallback(),
     }
 }
@@ -90,5 +96,9 @@ pub async fn read_app_response(mut response: Response) -> worker::Result<AppResp
     } else {
         response.bytes().await?
     };
-    Ok(AppResponse { status, headers, body })
+    Ok(AppResponse {
+        status,
+        headers,
+        body,
+    })
 }

@@ -21,12 +21,16 @@ use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response
 
 use crate::config::{Config, ConfigError};
 use crate::fields;
-use crate::ledger::{ClaimOutcome, ClaimPolicy, CompleteOutcome, ExecuteOutcome, Ledger, ReleaseOutcome, StoreError};
+use crate::ledger::{
+    ClaimOutcome, ClaimPolicy, CompleteOutcome, ExecuteOutcome, Ledger, ReleaseOutcome, StoreError,
+};
 use crate::orders;
 use crate::platform::do_store::DoSqlStore;
 use crate::platform::{config_lookup, http, log, now_ms};
 use crate::protocol::{Problem, ProblemKind};
-use crate::rpc::{ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route};
+use crate::rpc::{
+    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route,
+};
 
 /// How soon the alarm fires again after a full sweep batch.
 const FULL_BATCH_REARM_MS: i64 = 500;
@@ -65,7 +69,10 @@ impl DurableObject for TenantLedger {
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
-        let config = self.config.as_ref().map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let config = self
+            .config
+            .as_ref()
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
         let now = now_ms();
         // An Err here is returned so the platform retries the alarm; the sweep
         // is idempotent (it deletes only what has expired).
@@ -99,21 +106,36 @@ fn parse_call<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
 }
 
 fn store_failure(e: &StoreError) -> Problem {
-    log::error("idempotency.store_error", fields! {"error" => e.to_string()});
-    Problem::new(ProblemKind::StoreUnavailable, "the ledger could not complete the operation")
+    log::error(
+        "idempotency.store_error",
+        fields! {"error" => e.to_string()},
+    );
+    Problem::new(
+        ProblemKind::StoreUnavailable,
+        "the ledger could not complete the operation",
+    )
 }
 
 impl TenantLedger {
     async fn serve(&self, mut req: Request) -> Response {
         if let Err(e) = &self.ready {
             log::error("idempotency.schema_error", fields! {"error" => e});
-            return http::problem(&Problem::new(ProblemKind::StoreUnavailable, "the ledger schema could not be created"));
+            return http::problem(&Problem::new(
+                ProblemKind::StoreUnavailable,
+                "the ledger schema could not be created",
+            ));
         }
         let config = match &self.config {
             Ok(c) => c,
             Err(e) => {
-                log::error("idempotency.misconfigured", fields! {"variable" => e.variable, "error" => e.message});
-                return http::problem(&Problem::new(ProblemKind::Misconfigured, format!("invalid configuration variable {}", e.variable)));
+                log::error(
+                    "idempotency.misconfigured",
+                    fields! {"variable" => e.variable, "error" => e.message},
+                );
+                return http::problem(&Problem::new(
+                    ProblemKind::Misconfigured,
+                    format!("invalid configuration variable {}", e.variable),
+                ));
             }
         };
         let path = req.path();
@@ -129,10 +151,16 @@ impl TenantLedger {
             };
         }
         let Some(route) = Route::from_path(&path) else {
-            return http::problem(&Problem::new(ProblemKind::NotFound, "no such ledger route; RPC v1 lives under /rpc/v1/"));
+            return http::problem(&Problem::new(
+                ProblemKind::NotFound,
+                "no such ledger route; RPC v1 lives under /rpc/v1/",
+            ));
         };
         if method != "POST" {
-            return http::problem(&Problem::new(ProblemKind::MethodNotAllowed, "ledger RPC calls are POST").with_header("allow", "POST"));
+            return http::problem(
+                &Problem::new(ProblemKind::MethodNotAllowed, "ledger RPC calls are POST")
+                    .with_header("allow", "POST"),
+            );
         }
         match self.dispatch(route, config, &body).await {
             Ok(r) => r,
@@ -140,7 +168,11 @@ impl TenantLedger {
         }
     }
 
-    fn policy(config: &Config, lease_seconds: Option<u64>, retention_seconds: Option<u64>) -> ClaimPolicy {
+    fn policy(
+        config: &Config,
+        lease_seconds: Option<u64>,
+        retention_seconds: Option<u64>,
+    ) -> ClaimPolicy {
         ClaimPolicy {
             lease_ms: lease_seconds.map_or(config.lease_ms(), |s| s as i64 * 1000),
             retention_ms: retention_seconds.map_or(config.retention_ms(), |s| s as i64 * 1000),
@@ -148,14 +180,22 @@ impl TenantLedger {
         }
     }
 
-    async fn dispatch(&self, route: Route, config: &Config, body: &[u8]) -> Result<Response, Problem> {
+    async fn dispatch(
+        &self,
+        route: Route,
+        config: &Config,
+        body: &[u8],
+    ) -> Result<Response, Problem> {
         let now = now_ms();
         match route {
             Route::Claim => {
                 let call: ClaimCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
                 let policy = Self::policy(config, call.lease_seconds, call.retention_seconds);
-                let out = self.ledger.claim(&call.key, &call.fingerprint, &policy, now).map_err(|e| store_failure(&e))?;
+                let out = self
+                    .ledger
+                    .claim(&call.key, &call.fingerprint, &policy, now)
+                    .map_err(|e| store_failure(&e))?;
                 if matches!(out, ClaimOutcome::Claimed { .. }) {
                     self.ensure_alarm().await;
                 }
@@ -170,29 +210,41 @@ impl TenantLedger {
                     .complete(&call.key, call.generation, &call.response, retention, now)
                     .map_err(|e| store_failure(&e))?;
                 if let CompleteOutcome::FencedOut { current } = &out {
-                    log::error("idempotency.fenced_out", fields! {
-                        "operation" => "complete", "key" => log::short_hash(&call.key),
-                        "generation" => call.generation, "current" => current,
-                    });
+                    log::error(
+                        "idempotency.fenced_out",
+                        fields! {
+                            "operation" => "complete", "key" => log::short_hash(&call.key),
+                            "generation" => call.generation, "current" => current,
+                        },
+                    );
                 }
                 Ok(http::json(200, &out))
             }
             Route::Release => {
                 let call: ReleaseCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
-                let out = self.ledger.release(&call.key, call.generation).map_err(|e| store_failure(&e))?;
+                let out = self
+                    .ledger
+                    .release(&call.key, call.generation)
+                    .map_err(|e| store_failure(&e))?;
                 if let ReleaseOutcome::FencedOut { current } = &out {
-                    log::error("idempotency.fenced_out", fields! {
-                        "operation" => "release", "key" => log::short_hash(&call.key),
-                        "generation" => call.generation, "current" => current,
-                    });
+                    log::error(
+                        "idempotency.fenced_out",
+                        fields! {
+                            "operation" => "release", "key" => log::short_hash(&call.key),
+                            "generation" => call.generation, "current" => current,
+                        },
+                    );
                 }
                 Ok(http::json(200, &out))
             }
             Route::Lookup => {
                 let call: LookupCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
-                let record = self.ledger.lookup(&call.key, now).map_err(|e| store_failure(&e))?;
+                let record = self
+                    .ledger
+                    .lookup(&call.key, now)
+                    .map_err(|e| store_failure(&e))?;
                 Ok(http::json(200, &LookupAnswer { record }))
             }
             Route::Stats => {
@@ -207,9 +259,22 @@ impl TenantLedger {
                 let request = &call.request;
                 let out = self
                     .ledger
-                    .execute(&call.key, &call.fingerprint, &policy, &capture, now, |store| {
-                        orders::handle(store, &request.method, request.path(), &request.body, now)
-                    })
+                    .execute(
+                        &call.key,
+                        &call.fingerprint,
+                        &policy,
+                        &capture,
+                        now,
+                        |store| {
+                            orders::handle(
+                                store,
+                                &request.method,
+                                request.path(),
+                                &request.body,
+                                now,
+                            )
+                        },
+                    )
                     .map_err(|e: StoreError| store_failure(&e))?;
                 if matches!(out, ExecuteOutcome::Ran { .. }) {
                     self.ensure_alarm().await;
@@ -236,7 +301,10 @@ impl TenantLedger {
                     }
                 }
             }
-            Err(e) => log::warn("idempotency.alarm_check_failed", fields! {"error" => e.to_string()}),
+            Err(e) => log::warn(
+                "idempotency.alarm_check_failed",
+                fields! {"error" => e.to_string()},
+            ),
         }
     }
 }

@@ -102,7 +102,9 @@ impl Fingerprint {
     /// lowercase hex characters, names unique and non-empty.)
     pub fn is_well_formed(&self) -> bool {
         let hex64 = |s: &str| {
-            s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            s.len() == 64
+                && s.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         };
         let mut names: Vec<&str> = self.components.iter().map(|c| c.name.as_str()).collect();
         names.sort_unstable();
@@ -162,11 +164,21 @@ mod tests {
     fn each_component_is_named_when_it_differs() {
         let a = fp("POST", "/v1/orders", Some("application/json"), b"{\"a\":1}");
         assert_eq!(
-            a.differs_from(&fp("POST", "/v1/orders", Some("application/json"), b"{\"a\": 1}")),
+            a.differs_from(&fp(
+                "POST",
+                "/v1/orders",
+                Some("application/json"),
+                b"{\"a\": 1}"
+            )),
             vec!["body"]
         );
         assert_eq!(
-            a.differs_from(&fp("PATCH", "/v1/other", Some("application/json"), b"{\"a\":1}")),
+            a.differs_from(&fp(
+                "PATCH",
+                "/v1/other",
+                Some("application/json"),
+                b"{\"a\":1}"
+            )),
             vec!["method", "target"]
         );
         assert_eq!(
@@ -178,7 +190,10 @@ mod tests {
     #[test]
     fn query_is_not_reordered_and_absent_header_differs_from_empty() {
         let a = fp("POST", "/x?a=1&b=2", None, b"");
-        assert_eq!(a.differs_from(&fp("POST", "/x?b=2&a=1", None, b"")), vec!["target"]);
+        assert_eq!(
+            a.differs_from(&fp("POST", "/x?b=2&a=1", None, b"")),
+            vec!["target"]
+        );
         assert_eq!(
             a.differs_from(&fp("POST", "/x?a=1&b=2", Some(""), b"")),
             vec!["header:content-type"]

@@ -216,16 +216,28 @@ mod tests {
     #[test]
     fn merged_field_lines_are_refused() {
         assert_eq!(parse_idempotency_key("a, b"), Err(KeyError::Multiple));
-        assert_eq!(parse_idempotency_key(r#""a", "b""#), Err(KeyError::Multiple));
-        assert_eq!(parse_idempotency_key(r#""a";p=1, "b""#), Err(KeyError::Multiple));
+        assert_eq!(
+            parse_idempotency_key(r#""a", "b""#),
+            Err(KeyError::Multiple)
+        );
+        assert_eq!(
+            parse_idempotency_key(r#""a";p=1, "b""#),
+            Err(KeyError::Multiple)
+        );
     }
 
     #[test]
     fn malformed_sf_strings_are_refused() {
         assert_eq!(parse_idempotency_key("\"abc"), Err(KeyError::Unterminated));
         assert_eq!(parse_idempotency_key(r#""a\nb""#), Err(KeyError::BadEscape));
-        assert_eq!(parse_idempotency_key(r#""ab"x"#), Err(KeyError::TrailingGarbage));
-        assert_eq!(parse_idempotency_key(r#""ab";"#), Err(KeyError::TrailingGarbage));
+        assert_eq!(
+            parse_idempotency_key(r#""ab"x"#),
+            Err(KeyError::TrailingGarbage)
+        );
+        assert_eq!(
+            parse_idempotency_key(r#""ab";"#),
+            Err(KeyError::TrailingGarbage)
+        );
     }
 
     #[test]
@@ -237,9 +249,18 @@ mod tests {
         assert_eq!(parse_idempotency_key(&max).unwrap(), max);
         let long = "k".repeat(MAX_KEY_LEN + 1);
         assert_eq!(parse_idempotency_key(&long), Err(KeyError::TooLong(256)));
-        assert_eq!(parse_idempotency_key("a\u{1}b"), Err(KeyError::NonPrintable));
-        assert_eq!(parse_idempotency_key("caf\u{e9}"), Err(KeyError::NonPrintable));
+        assert_eq!(
+            parse_idempotency_key("a\u{1}b"),
+            Err(KeyError::NonPrintable)
+        );
+        assert_eq!(
+            parse_idempotency_key("caf\u{e9}"),
+            Err(KeyError::NonPrintable)
+        );
         assert_eq!(parse_idempotency_key("a\tb"), Err(KeyError::NonPrintable));
-        assert_eq!(parse_idempotency_key("\"a\u{7f}\""), Err(KeyError::NonPrintable));
+        assert_eq!(
+            parse_idempotency_key("\"a\u{7f}\""),
+            Err(KeyError::NonPrintable)
+        );
     }
 }

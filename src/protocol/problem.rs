@@ -168,9 +168,13 @@ mod tests {
 
     #[test]
     fn renders_rfc9457_members_and_extensions() {
-        let p = Problem::new(ProblemKind::KeyReused, "the body differs").with("differs", vec!["body"]);
+        let p =
+            Problem::new(ProblemKind::KeyReused, "the body differs").with("differs", vec!["body"]);
         let doc = p.to_json();
-        assert_eq!(doc["type"], "https://idempotency-ledger.dev/problems/idempotency-key-reused");
+        assert_eq!(
+            doc["type"],
+            "https://idempotency-ledger.dev/problems/idempotency-key-reused"
+        );
         assert_eq!(doc["status"], 422);
         assert_eq!(doc["title"], ProblemKind::KeyReused.title());
         assert_eq!(doc["detail"], "the body differs");

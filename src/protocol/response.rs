@@ -97,7 +97,7 @@ impl StoredResponse {
             .iter()
             .filter(|(name, _)| {
                 let name = name.to_ascii_lowercase();
-                name != "set-cookie" && policy.stored_headers.iter().any(|h| *h == name)
+                name != "set-cookie" && policy.stored_headers.contains(&name)
             })
             .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
             .collect();
@@ -127,7 +127,11 @@ mod tests {
 
     fn policy(max: usize) -> CapturePolicy {
         CapturePolicy {
-            stored_headers: vec!["content-type".into(), "location".into(), "set-cookie".into()],
+            stored_headers: vec![
+                "content-type".into(),
+                "location".into(),
+                "set-cookie".into(),
+            ],
             max_stored_body_bytes: max,
         }
     }
@@ -147,7 +151,10 @@ mod tests {
     #[test]
     fn only_allowlisted_headers_are_stored_and_never_set_cookie() {
         let s = StoredResponse::capture(&response(201, b"{}"), &policy(10));
-        assert_eq!(s.headers, vec![("content-type".to_string(), "application/json".to_string())]);
+        assert_eq!(
+            s.headers,
+            vec![("content-type".to_string(), "application/json".to_string())]
+        );
         assert_eq!(s.body.as_deref(), Some(&b"{}"[..]));
     }
 

@@ -1,0 +1,63 @@
+// Configuration (SPEC §5) as the deployed Worker sees it: defaults, invalid
+// values failing loudly, no demo-token fallback, and the request bounds.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { startGateway, orderInit, json, slug, orders, wranglerVars } from "./harness.mjs";
+
+test("wrangler.toml publishes the SPEC defaults", () => {
+  assert.deepEqual(wranglerVars(), {
+    RETENTION_SECONDS: "86400", LEASE_SECONDS: "60", MAX_REQUEST_BODY_BYTES: "1048576",
+    MAX_STORED_BODY_BYTES: "1048576", SWEEP_BATCH: "500", IDEMPOTENCY_REQUIRED: "true",
+    PROTECTED_METHODS: "POST,PATCH", FINGERPRINT_HEADERS: "content-type",
+    STORED_RESPONSE_HEADERS: "content-type,location,etag", RELEASE_ON_5XX: "false",
+    MAX_KEYS_PER_TENANT: "1000000", FAILURE_POLICY: "closed", ORIGIN_TIMEOUT_SECONDS: "30",
+  });
+});
+
+test("without API_TOKENS the Worker is misconfigured and never accepts the demo tokens", async () => {
+  const gw = await startGateway({ apiTokens: null });
+  try {
+    const r = await json(await gw.request("/v1/orders", orderInit({ key: "k" })));
+    assert.equal(r.status, 500);
+    assert.equal(slug(r.json), "misconfigured");
+    assert.equal((await json(await gw.request("/health"))).status, 200, "health needs no configuration");
+  } finally { await gw.dispose(); }
+});
+
+test("an invalid variable answers 500 misconfigured naming it", async () => {
+  for (const vars of [{ LEASE_SECONDS: "soon" }, { STORED_RESPONSE_HEADERS: "content-type,set-cookie" }, { FAILURE_POLICY: "maybe" }]) {
+    const gw = await startGateway({ vars });
+    try {
+      const r = await json(await gw.request("/v1/orders", orderInit({ key: "k" })));
+      assert.equal(r.status, 500, JSON.stringify(vars));
+      assert.equal(slug(r.json), "misconfigured");
+      assert.match(r.json.detail, new RegExp(Object.keys(vars)[0]));
+    } finally { await gw.dispose(); }
+  }
+});
+
+test("a body over MAX_REQUEST_BODY_BYTES is 413 before anything is claimed", async () => {
+  const gw = await startGateway({ vars: { MAX_REQUEST_BODY_BYTES: "64" } });
+  try {
+    const big = JSON.stringify({ sku: "X", quantity: 1, pad: "p".repeat(100) });
+    const r = await json(await gw.request("/v1/orders", orderInit({ key: "big-1", body: big })));
+    assert.equal(r.status, 413);
+    assert.equal(slug(r.json), "request-too-large");
+    const rec = await gw.request("/v1/idempotency-keys/big-1", { headers: { authorization: "Bearer dev-token-acme" } });
+    assert.equal(rec.status, 404, "no record was claimed");
+    assert.equal((await orders(gw)).length, 0);
+  } finally { await gw.dispose(); }
+});
+
+test("with IDEMPOTENCY_REQUIRED=false a request without a key runs unprotected", async () => {
+  const gw = await startGateway({ vars: { IDEMPOTENCY_REQUIRED: "false" } });
+  try {
+    const a = await json(await gw.request("/v1/orders", orderInit({})));
+    const b = await json(await gw.request("/v1/orders", orderInit({})));
+    assert.equal(a.status, 201);
+    assert.equal(b.status, 201);
+    assert.notEqual(a.json.id, b.json.id, "unprotected: each request runs");
+    const stats = await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: "Bearer dev-token-acme" } }));
+    assert.equal(stats.json.records, 0);
+  } finally { await gw.dispose(); }
+});

@@ -1,0 +1,103 @@
+// The object's versioned fetch RPC (SPEC §3), called directly on a real
+// TenantLedger: outcomes, fencing, and refusals that change nothing.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { startGateway, slug } from "./harness.mjs";
+
+let gw, ledger;
+before(async () => {
+  gw = await startGateway();
+  const ns = await gw.mf.getDurableObjectNamespace("TENANT_LEDGER");
+  ledger = ns.get(ns.idFromName("rpc-tenant"));
+});
+after(async () => { await gw?.dispose(); });
+
+const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
+// Mirrors protocol::fingerprint: component digest = sha256(0x01 || u64be len || bytes);
+// overall digest = sha256 over (u64be len name || name || u64be len digest || digest).
+function component(name, value) {
+  const len = Buffer.alloc(8); len.writeBigUInt64BE(BigInt(Buffer.byteLength(value)));
+  return { name, digest: sha(Buffer.concat([Buffer.from([1]), len, Buffer.from(value)])) };
+}
+function fingerprint(body) {
+  const components = [component("method", "POST"), component("target", "/charge"), component("body", body)];
+  const parts = [];
+  for (const c of components) {
+    for (const s of [c.name, c.digest]) {
+      const len = Buffer.alloc(8); len.writeBigUInt64BE(BigInt(Buffer.byteLength(s)));
+      parts.push(len, Buffer.from(s));
+    }
+  }
+  return { digest: sha(Buffer.concat(parts)), components };
+}
+
+async function call(route, payload, init = {}) {
+  const res = await ledger.fetch(`https://ledger/rpc/v1/${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof payload === "string" ? payload : JSON.stringify(payload),
+    ...init,
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+
+const stored = (text) => ({ status: 200, headers: [["content-type", "text/plain"]], body: Buffer.from(text).toString("base64") });
+
+test("claim, complete, then claim again replays the stored response", async () => {
+  const fp = fingerprint("amount=100");
+  const c = await call("claim", { key: "rpc-1", fingerprint: fp });
+  assert.deepEqual(c.json, { outcome: "claimed", generation: 1, takeover: false });
+  const busy = await call("claim", { key: "rpc-1", fingerprint: fp });
+  assert.equal(busy.json.outcome, "in_flight");
+  assert.ok(busy.json.retry_after_ms > 0 && busy.json.retry_after_ms <= 60_000);
+  assert.deepEqual((await call("complete", { key: "rpc-1", generation: 1, response: stored("charged") })).json, { outcome: "stored" });
+  const replay = await call("claim", { key: "rpc-1", fingerprint: fp });
+  assert.equal(replay.json.outcome, "completed");
+  assert.equal(Buffer.from(replay.json.response.body, "base64").toString(), "charged");
+  const other = await call("claim", { key: "rpc-1", fingerprint: fingerprint("amount=999") });
+  assert.deepEqual(other.json, { outcome: "mismatch", differs: ["body"] });
+});
+
+test("release lets the key run again at the next generation; stale owners are fenced out", async () => {
+  const fp = fingerprint("amount=5");
+  assert.equal((await call("claim", { key: "rpc-2", fingerprint: fp })).json.generation, 1);
+  assert.deepEqual((await call("release", { key: "rpc-2", generation: 1 })).json, { outcome: "released" });
+  const again = await call("claim", { key: "rpc-2", fingerprint: fp });
+  assert.deepEqual(again.json, { outcome: "claimed", generation: 2, takeover: false });
+  const stale = await call("complete", { key: "rpc-2", generation: 1, response: stored("stale") });
+  assert.equal(stale.json.outcome, "fenced_out");
+  assert.deepEqual(stale.json.current, { state: "in_flight", generation: 2 });
+  assert.equal((await call("release", { key: "rpc-2", generation: 1 })).json.outcome, "fenced_out");
+  const lookup = await call("lookup", { key: "rpc-2" });
+  assert.equal(lookup.json.record.state, "in_flight");
+  assert.equal(lookup.json.record.generation, 2);
+  const stats = await call("stats", {});
+  assert.ok(stats.json.fenced_out >= 2);
+});
+
+test("bad calls are refused with problems and write nothing", async () => {
+  const before = (await call("stats", {})).json;
+  const cases = [
+    ["claim", "{not json", 400],
+    ["claim", { key: "x" }, 400],
+    ["claim", { key: "", fingerprint: fingerprint("a") }, 400],
+    ["claim", { key: "x", fingerprint: { ...fingerprint("a"), digest: "0".repeat(64) } }, 400],
+    ["claim", { key: "x", fingerprint: fingerprint("a"), lease_seconds: 0 }, 400],
+    ["complete", { key: "x", generation: 0, response: stored("a") }, 400],
+    ["complete", { key: "x", generation: 1, response: { status: 200, headers: [["set-cookie", "a=b"]], body: null } }, 400],
+    ["release", { key: "x", generation: 1, extra: true }, 400],
+    ["nope", {}, 404],
+  ];
+  for (const [route, payload, status] of cases) {
+    const r = await call(route, payload);
+    assert.equal(r.status, status, `${route} ${JSON.stringify(payload)}`);
+    assert.ok(["invalid-rpc", "not-found"].includes(slug(r.json)));
+  }
+  const get = await ledger.fetch("https://ledger/rpc/v1/stats");
+  assert.equal(get.status, 405);
+  const after = (await call("stats", {})).json;
+  assert.equal(after.records, before.records);
+  assert.equal(after.claims, before.claims);
+});
