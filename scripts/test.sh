@@ -10,4 +10,4 @@ cargo test --features host-sqlite
 echo "== building the Worker"
 bash scripts/build.sh
 echo "== end-to-end tests (workerd via miniflare)"
-node --test --test-concurrency=1 'tests/e2e/*.test.mjs'
+node --test --test-concurrency=1 --test-timeout=120000 'tests/e2e/*.test.mjs'

@@ -113,6 +113,35 @@ pub enum ExecuteOutcome {
     },
 }
 
+impl ExecuteOutcome {
+    /// The claim outcome that kept the application from running, if any.
+    pub fn refusal(&self) -> Option<ClaimOutcome> {
+        match self {
+            ExecuteOutcome::Ran { .. } => None,
+            ExecuteOutcome::InFlight {
+                generation,
+                retry_after_ms,
+            } => Some(ClaimOutcome::InFlight {
+                generation: *generation,
+                retry_after_ms: *retry_after_ms,
+            }),
+            ExecuteOutcome::Completed {
+                generation,
+                response,
+            } => Some(ClaimOutcome::Completed {
+                generation: *generation,
+                response: response.clone(),
+            }),
+            ExecuteOutcome::Mismatch { differs } => Some(ClaimOutcome::Mismatch {
+                differs: differs.clone(),
+            }),
+            ExecuteOutcome::LedgerFull { retry_after_ms } => Some(ClaimOutcome::LedgerFull {
+                retry_after_ms: *retry_after_ms,
+            }),
+        }
+    }
+}
+
 /// A record as introspection shows it (SPEC §2.7). Times are RFC 3339.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordView {

@@ -18,13 +18,18 @@ use std::rc::Rc;
 
 use worker::{event, Context, Env, Request, Response};
 
-use crate::config::{Config, ConfigError, TokenMap};
+use std::time::Duration;
+
+use crate::config::{Config, ConfigError, FailurePolicy, TokenMap};
 use crate::fields;
-use crate::ledger::ExecuteOutcome;
+use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome};
 use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::origin::{Forward, Origin, OriginError};
 use crate::platform::{config_lookup, http, log, now_ms, LEDGER_BINDING};
-use crate::protocol::{parse_idempotency_key, Fingerprint, Problem, ProblemKind, RequestParts};
-use crate::rpc::{AppRequest, ExecuteCall, LookupCall};
+use crate::protocol::{
+    parse_idempotency_key, Fingerprint, Problem, ProblemKind, RequestParts, StoredResponse,
+};
+use crate::rpc::{AppRequest, ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall};
 
 /// Per-isolate parsed settings: variables never change within an isolate.
 struct Settings {
@@ -192,14 +197,22 @@ async fn handle(mut req: Request, env: &Env) -> Response {
 
     let body = match req.bytes().await {
         Ok(b) => b,
-        Err(_) => Vec::new(),
+        Err(_) => {
+            return http::problem(&Problem::new(
+                ProblemKind::BodyUnreadable,
+                "the request body could not be read to its end",
+            ))
+        }
     };
     if body.len() > config.max_request_body_bytes {
         return too_large();
     }
 
+    let origin = Origin::from_env(env, config);
+    let forward = Forward::new(&method, &target, req.headers(), &tenant, body);
+
     let Some(key) = key else {
-        return run_unprotected(&client, &method, &target, body).await;
+        return run_unprotected(&client, origin.as_ref(), config, &forward).await;
     };
 
     let headers: Vec<(String, Option<String>)> = config
@@ -211,21 +224,36 @@ async fn handle(mut req: Request, env: &Env) -> Response {
         method: &method,
         target: &target,
         headers: &headers,
-        body: &body,
+        body: &forward.body,
     });
     let started = now_ms();
-    let call = ExecuteCall {
-        key: key.clone(),
+    let ctx = Protected {
+        client: &client,
+        config,
+        key: &key,
+        tenant: &tenant,
         fingerprint,
-        request: AppRequest {
-            method: method.to_ascii_uppercase(),
-            target: target.clone(),
-            body,
-        },
+        forward: &forward,
     };
-    let (response, outcome) = match client.execute(&call).await {
-        Ok(out) => render_execute(out),
-        Err(e) => (ledger_failure(&e), "store_unavailable"),
+    let step = match &origin {
+        None => ctx.embedded().await,
+        Some(origin) => ctx.proxied(origin).await,
+    };
+    let (response, outcome) = match step {
+        Ok(done) => done,
+        Err(e) => match (config.failure_policy, &e) {
+            (FailurePolicy::Open, LedgerError::Unreachable(_)) => {
+                log::warn(
+                    "idempotency.unprotected",
+                    fields! {"reason" => e.to_string(), "tenant" => log::short_hash(&tenant), "key" => log::short_hash(&key)},
+                );
+                (
+                    run_unprotected(&client, origin.as_ref(), config, &forward).await,
+                    "unprotected",
+                )
+            }
+            _ => (ledger_failure(&e), "store_unavailable"),
+        },
     };
     log::info(
         "idempotency.request",
@@ -240,17 +268,155 @@ async fn handle(mut req: Request, env: &Env) -> Response {
     response
 }
 
-/// Renders the single-hop outcome and names it for the log line.
-fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
+/// One protected request on its way through the ledger.
+struct Protected<'a> {
+    client: &'a LedgerClient,
+    config: &'a Config,
+    key: &'a str,
+    tenant: &'a str,
+    fingerprint: Fingerprint,
+    forward: &'a Forward,
+}
+
+type Step = Result<(Response, &'static str), LedgerError>;
+
+impl Protected<'_> {
+    /// Embedded mode: one hop, claim + orders app + complete in one transaction.
+    async fn embedded(&self) -> Step {
+        let call = ExecuteCall {
+            key: self.key.to_string(),
+            fingerprint: self.fingerprint.clone(),
+            request: AppRequest {
+                method: self.forward.method.to_ascii_uppercase(),
+                target: self.forward.target.clone(),
+                body: self.forward.body.clone(),
+            },
+        };
+        let out = self.client.execute(&call).await?;
+        if let Some(refusal) = out.refusal() {
+            return Ok(render_refusal(refusal));
+        }
+        match out {
+            ExecuteOutcome::Ran {
+                response, takeover, ..
+            } => Ok((
+                http::app(&response),
+                if takeover { "took_over" } else { "executed" },
+            )),
+            _ => Err(LedgerError::Unreachable("execute gave no outcome".into())),
+        }
+    }
+
+    /// Proxy mode: claim, forward to the origin, then complete (or release).
+    async fn proxied(&self, origin: &Origin) -> Step {
+        let claim = self
+            .client
+            .claim(&ClaimCall {
+                key: self.key.to_string(),
+                fingerprint: self.fingerprint.clone(),
+                lease_seconds: None,
+                retention_seconds: None,
+            })
+            .await?;
+        let (generation, takeover) = match claim {
+            ClaimOutcome::Claimed {
+                generation,
+                takeover,
+            } => (generation, takeover),
+            refusal => return Ok(render_refusal(refusal)),
+        };
+        let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
+        let response = match origin.forward(self.forward, timeout).await {
+            Ok(r) => r,
+            Err(OriginError::Unreachable(reason)) => {
+                // No response at all: nothing ran to completion, a retry may run.
+                self.release(generation).await;
+                log::warn(
+                    "idempotency.origin_unavailable",
+                    fields! {"error" => reason, "key" => log::short_hash(self.key)},
+                );
+                return Ok((
+                    http::problem(&Problem::new(
+                        ProblemKind::OriginUnavailable,
+                        "the origin could not be reached; the key was released, so a retry runs again",
+                    )),
+                    "origin_unavailable",
+                ));
+            }
+            Err(OriginError::Timeout) => {
+                // The outcome is unknown: keep the claim until its lease ends.
+                return Ok((
+                    http::problem(&Problem::new(
+                        ProblemKind::OriginTimeout,
+                        format!(
+                            "the origin did not answer within {} seconds; the outcome is unknown, so the key stays in flight until its lease ends",
+                            self.config.origin_timeout_seconds
+                        ),
+                    )),
+                    "origin_timeout",
+                ));
+            }
+        };
+        if response.status >= 500 && self.config.release_on_5xx {
+            self.release(generation).await;
+            return Ok((http::app(&response), "released_5xx"));
+        }
+        let stored = StoredResponse::capture(&response, &self.config.capture_policy());
+        let call = CompleteCall {
+            key: self.key.to_string(),
+            generation,
+            response: stored,
+            retention_seconds: None,
+        };
+        let outcome = match self.client.complete(&call).await {
+            Ok(CompleteOutcome::Stored) if takeover => "took_over",
+            Ok(CompleteOutcome::Stored) => "executed",
+            Ok(CompleteOutcome::FencedOut { current }) => {
+                log::error(
+                    "idempotency.fenced_out",
+                    fields! {
+                        "operation" => "complete", "generation" => generation, "current" => current,
+                        "tenant" => log::short_hash(self.tenant), "key" => log::short_hash(self.key),
+                    },
+                );
+                "fenced_out"
+            }
+            Err(e) => {
+                log::error(
+                    "idempotency.complete_failed",
+                    fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
+                );
+                "complete_failed"
+            }
+        };
+        // The caller whose run produced this response always gets it.
+        Ok((http::app(&response), outcome))
+    }
+
+    async fn release(&self, generation: i64) {
+        let call = ReleaseCall {
+            key: self.key.to_string(),
+            generation,
+        };
+        match self.client.release(&call).await {
+            Ok(ReleaseOutcome::Released) => {}
+            Ok(ReleaseOutcome::FencedOut { current }) => log::error(
+                "idempotency.fenced_out",
+                fields! {"operation" => "release", "generation" => generation, "current" => current, "key" => log::short_hash(self.key)},
+            ),
+            Err(e) => log::error(
+                "idempotency.release_failed",
+                fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
+            ),
+        }
+    }
+}
+
+/// Renders a claim that did not let the request run, naming it for the log.
+fn render_refusal(out: ClaimOutcome) -> (Response, &'static str) {
     match out {
-        ExecuteOutcome::Ran {
-            response, takeover, ..
-        } => (
-            http::app(&response),
-            if takeover { "took_over" } else { "executed" },
-        ),
-        ExecuteOutcome::Completed { response, .. } => (http::replay(&response), "replayed"),
-        ExecuteOutcome::InFlight { retry_after_ms, .. } => (
+        ClaimOutcome::Completed { response, .. } => (http::replay(&response), "replayed"),
+        ClaimOutcome::InFlight { retry_after_ms, .. } => (
             http::problem(
                 &Problem::new(
                     ProblemKind::KeyInUse,
@@ -261,7 +427,7 @@ fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
             ),
             "in_use",
         ),
-        ExecuteOutcome::Mismatch { differs } => (
+        ClaimOutcome::Mismatch { differs } => (
             http::problem(
                 &Problem::new(
                     ProblemKind::KeyReused,
@@ -274,7 +440,7 @@ fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
             ),
             "reused",
         ),
-        ExecuteOutcome::LedgerFull { retry_after_ms } => (
+        ClaimOutcome::LedgerFull { retry_after_ms } => (
             http::problem(
                 &Problem::new(
                     ProblemKind::LedgerFull,
@@ -286,6 +452,14 @@ fn render_execute(out: ExecuteOutcome) -> (Response, &'static str) {
                 ),
             ),
             "ledger_full",
+        ),
+        // A claim that succeeded is never a refusal; treat it as a ledger fault.
+        ClaimOutcome::Claimed { .. } => (
+            http::problem(&Problem::new(
+                ProblemKind::StoreUnavailable,
+                "unexpected claim outcome",
+            )),
+            "store_unavailable",
         ),
     }
 }
@@ -345,15 +519,32 @@ async fn introspect_key(client: &LedgerClient, encoded: &str) -> Response {
     }
 }
 
-/// Sends a request that is not protected straight to the embedded application.
+/// Runs a request without the ledger: on the origin in proxy mode, else on
+/// the embedded application.
 async fn run_unprotected(
     client: &LedgerClient,
-    method: &str,
-    target: &str,
-    body: Vec<u8>,
+    origin: Option<&Origin>,
+    config: &Config,
+    fwd: &Forward,
 ) -> Response {
-    match client.app(method, target, body).await {
-        Ok(r) => r,
-        Err(e) => store_unavailable(&e),
+    match origin {
+        Some(origin) => match origin
+            .forward(fwd, Duration::from_secs(config.origin_timeout_seconds))
+            .await
+        {
+            Ok(r) => http::app(&r),
+            Err(OriginError::Unreachable(_)) => http::problem(&Problem::new(
+                ProblemKind::OriginUnavailable,
+                "the origin could not be reached",
+            )),
+            Err(OriginError::Timeout) => http::problem(&Problem::new(
+                ProblemKind::OriginTimeout,
+                "the origin did not answer in time",
+            )),
+        },
+        None => match client.app(&fwd.method, &fwd.target, fwd.body.clone()).await {
+            Ok(r) => r,
+            Err(e) => store_unavailable(&e),
+        },
     }
 }

@@ -7,6 +7,7 @@ pub mod do_store;
 pub mod gateway;
 pub mod http;
 pub mod log;
+pub mod origin;
 pub mod tenant_ledger;
 
 /// The Durable Object binding name the gateway and clients use.

@@ -38,7 +38,13 @@ export function wranglerVars() {
 export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_TOKENS), workers = [], gateway = {} } = {}) {
   const bindings = { ...wranglerVars(), ...vars };
   if (apiTokens !== null) bindings.API_TOKENS = apiTokens;
+  // Worker console output, kept for assertions (printed with E2E_LOGS=1).
+  const logs = [];
   const mf = new Miniflare(convertV4MiniflareOptions({
+    handleStructuredLogs({ level, message }) {
+      logs.push(message);
+      if (process.env.E2E_LOGS) console.log(`[workerd ${level}] ${message}`);
+    },
     workers: [
       {
         name: "gateway",
@@ -57,7 +63,14 @@ export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_
   }));
   await mf.ready;
   const request = (path, init = {}) => mf.dispatchFetch(new URL(path, "http://gateway.test"), init);
-  return { mf, request, dispose: () => mf.dispose() };
+  /** JSON log lines written by the Worker, parsed, optionally of one event. */
+  const events = (event) =>
+    logs
+      .map((l) => l.slice(l.indexOf("{")))
+      .filter((l) => l.startsWith("{"))
+      .map((l) => { try { return JSON.parse(l); } catch { return null; } })
+      .filter((e) => e && (!event || e.event === event));
+  return { mf, request, logs, events, dispose: () => mf.dispose() };
 }
 
 /** A POST to /v1/orders with the given key and body (string). */
@@ -85,4 +98,69 @@ export const slug = (doc) => doc.type.split("/").pop();
 export async function orders(gw, auth = ACME) {
   const r = await json(await gw.request("/v1/orders", { headers: { authorization: auth } }));
   return r.json.orders;
+}
+
+/**
+ * A real HTTP origin on 127.0.0.1, driven by the test. Every request is
+ * recorded; `respond(req)` decides the answer and may return a promise, so
+ * a test can hold a request open and release it when it chooses.
+ */
+export async function startOrigin(respond) {
+  const { createServer } = await import("node:http");
+  const { EventEmitter } = await import("node:events");
+  const events = new EventEmitter();
+  const requests = [];
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", async () => {
+      const record = { method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks) };
+      requests.push(record);
+      events.emit("request", record);
+      try {
+        const { status = 200, headers = {}, body = "" } = (await respond(record, requests.length)) ?? {};
+        res.writeHead(status, headers);
+        res.end(body);
+      } catch {
+        res.destroy();
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  server.unref(); // a failed test must not hang the run on an open origin
+  const url = `http://127.0.0.1:${server.address().port}`;
+  return {
+    url,
+    requests,
+    /** Resolves once `n` requests have arrived (event-driven, generous deadline). */
+    waitForRequests(n, ms = 30_000) {
+      if (requests.length >= n) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`origin saw ${requests.length} of ${n} requests`)), ms);
+        const check = () => {
+          if (requests.length >= n) { clearTimeout(timer); events.off("request", check); resolve(); }
+        };
+        events.on("request", check);
+      });
+    },
+    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(resolve); }),
+  };
+}
+
+/** A promise with its resolve function exposed. */
+export function deferred() {
+  let resolve;
+  const promise = new Promise((r) => { resolve = r; });
+  return { promise, resolve };
+}
+
+/** Polls `fn` until it returns a truthy value or the deadline passes. */
+export async function eventually(fn, { ms = 30_000, every = 200 } = {}) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error("condition not met before the deadline");
+    await new Promise((r) => setTimeout(r, every));
+  }
 }
