@@ -13,11 +13,17 @@
 //!   awaits is synchronous, so a claim is never interleaved with another.
 //! - Sweep runs only in `alarm()`, never on the request path. A claim arms
 //!   the alarm only when this instance has not yet confirmed one exists.
+//!
+//! Learned from worker 0.8.7 `src/durable.rs`: `Storage::set_alarm(i64)`
+//! treats the integer as an *offset* from now, not an epoch time, so every
+//! absolute time goes through [`at_epoch_ms`].
 
 use std::cell::Cell;
 
 use serde::de::DeserializeOwned;
-use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
+use worker::{
+    durable_object, wasm_bindgen, DurableObject, Env, Request, Response, ScheduledTime, State,
+};
 
 use crate::config::{Config, ConfigError};
 use crate::fields;
@@ -32,6 +38,13 @@ use crate::rpc::{
     ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route,
 };
 
+/// An absolute alarm time (epoch milliseconds on the object's clock).
+fn at_epoch_ms(ms: i64) -> ScheduledTime {
+    ScheduledTime::new(js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(
+        ms as f64,
+    )))
+}
+
 /// How soon the alarm fires again after a full sweep batch.
 const FULL_BATCH_REARM_MS: i64 = 500;
 
@@ -45,6 +58,9 @@ pub struct TenantLedger {
     ready: Result<(), String>,
     /// True once this instance knows an alarm is set (avoids a set_alarm per request).
     alarm_known: Cell<bool>,
+    /// False until this instance's first request has checked the alarm: a
+    /// restarted workerd may have lost an overdue alarm (workerd #3138, #3566).
+    started: Cell<bool>,
 }
 
 impl DurableObject for TenantLedger {
@@ -61,6 +77,7 @@ impl DurableObject for TenantLedger {
             config,
             ready,
             alarm_known: Cell::new(false),
+            started: Cell::new(false),
         }
     }
 
@@ -82,9 +99,11 @@ impl DurableObject for TenantLedger {
             .map_err(|e| worker::Error::RustError(e.to_string()))?;
         let storage = self.state.storage();
         if outcome.batch_full {
-            storage.set_alarm(now + FULL_BATCH_REARM_MS).await?;
+            storage
+                .set_alarm(at_epoch_ms(now + FULL_BATCH_REARM_MS))
+                .await?;
         } else if let Some(next) = outcome.next_expires_at {
-            storage.set_alarm(next.max(now + 1)).await?;
+            storage.set_alarm(at_epoch_ms(next.max(now + 1))).await?;
         } else {
             storage.delete_alarm().await?;
             self.alarm_known.set(false);
@@ -138,6 +157,9 @@ impl TenantLedger {
                 ));
             }
         };
+        if !self.started.replace(true) {
+            self.ensure_alarm().await;
+        }
         let path = req.path();
         let method = req.inner().method();
         let body = match req.bytes().await {
@@ -296,8 +318,12 @@ impl TenantLedger {
             Ok(Some(_)) => self.alarm_known.set(true),
             Ok(None) => {
                 if let Ok(Some(at)) = self.ledger.next_expires_at() {
-                    if storage.set_alarm(at.max(now_ms() + 1)).await.is_ok() {
-                        self.alarm_known.set(true);
+                    match storage.set_alarm(at_epoch_ms(at.max(now_ms() + 1))).await {
+                        Ok(()) => self.alarm_known.set(true),
+                        Err(e) => log::error(
+                            "idempotency.alarm_set_failed",
+                            fields! {"error" => e.to_string()},
+                        ),
                     }
                 }
             }

@@ -35,7 +35,7 @@ export function wranglerVars() {
  * Starts the gateway. `vars` override wrangler.toml; `apiTokens: null`
  * leaves the secret unset; `workers` adds more Workers (origins, clients).
  */
-export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_TOKENS), workers = [], gateway = {} } = {}) {
+export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_TOKENS), workers = [], gateway = {}, shared = {} } = {}) {
   const bindings = { ...wranglerVars(), ...vars };
   if (apiTokens !== null) bindings.API_TOKENS = apiTokens;
   // Worker console output, kept for assertions (printed with E2E_LOGS=1).
@@ -45,6 +45,7 @@ export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_
       logs.push(message);
       if (process.env.E2E_LOGS) console.log(`[workerd ${level}] ${message}`);
     },
+    ...shared,
     workers: [
       {
         name: "gateway",
@@ -70,7 +71,11 @@ export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_
       .filter((l) => l.startsWith("{"))
       .map((l) => { try { return JSON.parse(l); } catch { return null; } })
       .filter((e) => e && (!event || e.event === event));
-  return { mf, request, logs, events, dispose: () => mf.dispose() };
+  const ledger = async (tenant) => {
+    const ns = await mf.getDurableObjectNamespace("TENANT_LEDGER");
+    return ns.get(ns.idFromName(tenant));
+  };
+  return { mf, request, logs, events, ledger, dispose: () => mf.dispose() };
 }
 
 /** A POST to /v1/orders with the given key and body (string). */
