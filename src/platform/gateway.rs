@@ -294,7 +294,7 @@ impl Protected<'_> {
         };
         let out = self.client.execute(&call).await?;
         if let Some(refusal) = out.refusal() {
-            return Ok(render_refusal(refusal));
+            return Ok(http::refusal(refusal));
         }
         match out {
             ExecuteOutcome::Ran {
@@ -323,7 +323,7 @@ impl Protected<'_> {
                 generation,
                 takeover,
             } => (generation, takeover),
-            refusal => return Ok(render_refusal(refusal)),
+            refusal => return Ok(http::refusal(refusal)),
         };
         let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
         let response = match origin.forward(self.forward, timeout).await {
@@ -409,58 +409,6 @@ impl Protected<'_> {
                 fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
             ),
         }
-    }
-}
-
-/// Renders a claim that did not let the request run, naming it for the log.
-fn render_refusal(out: ClaimOutcome) -> (Response, &'static str) {
-    match out {
-        ClaimOutcome::Completed { response, .. } => (http::replay(&response), "replayed"),
-        ClaimOutcome::InFlight { retry_after_ms, .. } => (
-            http::problem(
-                &Problem::new(
-                    ProblemKind::KeyInUse,
-                    "a request with this Idempotency-Key is still being processed; retry shortly",
-                )
-                .with("lease_remaining_ms", retry_after_ms)
-                .with_header("Retry-After", "1"),
-            ),
-            "in_use",
-        ),
-        ClaimOutcome::Mismatch { differs } => (
-            http::problem(
-                &Problem::new(
-                    ProblemKind::KeyReused,
-                    format!(
-                        "this Idempotency-Key was used for a different request ({} differs)",
-                        differs.join(", ")
-                    ),
-                )
-                .with("differs", differs),
-            ),
-            "reused",
-        ),
-        ClaimOutcome::LedgerFull { retry_after_ms } => (
-            http::problem(
-                &Problem::new(
-                    ProblemKind::LedgerFull,
-                    "this tenant holds its maximum number of idempotency records",
-                )
-                .with_header(
-                    "Retry-After",
-                    ((retry_after_ms + 999) / 1000).max(1).to_string(),
-                ),
-            ),
-            "ledger_full",
-        ),
-        // A claim that succeeded is never a refusal; treat it as a ledger fault.
-        ClaimOutcome::Claimed { .. } => (
-            http::problem(&Problem::new(
-                ProblemKind::StoreUnavailable,
-                "unexpected claim outcome",
-            )),
-            "store_unavailable",
-        ),
     }
 }
 

@@ -9,6 +9,7 @@
 use serde::Serialize;
 use worker::{Headers, Response};
 
+use crate::ledger::ClaimOutcome;
 use crate::protocol::{
     is_null_body_status, AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE,
 };
@@ -102,3 +103,57 @@ pub async fn read_app_response(mut response: Response) -> worker::Result<AppResp
         body,
     })
 }
+
+/// Renders a claim outcome that did not let the request run (replay, 409,
+/// 422, 429), with a short name for the log line.
+pub fn refusal(out: ClaimOutcome) -> (Response, &'static str) {
+    match out {
+        ClaimOutcome::Completed { response, .. } => (replay(&response), "replayed"),
+        ClaimOutcome::InFlight { retry_after_ms, .. } => (
+            problem(
+                &Problem::new(
+                    ProblemKind::KeyInUse,
+                    "a request with this Idempotency-Key is still being processed; retry shortly",
+                )
+                .with("lease_remaining_ms", retry_after_ms)
+                .with_header("Retry-After", "1"),
+            ),
+            "in_use",
+        ),
+        ClaimOutcome::Mismatch { differs } => (
+            problem(
+                &Problem::new(
+                    ProblemKind::KeyReused,
+                    format!(
+                        "this Idempotency-Key was used for a different request ({} differs)",
+                        differs.join(", ")
+                    ),
+                )
+                .with("differs", differs),
+            ),
+            "reused",
+        ),
+        ClaimOutcome::LedgerFull { retry_after_ms } => (
+            problem(
+                &Problem::new(
+                    ProblemKind::LedgerFull,
+                    "this tenant holds its maximum number of idempotency records",
+                )
+                .with_header(
+                    "Retry-After",
+                    ((retry_after_ms + 999) / 1000).max(1).to_string(),
+                ),
+            ),
+            "ledger_full",
+        ),
+        // A claim that succeeded is never a refusal; treat it as a ledger fault.
+        ClaimOutcome::Claimed { .. } => (
+            problem(&Problem::new(
+                ProblemKind::StoreUnavailable,
+                "unexpected claim outcome",
+            )),
+            "store_unavailable",
+        ),
+    }
+}
+

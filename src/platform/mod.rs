@@ -1,13 +1,22 @@
 //! The workers-rs edges (wasm32 only): thin translations between HTTP and the
 //! pure core. Nothing here decides idempotency semantics; it carries requests
 //! to the ledger and renders its closed outcomes.
+//!
+//! Always available (library use): [`client`] (typed RPC v1 client),
+//! [`do_store`] (the ledger over your own Durable Object's SQLite), [`http`]
+//! (rendering replays and problems), [`log`]. Behind default features:
+//! `gateway` (the `#[event(fetch)]` Worker) and `tenant-ledger` (the
+//! `TenantLedger` class).
 
 pub mod client;
 pub mod do_store;
+#[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod http;
 pub mod log;
+#[cfg(feature = "gateway")]
 pub mod origin;
+#[cfg(feature = "tenant-ledger")]
 pub mod tenant_ledger;
 
 /// The Durable Object binding name the gateway and clients use.

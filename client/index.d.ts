@@ -1,0 +1,159 @@
+// Types for RPC v1 of the idempotency-ledger TenantLedger Durable Object,
+// and for the JavaScript client in ./index.js. See docs/rpc-v1.md.
+
+/** One fingerprint component: its name and the hex SHA-256 of its value. */
+export interface FingerprintComponent {
+  /** "method" | "target" | `header:${string}` | "body" */
+  name: string;
+  digest: string;
+}
+
+/** A request fingerprint; `digest` must be the one its components give. */
+export interface Fingerprint {
+  digest: string;
+  components: FingerprintComponent[];
+}
+
+/** What the ledger keeps of a response. `body` is base64; null marks a tombstone. */
+export interface StoredResponse {
+  status: number;
+  /** Lowercase header name/value pairs; never set-cookie. */
+  headers: [string, string][];
+  body: string | null;
+}
+
+export interface ClaimCall {
+  key: string;
+  fingerprint: Fingerprint;
+  /** Defaults to the object's LEASE_SECONDS. 1..31536000. */
+  lease_seconds?: number;
+  /** Defaults to the object's RETENTION_SECONDS. 1..31536000. */
+  retention_seconds?: number;
+}
+
+export type ClaimOutcome =
+  | { outcome: "claimed"; generation: number; takeover: boolean }
+  | { outcome: "in_flight"; generation: number; retry_after_ms: number }
+  | { outcome: "completed"; generation: number; response: StoredResponse }
+  | { outcome: "mismatch"; differs: string[] }
+  | { outcome: "ledger_full"; retry_after_ms: number };
+
+export interface CompleteCall {
+  key: string;
+  generation: number;
+  response: StoredResponse;
+  /** Defaults to the object's RETENTION_SECONDS. */
+  retention_seconds?: number;
+}
+
+/** Where a refused completion or release found the record. */
+export interface RecordState {
+  state: "in_flight" | "completed" | "released";
+  generation: number;
+}
+
+export type CompleteOutcome = { outcome: "stored" } | { outcome: "fenced_out"; current: RecordState | null };
+
+export interface ReleaseCall {
+  key: string;
+  generation: number;
+}
+
+export type ReleaseOutcome = { outcome: "released" } | { outcome: "fenced_out"; current: RecordState | null };
+
+export interface RecordView {
+  key: string;
+  state: "in_flight" | "completed" | "released";
+  generation: number;
+  /** RFC 3339, UTC */
+  created_at: string;
+  expires_at: string;
+  lease_expires_at: string | null;
+  response_status: number | null;
+  /** false marks a tombstone */
+  retained: boolean | null;
+  replays: number;
+}
+
+export interface LedgerStats {
+  records: number;
+  in_flight: number;
+  completed: number;
+  released: number;
+  claims: number;
+  replays: number;
+  in_use: number;
+  reused: number;
+  takeovers: number;
+  fenced_out: number;
+  swept: number;
+  next_sweep_at: string | null;
+}
+
+/** RFC 9457 problem document. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  [member: string]: unknown;
+}
+
+export declare const RPC_V1_PREFIX: "/rpc/v1/";
+export declare const IDEMPOTENCY_KEY_HEADER: "Idempotency-Key";
+export declare const MAX_KEY_LENGTH: 255;
+
+export declare class LedgerError extends Error {
+  /** HTTP status of the object's problem answer, or null when unreachable. */
+  readonly status: number | null;
+  readonly problem: Problem | null;
+}
+
+export declare class IdempotencyKeyError extends Error {}
+
+/** Anything with a Durable Object stub's fetch. */
+export interface LedgerStub {
+  fetch(input: string, init?: RequestInit): Promise<Response>;
+}
+
+export interface LedgerNamespace {
+  idFromName(name: string): unknown;
+  get(id: any): LedgerStub;
+}
+
+export declare class LedgerClient {
+  constructor(stub: LedgerStub);
+  static forTenant(namespace: LedgerNamespace, tenant: string): LedgerClient;
+  claim(call: ClaimCall): Promise<ClaimOutcome>;
+  complete(call: CompleteCall): Promise<CompleteOutcome>;
+  release(call: ReleaseCall): Promise<ReleaseOutcome>;
+  lookup(key: string): Promise<RecordView | null>;
+  stats(): Promise<LedgerStats>;
+}
+
+export interface FingerprintInput {
+  method: string;
+  /** Path plus query exactly as received. */
+  target: string;
+  headers?: Headers | Record<string, string | null | undefined>;
+  /** Header names that are part of "the same request"; default ["content-type"]. */
+  fingerprintHeaders?: string[];
+  body?: string | ArrayBuffer | ArrayBufferView | null;
+}
+
+export declare function fingerprint(input: FingerprintInput): Promise<Fingerprint>;
+
+export interface CaptureOptions {
+  storedHeaders?: string[];
+  maxStoredBodyBytes?: number;
+}
+
+export declare function captureResponse(response: Response, options?: CaptureOptions): Promise<StoredResponse>;
+export declare function replayResponse(stored: StoredResponse): Response;
+export declare function storedBodyBytes(stored: StoredResponse): Uint8Array | null;
+
+export declare function generateIdempotencyKey(): string;
+export declare function deriveIdempotencyKey(...parts: unknown[]): Promise<string>;
+export declare function formatIdempotencyKey(key: string): string;
+export declare function withIdempotencyKey(init: RequestInit | undefined, key: string): RequestInit;
+export declare function applyIdempotencyKey(request: Request, key?: string): Request;

@@ -1,0 +1,226 @@
+// idempotency-ledger for JavaScript Workers: typed calls to a TenantLedger
+// Durable Object over RPC v1, plus Idempotency-Key helpers.
+// Types: ./index.d.ts. Runs on Workers (and Node >= 20): uses only fetch,
+// Headers, Response, crypto.subtle and crypto.randomUUID.
+
+export const RPC_V1_PREFIX = "/rpc/v1/";
+export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+export const MAX_KEY_LENGTH = 255;
+
+/** A ledger call that did not produce an outcome. */
+export class LedgerError extends Error {
+  constructor(message, { status = null, problem = null, cause } = {}) {
+    super(message, { cause });
+    this.name = "LedgerError";
+    /** HTTP status of the object's problem answer, or null when unreachable. */
+    this.status = status;
+    /** The RFC 9457 problem document the object answered with, if any. */
+    this.problem = problem;
+  }
+}
+
+/** The key the client sent is unacceptable. */
+export class IdempotencyKeyError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "IdempotencyKeyError";
+  }
+}
+
+/** Typed RPC v1 calls to one tenant's TenantLedger. */
+export class LedgerClient {
+  /** @param stub a DurableObjectStub of the TenantLedger class */
+  constructor(stub) {
+    this.stub = stub;
+  }
+
+  /** The object for `tenant` in a namespace bound with script_name. */
+  static forTenant(namespace, tenant) {
+    return new LedgerClient(namespace.get(namespace.idFromName(tenant)));
+  }
+
+  async #call(route, payload) {
+    let res;
+    try {
+      res = await this.stub.fetch(`https://tenant-ledger${RPC_V1_PREFIX}${route}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(payload),
+      });
+    } catch (cause) {
+      throw new LedgerError(`ledger unreachable: ${cause?.message ?? cause}`, { cause });
+    }
+    const text = await res.text();
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+    if (res.status !== 200) {
+      throw new LedgerError(`ledger refused ${route} (${res.status}): ${body?.detail ?? text}`, { status: res.status, problem: body });
+    }
+    return body;
+  }
+
+  claim(call) { return this.#call("claim", call); }
+  complete(call) { return this.#call("complete", call); }
+  release(call) { return this.#call("release", call); }
+  async lookup(key) { return (await this.#call("lookup", { key })).record; }
+  stats() { return this.#call("stats", {}); }
+}
+
+// ---- fingerprints (identical to the Rust gateway's) ----
+
+const encoder = new TextEncoder();
+
+function u64be(n) {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(n));
+  return b;
+}
+
+function concat(parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+
+async function sha256hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function asBytes(body) {
+  if (body == null) return new Uint8Array();
+  if (typeof body === "string") return encoder.encode(body);
+  if (body instanceof Uint8Array) return body;
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+  throw new TypeError("body must be a string, ArrayBuffer or typed array");
+}
+
+async function componentDigest(value) {
+  if (value === null || value === undefined) return sha256hex(new Uint8Array([0]));
+  const bytes = asBytes(value);
+  return sha256hex(concat([new Uint8Array([1]), u64be(bytes.length), bytes]));
+}
+
+/**
+ * The request fingerprint of SPEC §2.4: method (uppercased), target
+ * (path+query verbatim), each named header (absent != empty) and the raw body.
+ */
+export async function fingerprint({ method, target, headers = {}, fingerprintHeaders = ["content-type"], body }) {
+  const get = (name) => (headers instanceof Headers ? headers.get(name) : headers[name] ?? headers[name.toLowerCase()] ?? null);
+  const components = [
+    { name: "method", digest: await componentDigest(method.toUpperCase()) },
+    { name: "target", digest: await componentDigest(target) },
+  ];
+  for (const h of fingerprintHeaders) {
+    const name = h.toLowerCase();
+    components.push({ name: `header:${name}`, digest: await componentDigest(get(name)) });
+  }
+  components.push({ name: "body", digest: await componentDigest(asBytes(body)) });
+  const parts = [];
+  for (const c of components) {
+    for (const s of [c.name, c.digest]) {
+      const bytes = encoder.encode(s);
+      parts.push(u64be(bytes.length), bytes);
+    }
+  }
+  return { digest: await sha256hex(concat(parts)), components };
+}
+
+// ---- stored responses ----
+
+function toBase64(bytes) {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+function fromBase64(text) {
+  const s = atob(text);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+const NULL_BODY = new Set([204, 205, 304]);
+
+/**
+ * Captures what a replay needs from a Response (consumes its body; pass a
+ * clone if you still need it): status, allowlisted headers (never
+ * set-cookie) and the body as base64, or null (a tombstone) when larger
+ * than maxStoredBodyBytes.
+ */
+export async function captureResponse(response, { storedHeaders = ["content-type", "location", "etag"], maxStoredBodyBytes = 1048576 } = {}) {
+  const allow = storedHeaders.map((h) => h.toLowerCase()).filter((h) => h !== "set-cookie");
+  const headers = [];
+  for (const [name, value] of response.headers) if (allow.includes(name.toLowerCase())) headers.push([name.toLowerCase(), value]);
+  const bytes = NULL_BODY.has(response.status) ? new Uint8Array() : new Uint8Array(await response.arrayBuffer());
+  return { status: response.status, headers, body: bytes.length > maxStoredBodyBytes ? null : toBase64(bytes) };
+}
+
+/** A Response replaying a stored response, marked `Idempotent-Replayed: true`. */
+export function replayResponse(stored) {
+  if (stored.body === null) {
+    return new Response(JSON.stringify({
+      type: "https://idempotency-ledger.dev/problems/idempotency-response-not-retained",
+      title: "The original response was too large to retain", status: 500,
+      detail: "the original response was delivered once but was too large to store", original_status: stored.status,
+    }), { status: 500, headers: { "content-type": "application/problem+json", "idempotent-replayed": "true" } });
+  }
+  const headers = new Headers(stored.headers);
+  headers.set("idempotent-replayed", "true");
+  const body = NULL_BODY.has(stored.status) ? null : fromBase64(stored.body);
+  return new Response(body, { status: stored.status, headers });
+}
+
+/** Decodes a stored response body to bytes (null for a tombstone). */
+export function storedBodyBytes(stored) {
+  return stored.body === null ? null : fromBase64(stored.body);
+}
+
+// ---- keys ----
+
+/** A fresh random key (a UUID). Mint it once per operation; reuse it on every retry. */
+export function generateIdempotencyKey() {
+  return crypto.randomUUID();
+}
+
+/** The SHA-256 (hex) of the parts, keeping part boundaries: same parts, same key. */
+export async function deriveIdempotencyKey(...parts) {
+  if (parts.length === 0) throw new IdempotencyKeyError("deriveIdempotencyKey needs at least one part");
+  const chunks = [];
+  for (const p of parts) {
+    const bytes = encoder.encode(String(p));
+    chunks.push(u64be(bytes.length), bytes);
+  }
+  return sha256hex(concat(chunks));
+}
+
+/** Serialises a key as an RFC 9651 sf-string field value. */
+export function formatIdempotencyKey(key) {
+  if (typeof key !== "string" || key.length === 0) throw new IdempotencyKeyError("the key is empty");
+  if (key.length > MAX_KEY_LENGTH) throw new IdempotencyKeyError(`the key is longer than ${MAX_KEY_LENGTH} characters`);
+  if (!/^[\x20-\x7e]+$/.test(key)) throw new IdempotencyKeyError("the key may contain only printable ASCII");
+  return `"${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/** A copy of `init` with the Idempotency-Key header set, other headers kept. */
+export function withIdempotencyKey(init = {}, key) {
+  const headers = new Headers(init.headers);
+  headers.set(IDEMPOTENCY_KEY_HEADER, formatIdempotencyKey(key));
+  return { ...init, headers };
+}
+
+/**
+ * Sets the header on a POST or PATCH that has none (a new UUID when `key`
+ * is omitted). Other methods, and requests that already carry a key, come
+ * back unchanged.
+ */
+export function applyIdempotencyKey(request, key) {
+  const method = request.method.toUpperCase();
+  if ((method !== "POST" && method !== "PATCH") || request.headers.has(IDEMPOTENCY_KEY_HEADER)) return request;
+  const copy = new Request(request);
+  copy.headers.set(IDEMPOTENCY_KEY_HEADER, formatIdempotencyKey(key ?? generateIdempotencyKey()));
+  return copy;
+}
