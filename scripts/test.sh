@@ -9,5 +9,9 @@ echo "== host tests (cargo test, rusqlite)"
 cargo test --features host-sqlite
 echo "== building the Worker"
 bash scripts/build.sh
+echo "== building the library-mode example (examples/embedded-ledger)"
+(cd examples/embedded-ledger && CARGO_TARGET_DIR="$ROOT/target" worker-build --release)
+echo "== type-checking the TypeScript declarations"
+tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"
 node --test --test-concurrency=1 --test-timeout=120000 'tests/e2e/*.test.mjs'

@@ -156,4 +156,3 @@ pub fn refusal(out: ClaimOutcome) -> (Response, &'static str) {
         ),
     }
 }
-

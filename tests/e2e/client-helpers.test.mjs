@@ -1,0 +1,69 @@
+// The npm package's key and response helpers (client/index.js), run in Node
+// with the same Web APIs Workers have.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  generateIdempotencyKey, deriveIdempotencyKey, formatIdempotencyKey, withIdempotencyKey,
+  applyIdempotencyKey, captureResponse, replayResponse, storedBodyBytes, IdempotencyKeyError,
+} from "../../client/index.js";
+
+test("generateIdempotencyKey mints distinct UUIDs", () => {
+  const a = generateIdempotencyKey();
+  assert.match(a, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.notEqual(a, generateIdempotencyKey());
+});
+
+test("deriveIdempotencyKey is stable and keeps part boundaries", async () => {
+  const k = await deriveIdempotencyKey("create-order", "cart-42");
+  assert.match(k, /^[0-9a-f]{64}$/);
+  assert.equal(k, await deriveIdempotencyKey("create-order", "cart-42"));
+  assert.notEqual(k, await deriveIdempotencyKey("create-order", "cart-4", "2"));
+  assert.notEqual(await deriveIdempotencyKey("ab", "c"), await deriveIdempotencyKey("a", "bc"));
+  await assert.rejects(() => deriveIdempotencyKey(), IdempotencyKeyError);
+});
+
+test("formatIdempotencyKey writes an sf-string and refuses bad keys", () => {
+  assert.equal(formatIdempotencyKey('a"b\\c'), '"a\\"b\\\\c"');
+  assert.throws(() => formatIdempotencyKey(""), IdempotencyKeyError);
+  assert.throws(() => formatIdempotencyKey("k".repeat(256)), IdempotencyKeyError);
+  assert.throws(() => formatIdempotencyKey("caf\u00e9"), IdempotencyKeyError);
+});
+
+test("withIdempotencyKey copies init with the header set and others kept", () => {
+  const init = { method: "POST", headers: { "x-a": "1" }, body: "{}" };
+  const out = withIdempotencyKey(init, "k-1");
+  assert.equal(out.headers.get("idempotency-key"), '"k-1"');
+  assert.equal(out.headers.get("x-a"), "1");
+  assert.equal(out.body, "{}");
+  assert.equal(init.headers["idempotency-key"], undefined, "the original is untouched");
+});
+
+test("applyIdempotencyKey sets a key only on POST/PATCH without one", () => {
+  const post = applyIdempotencyKey(new Request("https://x/", { method: "POST", body: "a" }));
+  assert.match(post.headers.get("idempotency-key"), /^"[0-9a-f-]{36}"$/);
+  const given = applyIdempotencyKey(new Request("https://x/", { method: "PATCH", body: "a" }), "mine");
+  assert.equal(given.headers.get("idempotency-key"), '"mine"');
+  const get = new Request("https://x/");
+  assert.equal(applyIdempotencyKey(get), get);
+  const keyed = new Request("https://x/", { method: "POST", body: "a", headers: { "idempotency-key": "kept" } });
+  assert.equal(applyIdempotencyKey(keyed).headers.get("idempotency-key"), "kept");
+});
+
+test("captureResponse and replayResponse round-trip bytes, allowlisted headers only", async () => {
+  const bytes = new Uint8Array([0, 255, 10, 13, 128]);
+  const original = new Response(bytes, { status: 201, headers: { "content-type": "application/octet-stream", "set-cookie": "s=1", "x-other": "y" } });
+  const stored = await captureResponse(original, { storedHeaders: ["content-type", "set-cookie"] });
+  assert.deepEqual(stored.headers, [["content-type", "application/octet-stream"]]);
+  assert.deepEqual([...storedBodyBytes(stored)], [...bytes]);
+  const replay = replayResponse(stored);
+  assert.equal(replay.status, 201);
+  assert.equal(replay.headers.get("idempotent-replayed"), "true");
+  assert.deepEqual([...new Uint8Array(await replay.arrayBuffer())], [...bytes]);
+  const tomb = await captureResponse(new Response("x".repeat(20)), { maxStoredBodyBytes: 10 });
+  assert.equal(tomb.body, null);
+  const loud = replayResponse(tomb);
+  assert.equal(loud.status, 500);
+  assert.equal((await loud.json()).original_status, 200);
+  const empty = replayResponse(await captureResponse(new Response(null, { status: 204 })));
+  assert.equal(empty.status, 204);
+});

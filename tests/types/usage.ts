@@ -1,0 +1,54 @@
+// Compile-time check of client/index.d.ts (tsc -p tests/types): a JS Worker's
+// typical use of the package must type-check under --strict, and the outcome
+// unions must narrow on `outcome`.
+import {
+  LedgerClient,
+  LedgerError,
+  fingerprint,
+  captureResponse,
+  replayResponse,
+  generateIdempotencyKey,
+  deriveIdempotencyKey,
+  withIdempotencyKey,
+  applyIdempotencyKey,
+  type ClaimOutcome,
+  type LedgerNamespace,
+  type StoredResponse,
+} from "idempotency-ledger";
+
+export async function charge(namespace: LedgerNamespace, tenant: string, request: Request): Promise<Response> {
+  const client = LedgerClient.forTenant(namespace, tenant);
+  const key = request.headers.get("idempotency-key") ?? (await deriveIdempotencyKey("charge", tenant));
+  const url = new URL(request.url);
+  const body = await request.arrayBuffer();
+  const fp = await fingerprint({ method: request.method, target: url.pathname + url.search, headers: request.headers, body });
+  let claim: ClaimOutcome;
+  try {
+    claim = await client.claim({ key, fingerprint: fp, lease_seconds: 30 });
+  } catch (e) {
+    if (e instanceof LedgerError && e.status === null) return new Response("ledger down", { status: 503 });
+    throw e;
+  }
+  switch (claim.outcome) {
+    case "completed":
+      return replayResponse(claim.response);
+    case "in_flight":
+      return new Response(null, { status: 409, headers: { "retry-after": String(Math.ceil(claim.retry_after_ms / 1000)) } });
+    case "mismatch":
+      return Response.json({ differs: claim.differs satisfies string[] }, { status: 422 });
+    case "ledger_full":
+      return new Response(null, { status: 429 });
+    case "claimed": {
+      const response = Response.json({ ok: true }, { status: 201 });
+      const stored: StoredResponse = await captureResponse(response.clone(), { maxStoredBodyBytes: 65536 });
+      const done = await client.complete({ key, generation: claim.generation, response: stored });
+      if (done.outcome === "fenced_out" && done.current) console.error(done.current.generation);
+      return response;
+    }
+  }
+}
+
+export function send(url: string): Promise<Response> {
+  const init: RequestInit = withIdempotencyKey({ method: "POST", body: "{}" }, generateIdempotencyKey());
+  return fetch(applyIdempotencyKey(new Request(url, init)));
+}
