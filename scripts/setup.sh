@@ -48,23 +48,25 @@ debian_route() {
   find "$scratch/target/wasm32-unknown-unknown/release/deps" -name '*.rlib' ! -name 'libstdbuild*' -exec cp {} "$libdir/" \;
   rm -rf "$scratch"
   rustup toolchain link debian-system /usr
+}
+
+use_debian_toolchain() {
+  if ! { rustup toolchain list 2>/dev/null | grep -q '^debian-system' && RUSTUP_TOOLCHAIN=debian-system has_wasm32; }; then
+    debian_route
+  fi
   echo debian-system > "$TOOLS/toolchain"
   export RUSTUP_TOOLCHAIN=debian-system
 }
 
-if ! has_wasm32; then
-  if [ -z "${IDEMPOTENCY_LEDGER_FORCE_DEBIAN:-}" ] && command -v rustup > /dev/null; then
+if [ -n "${IDEMPOTENCY_LEDGER_FORCE_DEBIAN:-}" ]; then
+  # Take the offline route even where rustup works (to test it, or to match CI).
+  [ "${RUSTUP_TOOLCHAIN:-}" = debian-system ] && has_wasm32 || use_debian_toolchain
+elif ! has_wasm32; then
+  if command -v rustup > /dev/null; then
     say "adding the wasm32-unknown-unknown target"
     timeout 180 rustup target add wasm32-unknown-unknown || say "rustup target add failed"
   fi
-  if ! has_wasm32; then
-    if rustup toolchain list 2>/dev/null | grep -q '^debian-system' && RUSTUP_TOOLCHAIN=debian-system has_wasm32; then
-      echo debian-system > "$TOOLS/toolchain"
-      export RUSTUP_TOOLCHAIN=debian-system
-    else
-      debian_route
-    fi
-  fi
+  has_wasm32 || use_debian_toolchain
 fi
 has_wasm32 || { echo "[setup] the wasm32-unknown-unknown target is still missing" >&2; exit 1; }
 

@@ -329,6 +329,27 @@ impl<S: SqlStore> Ledger<S> {
         }
     }
 
+    /// Turns the rows of a guarded claim statement into `Claimed`, counting
+    /// the claim (and the takeover). No row means the guard did not match,
+    /// which cannot happen inside the claim's transaction: refuse loudly.
+    fn granted(
+        &self,
+        rows: Vec<Row>,
+        takeover: bool,
+        what: &str,
+    ) -> Result<ClaimOutcome, StoreError> {
+        let generation = Self::returned_generation(rows)?
+            .ok_or_else(|| StoreError::Sql(format!("{what} changed under its claim")))?;
+        self.bump("claims", 1)?;
+        if takeover {
+            self.bump("takeovers", 1)?;
+        }
+        Ok(ClaimOutcome::Claimed {
+            generation,
+            takeover,
+        })
+    }
+
     /// Claims `key` for the request with fingerprint `fp`.
     pub fn claim(
         &self,
@@ -413,14 +434,8 @@ impl<S: SqlStore> Ledger<S> {
                 (now + policy.retention_ms).into(),
             ],
         )?;
-        let generation = Self::returned_generation(rows)?
-            .ok_or_else(|| StoreError::Sql("claim insert matched an existing key".into()))?;
         self.bump("records", 1)?;
-        self.bump("claims", 1)?;
-        Ok(ClaimOutcome::Claimed {
-            generation,
-            takeover: false,
-        })
+        self.granted(rows, false, "a new key")
     }
 
     /// A record past its retention window that the sweep has not reached yet
@@ -455,13 +470,7 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
             ],
         )?;
-        let generation = Self::returned_generation(rows)?
-            .ok_or_else(|| StoreError::Sql("expired record changed under its claim".into()))?;
-        self.bump("claims", 1)?;
-        Ok(ClaimOutcome::Claimed {
-            generation,
-            takeover: false,
-        })
+        self.granted(rows, false, "an expired record")
     }
 
     /// A released record is claimed again at generation+1.
@@ -485,13 +494,7 @@ impl<S: SqlStore> Ledger<S> {
                 key.into(),
             ],
         )?;
-        let generation = Self::returned_generation(rows)?
-            .ok_or_else(|| StoreError::Sql("released record changed under its claim".into()))?;
-        self.bump("claims", 1)?;
-        Ok(ClaimOutcome::Claimed {
-            generation,
-            takeover: false,
-        })
+        self.granted(rows, false, "a released record")
     }
 
     /// An in-flight record whose lease has ended is taken over at generation+1.
@@ -519,14 +522,7 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
             ],
         )?;
-        let generation = Self::returned_generation(rows)?
-            .ok_or_else(|| StoreError::Sql("in-flight record changed under its takeover".into()))?;
-        self.bump("claims", 1)?;
-        self.bump("takeovers", 1)?;
-        Ok(ClaimOutcome::Claimed {
-            generation,
-            takeover: true,
-        })
+        self.granted(rows, true, "an in-flight record")
     }
 
     fn current_state(&self, key: &str) -> Result<Option<RecordState>, StoreError> {

@@ -231,7 +231,6 @@ async fn handle(mut req: Request, env: &Env) -> Response {
         client: &client,
         config,
         key: &key,
-        tenant: &tenant,
         fingerprint,
         forward: &forward,
     };
@@ -273,7 +272,6 @@ struct Protected<'a> {
     client: &'a LedgerClient,
     config: &'a Config,
     key: &'a str,
-    tenant: &'a str,
     fingerprint: Fingerprint,
     forward: &'a Forward,
 }
@@ -371,16 +369,9 @@ impl Protected<'_> {
         let outcome = match self.client.complete(&call).await {
             Ok(CompleteOutcome::Stored) if takeover => "took_over",
             Ok(CompleteOutcome::Stored) => "executed",
-            Ok(CompleteOutcome::FencedOut { current }) => {
-                log::error(
-                    "idempotency.fenced_out",
-                    fields! {
-                        "operation" => "complete", "generation" => generation, "current" => current,
-                        "tenant" => log::short_hash(self.tenant), "key" => log::short_hash(self.key),
-                    },
-                );
-                "fenced_out"
-            }
+            // The object logs idempotency.fenced_out (it sees every caller);
+            // this request's own log line carries the outcome.
+            Ok(CompleteOutcome::FencedOut { .. }) => "fenced_out",
             Err(e) => {
                 log::error(
                     "idempotency.complete_failed",
@@ -400,10 +391,8 @@ impl Protected<'_> {
         };
         match self.client.release(&call).await {
             Ok(ReleaseOutcome::Released) => {}
-            Ok(ReleaseOutcome::FencedOut { current }) => log::error(
-                "idempotency.fenced_out",
-                fields! {"operation" => "release", "generation" => generation, "current" => current, "key" => log::short_hash(self.key)},
-            ),
+            // Logged by the object as idempotency.fenced_out.
+            Ok(ReleaseOutcome::FencedOut { .. }) => {}
             Err(e) => log::error(
                 "idempotency.release_failed",
                 fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},

@@ -29,6 +29,25 @@ pub fn error(event: &str, fields: Map<String, Value>) {
     worker::console_error!("{}", line(event, fields));
 }
 
+/// The error line for a refused completion or release: a superseded owner
+/// tried to finish a key it no longer owns (SPEC §6).
+pub fn fenced_out(
+    operation: &str,
+    key: &str,
+    generation: i64,
+    current: &Option<crate::ledger::RecordState>,
+) {
+    let mut fields = Map::new();
+    fields.insert("operation".into(), Value::String(operation.into()));
+    fields.insert("key".into(), Value::String(short_hash(key)));
+    fields.insert("generation".into(), Value::from(generation));
+    fields.insert(
+        "current".into(),
+        serde_json::to_value(current).unwrap_or(Value::Null),
+    );
+    error("idempotency.fenced_out", fields);
+}
+
 fn line(event: &str, mut fields: Map<String, Value>) -> String {
     fields.insert("event".into(), Value::String(event.into()));
     Value::Object(fields).to_string()

@@ -232,13 +232,7 @@ impl TenantLedger {
                     .complete(&call.key, call.generation, &call.response, retention, now)
                     .map_err(|e| store_failure(&e))?;
                 if let CompleteOutcome::FencedOut { current } = &out {
-                    log::error(
-                        "idempotency.fenced_out",
-                        fields! {
-                            "operation" => "complete", "key" => log::short_hash(&call.key),
-                            "generation" => call.generation, "current" => current,
-                        },
-                    );
+                    log::fenced_out("complete", &call.key, call.generation, current);
                 }
                 Ok(http::json(200, &out))
             }
@@ -250,13 +244,7 @@ impl TenantLedger {
                     .release(&call.key, call.generation)
                     .map_err(|e| store_failure(&e))?;
                 if let ReleaseOutcome::FencedOut { current } = &out {
-                    log::error(
-                        "idempotency.fenced_out",
-                        fields! {
-                            "operation" => "release", "key" => log::short_hash(&call.key),
-                            "generation" => call.generation, "current" => current,
-                        },
-                    );
+                    log::fenced_out("release", &call.key, call.generation, current);
                 }
                 Ok(http::json(200, &out))
             }
