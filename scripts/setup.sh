@@ -32,7 +32,7 @@ has_wasm32() {
 }
 
 debian_route() {
-  say "rustup could not add wasm32; building it from Debian's rustc-web (about 3 minutes, once)"
+  say "building the wasm32 std from Debian's rustc-web (about 3 minutes, once)"
   command -v apt-get > /dev/null || { echo "[setup] no apt-get: install the wasm32-unknown-unknown target by hand" >&2; exit 1; }
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc-web cargo-web rust-web-src lld-22 > /dev/null
