@@ -10,7 +10,9 @@ cargo test --features host-sqlite
 echo "== building the Worker"
 bash scripts/build.sh
 echo "== building the library-mode example (examples/embedded-ledger)"
-(cd examples/embedded-ledger && CARGO_TARGET_DIR="$ROOT/target" worker-build --release)
+# Its own target dir: the product crate is cdylib+rlib, so cargo names its
+# rlib without a hash and a shared dir would mix the two feature sets.
+(cd examples/embedded-ledger && CARGO_TARGET_DIR="$ROOT/target/embedded-ledger-example" worker-build --release)
 echo "== type-checking the TypeScript declarations"
 tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"

@@ -115,6 +115,7 @@ pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
 }
 
 async fn handle(mut req: Request, env: &Env) -> Response {
+    let started = now_ms();
     let method = req.inner().method();
     let target = request_target(&req);
     let path = target.split('?').next().unwrap_or("/").to_string();
@@ -226,7 +227,6 @@ async fn handle(mut req: Request, env: &Env) -> Response {
         headers: &headers,
         body: &forward.body,
     });
-    let started = now_ms();
     let ctx = Protected {
         client: &client,
         config,

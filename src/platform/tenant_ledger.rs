@@ -28,7 +28,8 @@ use worker::{
 use crate::config::{Config, ConfigError};
 use crate::fields;
 use crate::ledger::{
-    ClaimOutcome, ClaimPolicy, CompleteOutcome, ExecuteOutcome, Ledger, ReleaseOutcome, StoreError,
+    rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, ExecuteOutcome, Ledger, ReleaseOutcome,
+    StoreError,
 };
 use crate::orders;
 use crate::platform::do_store::DoSqlStore;
@@ -307,7 +308,10 @@ impl TenantLedger {
             Ok(None) => {
                 if let Ok(Some(at)) = self.ledger.next_expires_at() {
                     match storage.set_alarm(at_epoch_ms(at.max(now_ms() + 1))).await {
-                        Ok(()) => self.alarm_known.set(true),
+                        Ok(()) => {
+                            self.alarm_known.set(true);
+                            log::info("idempotency.alarm_armed", fields! {"at" => rfc3339(at)});
+                        }
                         Err(e) => log::error(
                             "idempotency.alarm_set_failed",
                             fields! {"error" => e.to_string()},

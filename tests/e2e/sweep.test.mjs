@@ -35,6 +35,17 @@ test("expired records are swept by alarm; a swept key then runs as a new operati
   } finally { await gw.dispose(); }
 });
 
+test("claims arm the alarm once, not on every request", async () => {
+  const gw = await startGateway();
+  try {
+    for (let i = 0; i < 20; i++) {
+      assert.equal((await json(await gw.request("/v1/orders", orderInit({ key: `arm-${i}` })))).status, 201);
+    }
+    assert.equal(gw.events("idempotency.alarm_armed").length, 1);
+    assert.ok((await stats(gw)).next_sweep_at);
+  } finally { await gw.dispose(); }
+});
+
 test("a backlog of 3,000 expired records clears over several alarms, each within SWEEP_BATCH", async () => {
   const gw = await startGateway({ vars: { SWEEP_BATCH: "500" } });
   try {
