@@ -109,13 +109,37 @@ fn request_target(req: &Request) -> String {
     target.split('#').next().unwrap_or("/").to_string()
 }
 
-#[event(fetch)]
-pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    Ok(handle(req, &env).await)
+/// What the request log line needs, filled in as the request goes.
+#[derive(Default)]
+struct Trace {
+    /// Set once the request is known to be protected (and authenticated).
+    outcome: Option<&'static str>,
+    tenant: Option<String>,
+    key: Option<String>,
 }
 
-async fn handle(mut req: Request, env: &Env) -> Response {
+#[event(fetch)]
+pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let started = now_ms();
+    let mut trace = Trace::default();
+    let response = handle(req, &env, &mut trace).await;
+    // One line per protected request, refused ones included (SPEC §6).
+    if let Some(outcome) = trace.outcome {
+        log::info(
+            "idempotency.request",
+            fields! {
+                "outcome" => outcome,
+                "status" => response.status_code(),
+                "duration_ms" => now_ms() - started,
+                "tenant" => trace.tenant.as_deref().map(log::short_hash),
+                "key" => trace.key.as_deref().map(log::short_hash),
+            },
+        );
+    }
+    Ok(response)
+}
+
+async fn handle(mut req: Request, env: &Env, trace: &mut Trace) -> Response {
     let method = req.inner().method();
     let target = request_target(&req);
     let path = target.split('?').next().unwrap_or("/").to_string();
@@ -155,6 +179,17 @@ async fn handle(mut req: Request, env: &Env) -> Response {
         }
     }
 
+    let protected = config.is_protected(&method);
+    if protected {
+        trace.tenant = Some(tenant.clone());
+    }
+    // Refusals before the ledger are named in the trace for the log line.
+    let mut refuse = |outcome: &'static str, problem: Problem| {
+        if protected {
+            trace.outcome = Some(outcome);
+        }
+        http::problem(&problem)
+    };
     // The body is bounded before anything is read or claimed.
     let declared = req
         .headers()
@@ -163,32 +198,37 @@ async fn handle(mut req: Request, env: &Env) -> Response {
         .flatten()
         .and_then(|v| v.trim().parse::<u64>().ok());
     let too_large = || {
-        http::problem(&Problem::new(
+        Problem::new(
             ProblemKind::RequestTooLarge,
             format!(
                 "request bodies are limited to {} bytes",
                 config.max_request_body_bytes
             ),
-        ))
+        )
     };
     if declared.is_some_and(|n| n > config.max_request_body_bytes as u64) {
-        return too_large();
+        return refuse("too_large", too_large());
     }
 
-    let protected = config.is_protected(&method);
     let key = if protected {
         match req.headers().get("idempotency-key").ok().flatten() {
             Some(raw) => match parse_idempotency_key(&raw) {
                 Ok(k) => Some(k),
                 Err(e) => {
-                    return http::problem(&Problem::new(ProblemKind::KeyInvalid, e.to_string()))
+                    return refuse(
+                        "key_invalid",
+                        Problem::new(ProblemKind::KeyInvalid, e.to_string()),
+                    )
                 }
             },
             None if config.idempotency_required => {
-                return http::problem(&Problem::new(
-                    ProblemKind::KeyMissing,
-                    format!("{method} requests must carry an Idempotency-Key header"),
-                ))
+                return refuse(
+                    "key_missing",
+                    Problem::new(
+                        ProblemKind::KeyMissing,
+                        format!("{method} requests must carry an Idempotency-Key header"),
+                    ),
+                )
             }
             None => None,
         }
@@ -199,22 +239,29 @@ async fn handle(mut req: Request, env: &Env) -> Response {
     let body = match req.bytes().await {
         Ok(b) => b,
         Err(_) => {
-            return http::problem(&Problem::new(
-                ProblemKind::BodyUnreadable,
-                "the request body could not be read to its end",
-            ))
+            return refuse(
+                "body_unreadable",
+                Problem::new(
+                    ProblemKind::BodyUnreadable,
+                    "the request body could not be read to its end",
+                ),
+            )
         }
     };
     if body.len() > config.max_request_body_bytes {
-        return too_large();
+        return refuse("too_large", too_large());
     }
 
     let origin = Origin::from_env(env, config);
     let forward = Forward::new(&method, &target, req.headers(), &tenant, body);
 
     let Some(key) = key else {
+        if protected {
+            trace.outcome = Some("unprotected_no_key");
+        }
         return run_unprotected(&client, origin.as_ref(), config, &forward).await;
     };
+    trace.key = Some(key.clone());
 
     let headers: Vec<(String, Option<String>)> = config
         .fingerprint_headers
@@ -254,16 +301,7 @@ async fn handle(mut req: Request, env: &Env) -> Response {
             _ => (ledger_failure(&e), "store_unavailable"),
         },
     };
-    log::info(
-        "idempotency.request",
-        fields! {
-            "outcome" => outcome,
-            "status" => response.status_code(),
-            "duration_ms" => now_ms() - started,
-            "tenant" => log::short_hash(&tenant),
-            "key" => log::short_hash(&key),
-        },
-    );
+    trace.outcome = Some(outcome);
     response
 }
 

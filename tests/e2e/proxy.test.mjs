@@ -261,17 +261,23 @@ test("introspection is tenant-scoped and logs never carry raw keys, tokens or bo
     assert.equal((await lookup(gw, "visible-only-to-acme", GLOBEX)).status, 404);
     const gs = (await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: GLOBEX } }))).json;
     assert.equal(gs.records, 0);
-    await eventually(() => gw.events("idempotency.request").length >= 2);
+    const { headers: noKey } = post("unused");
+    delete noKey["idempotency-key"];
+    await gw.request("/c", { method: "POST", headers: noKey, body: "x" });
+    await gw.request("/c", post('"bad-key-never-logged'));
+    await gw.request("/c", { headers: { authorization: ACME } }); // GET: not protected, no line
+    await eventually(() => gw.events("idempotency.request").length >= 4);
     const lines = gw.events("idempotency.request");
-    assert.deepEqual(lines.map((l) => l.outcome), ["executed", "replayed"]);
+    assert.deepEqual(lines.map((l) => [l.outcome, l.status]), [["executed", 200], ["replayed", 200], ["key_missing", 400], ["key_invalid", 400]]);
     for (const l of lines) {
       assert.match(l.tenant, /^[0-9a-f]{12}$/);
-      assert.match(l.key, /^[0-9a-f]{12}$/);
       assert.equal(typeof l.duration_ms, "number");
-      assert.equal(l.status, 200);
     }
+    assert.match(lines[0].key, /^[0-9a-f]{12}$/);
+    assert.equal(lines[0].key, lines[1].key);
+    assert.equal(lines[2].key, null);
     const all = gw.logs.join("\n");
-    for (const secret of ["visible-only-to-acme", "dev-token-acme", "secret-request-body", "secret-response-body"]) {
+    for (const secret of ["visible-only-to-acme", "bad-key-never-logged", "dev-token-acme", "secret-request-body", "secret-response-body"]) {
       assert.ok(!all.includes(secret), `logs must not contain ${secret}`);
     }
   } finally { await gw.dispose(); await origin.close(); }
