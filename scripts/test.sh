@@ -13,6 +13,9 @@ echo "== building the library-mode example (examples/embedded-ledger)"
 # Its own target dir: the product crate is cdylib+rlib, so cargo names its
 # rlib without a hash and a shared dir would mix the two feature sets.
 (cd examples/embedded-ledger && CARGO_TARGET_DIR="$ROOT/target/embedded-ledger-example" worker-build --release)
+echo "== checking the deployable bundle (wrangler deploy --dry-run, no network)"
+wrangler deploy --dry-run --outdir "$ROOT/target/deploy-dry-run" 2>&1 | grep -E "Total Upload|dry-run" || true
+test -s "$ROOT/target/deploy-dry-run/index.js"
 echo "== type-checking the TypeScript declarations"
 tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"
