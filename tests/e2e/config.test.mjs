@@ -61,3 +61,32 @@ test("with IDEMPOTENCY_REQUIRED=false a request without a key runs unprotected",
     assert.equal(stats.json.records, 0);
   } finally { await gw.dispose(); }
 });
+
+test("PROTECTED_METHODS decides which methods need a key", async () => {
+  const patch = (gw) => gw.request("/v1/orders/ord_1", { method: "PATCH", headers: { authorization: "Bearer dev-token-acme" }, body: "{}" }).then(json);
+  const byDefault = await startGateway();
+  try {
+    const r = await patch(byDefault);
+    assert.equal(r.status, 400);
+    assert.equal(slug(r.json), "idempotency-key-missing");
+  } finally { await byDefault.dispose(); }
+  const postOnly = await startGateway({ vars: { PROTECTED_METHODS: "POST" } });
+  try {
+    const r = await patch(postOnly);
+    assert.equal(r.status, 405, "unprotected: the application itself answers");
+    assert.equal(slug(r.json), "method-not-allowed");
+  } finally { await postOnly.dispose(); }
+});
+
+test("FINGERPRINT_HEADERS: a header that selects behaviour is part of the request", async () => {
+  const gw = await startGateway({ vars: { FINGERPRINT_HEADERS: "content-type,x-api-version" } });
+  try {
+    const send = (version) => gw.request("/v1/orders", orderInit({ key: "versioned-1", headers: { "x-api-version": version } })).then(json);
+    assert.equal((await send("2026-01-01")).status, 201);
+    const other = await send("2026-06-01");
+    assert.equal(other.status, 422);
+    assert.deepEqual(other.json.differs, ["header:x-api-version"]);
+    const same = await send("2026-01-01");
+    assert.equal(same.headers["idempotent-replayed"], "true");
+  } finally { await gw.dispose(); }
+});

@@ -52,7 +52,7 @@ test("a takeover after the lease runs again; the superseded owner is fenced out 
   const firstHeld = deferred();
   const origin = await startOrigin((_req, n) => (n === 1 ? firstHeld.promise : { status: 200, body: "second-run" }));
   // The origin timeout outlives the lease on purpose: this is the fencing scenario.
-  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, LEASE_SECONDS: "2", ORIGIN_TIMEOUT_SECONDS: "30" } });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, LEASE_SECONDS: "5", ORIGIN_TIMEOUT_SECONDS: "30" } });
   try {
     const a = gw.request("/charges", post("takeover-1")).then(read);
     await origin.waitForRequests(1);
@@ -61,7 +61,7 @@ test("a takeover after the lease runs again; the superseded owner is fenced out 
     assert.equal(inUse.status, 409);
     assert.equal(slug(inUse.json), "idempotency-key-in-use");
     assert.equal(inUse.headers["retry-after"], "1");
-    assert.ok(inUse.json.lease_remaining_ms > 0 && inUse.json.lease_remaining_ms <= 2_000);
+    assert.ok(inUse.json.lease_remaining_ms > 0 && inUse.json.lease_remaining_ms <= 5_000);
 
     // Retry until the lease has ended and the retry takes over.
     const b = await eventually(async () => {
@@ -281,4 +281,30 @@ test("introspection is tenant-scoped and logs never carry raw keys, tokens or bo
       assert.ok(!all.includes(secret), `logs must not contain ${secret}`);
     }
   } finally { await gw.dispose(); await origin.close(); }
+});
+
+test("16 concurrent requests with one key reach the origin exactly once", async () => {
+  const held = deferred();
+  const origin = await startOrigin(() => held.promise);
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url } });
+  try {
+    const first = gw.request("/charges", post("burst-1")).then(read);
+    await origin.waitForRequests(1);
+    const others = await Promise.all(Array.from({ length: 15 }, () => gw.request("/charges", post("burst-1")).then(json)));
+    for (const r of others) {
+      assert.equal(r.status, 409);
+      assert.equal(slug(r.json), "idempotency-key-in-use");
+    }
+    held.resolve({ status: 201, body: "charged-once" });
+    assert.equal((await first).text, "charged-once");
+    const replays = await Promise.all(Array.from({ length: 8 }, () => gw.request("/charges", post("burst-1")).then(read)));
+    for (const r of replays) {
+      assert.equal(r.text, "charged-once");
+      assert.equal(r.headers["idempotent-replayed"], "true");
+    }
+    assert.equal(origin.requests.length, 1);
+    const s = await stats(gw);
+    assert.equal(s.in_use, 15);
+    assert.equal(s.replays, 8);
+  } finally { held.resolve({ status: 500 }); await gw.dispose(); await origin.close(); }
 });

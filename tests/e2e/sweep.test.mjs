@@ -11,7 +11,7 @@ import { startGateway, orderInit, read, json, orders, eventually, ACME } from ".
 const stats = async (gw) => (await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: ACME } }))).json;
 
 test("expired records are swept by alarm; a swept key then runs as a new operation", async () => {
-  const gw = await startGateway({ vars: { RETENTION_SECONDS: "3" } });
+  const gw = await startGateway({ vars: { RETENTION_SECONDS: "5" } });
   try {
     const first = await json(await gw.request("/v1/orders", orderInit({ key: "sweep-1" })));
     assert.equal(first.status, 201);
