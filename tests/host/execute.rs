@@ -111,3 +111,25 @@ fn a_different_body_under_the_same_key_is_refused_without_an_order() {
     }
     assert_eq!(count(&l, "orders"), 1);
 }
+
+#[test]
+fn the_order_list_is_newest_first_and_at_most_100() {
+    let l = ledger();
+    for i in 0..105 {
+        let body = format!(r#"{{"sku":"S{i}","quantity":1}}"#);
+        orders::create(l.store(), body.as_bytes(), 1_000 + i).unwrap();
+    }
+    let list = orders::handle(l.store(), "GET", "/v1/orders", b"", 2_000).unwrap();
+    assert_eq!(list.status, 200);
+    let doc: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
+    let orders = doc["orders"].as_array().unwrap();
+    assert_eq!(orders.len(), 100);
+    assert_eq!(orders[0]["sku"], "S104");
+    assert_eq!(orders[99]["sku"], "S5");
+    let one = orders::handle(l.store(), "GET", "/v1/orders/ord_00000001", b"", 2_000).unwrap();
+    assert_eq!(one.status, 200);
+    let missing = orders::handle(l.store(), "GET", "/v1/orders/ord_99999999", b"", 2_000).unwrap();
+    assert_eq!(missing.status, 404);
+    let wrong = orders::handle(l.store(), "DELETE", "/v1/orders", b"", 2_000).unwrap();
+    assert_eq!(wrong.status, 405);
+}
