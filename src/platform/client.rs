@@ -125,15 +125,10 @@ impl LedgerClient {
         &self,
         method: &str,
         target: &str,
-        body: Vec<u8>,
+        body: &[u8],
     ) -> Result<worker::Response, LedgerError> {
-        let mut init = RequestInit::new();
-        init.with_method(Method::from(method.to_string()))
-            .with_headers(Headers::new());
-        if method != "GET" && method != "HEAD" {
-            init.with_body(Some(js_sys::Uint8Array::from(body.as_slice()).into()));
-        }
-        let request = Request::new_with_init(&format!("https://tenant-ledger/app{target}"), &init)
+        let url = format!("https://tenant-ledger/app{target}");
+        let request = crate::platform::http::outbound_request(&url, method, Headers::new(), body)
             .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
         self.stub
             .fetch_with_request(request)

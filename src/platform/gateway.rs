@@ -336,7 +336,7 @@ impl Protected<'_> {
             ExecuteOutcome::Ran {
                 response, takeover, ..
             } => Ok((
-                http::app(&response),
+                http::app(response),
                 if takeover { "took_over" } else { "executed" },
             )),
             _ => Err(LedgerError::Unreachable("execute gave no outcome".into())),
@@ -395,7 +395,7 @@ impl Protected<'_> {
         };
         if response.status >= 500 && self.config.release_on_5xx {
             self.release(generation).await;
-            return Ok((http::app(&response), "released_5xx"));
+            return Ok((http::app(response), "released_5xx"));
         }
         let stored = StoredResponse::capture(&response, &self.config.capture_policy());
         let call = CompleteCall {
@@ -419,7 +419,7 @@ impl Protected<'_> {
             }
         };
         // The caller whose run produced this response always gets it.
-        Ok((http::app(&response), outcome))
+        Ok((http::app(response), outcome))
     }
 
     async fn release(&self, generation: i64) {
@@ -456,7 +456,7 @@ fn ledger_failure(e: &LedgerError) -> Response {
     match e {
         LedgerError::Refused { status, problem } if problem.is_object() => {
             let body = problem.to_string().into_bytes();
-            http::app(&crate::protocol::AppResponse {
+            http::app(crate::protocol::AppResponse {
                 status: *status,
                 headers: vec![(
                     "content-type".into(),
@@ -507,7 +507,7 @@ async fn run_unprotected(
             .forward(fwd, Duration::from_secs(config.origin_timeout_seconds))
             .await
         {
-            Ok(r) => http::app(&r),
+            Ok(r) => http::app(r),
             Err(OriginError::Unreachable(_)) => http::problem(&Problem::new(
                 ProblemKind::OriginUnavailable,
                 "the origin could not be reached",
@@ -517,7 +517,7 @@ async fn run_unprotected(
                 "the origin did not answer in time",
             )),
         },
-        None => match client.app(&fwd.method, &fwd.target, fwd.body.clone()).await {
+        None => match client.app(&fwd.method, &fwd.target, &fwd.body).await {
             Ok(r) => r,
             Err(e) => store_unavailable(&e),
         },

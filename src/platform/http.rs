@@ -7,7 +7,7 @@
 //! response degrades to a plain 500 rather than an `Err` on a request path.
 
 use serde::Serialize;
-use worker::{Headers, Response};
+use worker::{Headers, Method, Request, RequestInit, Response};
 
 use crate::ledger::ClaimOutcome;
 use crate::protocol::{
@@ -39,9 +39,10 @@ pub fn fallback() -> Response {
     Response::builder().with_status(500).empty()
 }
 
-/// An application response, exactly as produced.
-pub fn app(response: &AppResponse) -> Response {
-    build(response.status, &response.headers, response.body.clone())
+/// An application response, exactly as produced. Takes the response by
+/// value so its body (up to the request limits) is moved, not copied.
+pub fn app(response: AppResponse) -> Response {
+    build(response.status, &response.headers, response.body)
 }
 
 /// A problem document.
@@ -65,13 +66,12 @@ pub fn json<T: Serialize>(status: u16, value: &T) -> Response {
 
 /// A replay of a stored response: its status, stored headers and exact body
 /// bytes plus `Idempotent-Replayed: true`. A tombstone replays as a loud 500.
-pub fn replay(stored: &StoredResponse) -> Response {
-    let replayed = (REPLAYED_HEADER.to_string(), "true".to_string());
-    match &stored.body {
+pub fn replay(stored: StoredResponse) -> Response {
+    match stored.body {
         Some(body) => {
-            let mut headers = stored.headers.clone();
-            headers.push(replayed);
-            build(stored.status, &headers, body.clone())
+            let mut headers = stored.headers;
+            headers.push((REPLAYED_HEADER.to_string(), "true".to_string()));
+            build(stored.status, &headers, body)
         }
         None => problem(
             &Problem::new(
@@ -82,6 +82,25 @@ pub fn replay(stored: &StoredResponse) -> Response {
             .with_header(REPLAYED_HEADER, "true"),
         ),
     }
+}
+
+/// Builds an outbound request that carries `method` and, unless the method
+/// is GET or HEAD (which the Fetch API forbids a body on), the exact `body`
+/// bytes. workers-rs maps unknown methods to GET; workerd refuses them (501)
+/// before they reach us, so only standard methods arrive here.
+pub fn outbound_request(
+    url: &str,
+    method: &str,
+    headers: Headers,
+    body: &[u8],
+) -> worker::Result<Request> {
+    let mut init = RequestInit::new();
+    init.with_method(Method::from(method.to_string()))
+        .with_headers(headers);
+    if method != "GET" && method != "HEAD" {
+        init.with_body(Some(js_sys::Uint8Array::from(body).into()));
+    }
+    Request::new_with_init(url, &init)
 }
 
 /// Reads a workers-rs response into an [`AppResponse`] (header names lowercased).
@@ -108,7 +127,7 @@ pub async fn read_app_response(mut response: Response) -> worker::Result<AppResp
 /// 422, 429), with a short name for the log line.
 pub fn refusal(out: ClaimOutcome) -> (Response, &'static str) {
     match out {
-        ClaimOutcome::Completed { response, .. } => (replay(&response), "replayed"),
+        ClaimOutcome::Completed { response, .. } => (replay(response), "replayed"),
         ClaimOutcome::InFlight { retry_after_ms, .. } => (
             problem(
                 &Problem::new(

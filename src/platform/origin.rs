@@ -15,10 +15,10 @@
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use worker::{Delay, Env, Fetch, Fetcher, Headers, Method, Request, RequestInit};
+use worker::{Delay, Env, Fetch, Fetcher, Headers};
 
 use crate::config::Config;
-use crate::platform::http::read_app_response;
+use crate::platform::http::{outbound_request, read_app_response};
 use crate::protocol::AppResponse;
 
 /// Where the origin is.
@@ -100,14 +100,8 @@ impl Origin {
         for (name, value) in &fwd.headers {
             headers.append(name, value).map_err(unreachable)?;
         }
-        let mut init = RequestInit::new();
-        init.with_method(Method::from(fwd.method.clone()))
-            .with_headers(headers);
-        if fwd.method != "GET" && fwd.method != "HEAD" {
-            init.with_body(Some(js_sys::Uint8Array::from(fwd.body.as_slice()).into()));
-        }
-        let request =
-            Request::new_with_init(&self.url_for(&fwd.target), &init).map_err(unreachable)?;
+        let request = outbound_request(&self.url_for(&fwd.target), &fwd.method, headers, &fwd.body)
+            .map_err(unreachable)?;
         let exchange = async {
             let response = match self {
                 Origin::Service(fetcher) => fetcher.fetch_request(request).await,

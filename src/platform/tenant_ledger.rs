@@ -169,7 +169,7 @@ impl TenantLedger {
         };
         if let Some(app_path) = path.strip_prefix("/app") {
             return match orders::handle(self.ledger.store(), &method, app_path, &body, now_ms()) {
-                Ok(r) => http::app(&r),
+                Ok(r) => http::app(r),
                 Err(e) => http::problem(&store_failure(&e)),
             };
         }

@@ -125,7 +125,7 @@ impl DurableObject for Wallet {
                 })
             });
         Ok(match outcome {
-            Ok(ExecuteOutcome::Ran { response, .. }) => http::app(&response),
+            Ok(ExecuteOutcome::Ran { response, .. }) => http::app(response),
             Ok(other) => match other.refusal() {
                 Some(refusal) => http::refusal(refusal).0,
                 None => http::fallback(),
