@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
+use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
 
 /// What to do when the ledger cannot be reached.
@@ -67,10 +68,6 @@ fn err(variable: &str, message: impl Into<String>) -> ConfigError {
         message: message.into(),
     }
 }
-
-/// Largest body the ledger may store: a Durable Object SQLite row holds at
-/// most 2 MB, and the record's other columns need room too.
-pub const STORED_BODY_CEILING: usize = 1_900_000;
 
 fn number(
     get: &dyn Fn(&str) -> Option<String>,

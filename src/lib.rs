@@ -8,12 +8,16 @@
 //!   over a small [`ledger::SqlStore`] trait; host-tested on rusqlite.
 //! - [`orders`] — the embedded tenant-local application, colocated with the
 //!   ledger so its rows commit in the ledger's transaction.
+//! - [`contract`] — every gateway decision as pure functions: admission,
+//!   the answer for each ledger outcome, proxy mode's complete / release /
+//!   keep. Host-tested; the edges only convert types.
 //! - [`config`] — the `[vars]` of SPEC §5, parsed and validated.
 //! - [`rpc`] — the versioned fetch RPC (v1) between Workers and the object.
 //! - `platform` (wasm32 only) — the thin workers-rs edges: the Durable Object
 //!   store, the `TenantLedger` object and the gateway Worker.
 
 pub mod config;
+pub mod contract;
 pub mod ledger;
 pub mod orders;
 pub mod protocol;

@@ -14,7 +14,7 @@
 use serde_json::{json, Value};
 
 use crate::ledger::{rfc3339, Millis, RowExt, SqlStore, StoreError};
-use crate::protocol::{AppResponse, Problem, ProblemKind, PROBLEM_CONTENT_TYPE};
+use crate::protocol::{AppResponse, Problem, ProblemKind};
 
 /// Most orders `GET /v1/orders` returns.
 pub const LIST_LIMIT: i64 = 100;
@@ -81,22 +81,6 @@ fn json_response(status: u16, body: &Value, extra: Vec<(String, String)>) -> App
     }
 }
 
-/// Renders a problem as an application response.
-pub fn problem_response(problem: &Problem) -> AppResponse {
-    let mut headers = vec![("content-type".to_string(), PROBLEM_CONTENT_TYPE.to_string())];
-    headers.extend(
-        problem
-            .headers
-            .iter()
-            .map(|(n, v)| (n.to_ascii_lowercase(), v.clone())),
-    );
-    AppResponse {
-        status: problem.status(),
-        headers,
-        body: problem.to_body(),
-    }
-}
-
 fn order_json(row: &crate::ledger::Row) -> Result<Value, StoreError> {
     Ok(json!({
         "id": row.text(0)?,
@@ -112,7 +96,7 @@ pub fn create<S: SqlStore>(store: &S, body: &[u8], now: Millis) -> Result<AppRes
     let order = match parse_new_order(body) {
         Ok(order) => order,
         Err(detail) => {
-            return Ok(problem_response(&Problem::new(
+            return Ok(AppResponse::from(&Problem::new(
                 ProblemKind::InvalidOrder,
                 detail,
             )))
@@ -154,9 +138,9 @@ pub fn handle<S: SqlStore>(
     body: &[u8],
     now: Millis,
 ) -> Result<AppResponse, StoreError> {
-    let not_found = || problem_response(&Problem::new(ProblemKind::NotFound, "no such resource"));
+    let not_found = || AppResponse::from(&Problem::new(ProblemKind::NotFound, "no such resource"));
     let not_allowed = |allow: &str| {
-        problem_response(
+        AppResponse::from(
             &Problem::new(
                 ProblemKind::MethodNotAllowed,
                 format!("{method} is not allowed here"),

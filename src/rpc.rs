@@ -12,10 +12,41 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::STORED_BODY_CEILING;
-use crate::ledger::{RecordView, Stats};
+use crate::ledger::{RecordView, Stats, STORED_BODY_CEILING};
 use crate::protocol::response::base64_bytes;
 use crate::protocol::{validate_key, Fingerprint, StoredResponse};
+
+/// Why a ledger call did not produce an outcome, as its caller sees it.
+///
+/// The three cases call for different answers (see `contract::answer`):
+/// only `Unreachable` means the object certainly did not act on the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LedgerError {
+    /// No answer arrived: the stub could not be built or its fetch threw.
+    Unreachable(String),
+    /// The object answered 200 but the answer could not be decoded: the call
+    /// may well have been applied.
+    Undecodable(String),
+    /// The object answered with a non-200 status (a problem document).
+    Refused {
+        status: u16,
+        problem: serde_json::Value,
+    },
+}
+
+impl std::fmt::Display for LedgerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerError::Unreachable(m) => write!(f, "ledger unreachable: {m}"),
+            LedgerError::Undecodable(m) => write!(f, "undecodable ledger answer: {m}"),
+            LedgerError::Refused { status, problem } => {
+                write!(f, "ledger refused ({status}): {problem}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LedgerError {}
 
 /// Every v1 route lives under this prefix.
 pub const RPC_V1_PREFIX: &str = "/rpc/v1/";

@@ -16,19 +16,32 @@
 //! - A record is deleted only by the sweep, and only once `expires_at <= now`.
 //! - Time is always the caller-supplied `now` of the *object's* clock.
 
+pub mod outcome;
+pub mod record;
 pub mod schema;
+pub mod stats;
 pub mod store;
 
 #[cfg(feature = "host-sqlite")]
 pub mod rusqlite_store;
 
-use serde::{Deserialize, Serialize};
-
-use crate::protocol::{AppResponse, CapturePolicy, Component, Fingerprint, StoredResponse};
+use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
+pub use outcome::{
+    ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,
+    ReleaseOutcome,
+};
+pub use record::{rfc3339, RecordView};
+use record::{Record, SELECT_RECORD};
+pub use stats::{Stats, SweepOutcome};
 pub use store::{Row, RowExt, SqlStore, SqlValue, StoreError};
 
 /// Epoch milliseconds on the object's clock.
 pub type Millis = i64;
+
+/// Largest response body the ledger stores: a Durable Object SQLite row
+/// holds at most 2 MB, and the record's other columns need room too.
+/// `MAX_STORED_BODY_BYTES` and RPC `complete` are both bounded by it.
+pub const STORED_BODY_CEILING: usize = 1_900_000;
 
 /// The limits a claim is made under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,229 +54,9 @@ pub struct ClaimPolicy {
     pub max_keys: u64,
 }
 
-/// The closed set of answers to a claim.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum ClaimOutcome {
-    /// The caller owns the key at `generation` and must run, then complete or release.
-    Claimed { generation: i64, takeover: bool },
-    /// Another owner holds a live lease.
-    InFlight {
-        generation: i64,
-        retry_after_ms: i64,
-    },
-    /// Already done: replay this.
-    Completed {
-        generation: i64,
-        response: StoredResponse,
-    },
-    /// Same key, different request.
-    Mismatch { differs: Vec<String> },
-    /// The tenant holds its maximum number of records; try after the next expiry.
-    LedgerFull { retry_after_ms: i64 },
-}
-
-/// The answer to `complete`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum CompleteOutcome {
-    Stored,
-    FencedOut { current: Option<RecordState> },
-}
-
-/// The answer to `release`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum ReleaseOutcome {
-    Released,
-    FencedOut { current: Option<RecordState> },
-}
-
-/// Where a refused completion or release found the record (for logs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordState {
-    pub state: String,
-    pub generation: i64,
-}
-
-/// The single-hop answer of `execute`: the application ran (and its response
-/// was recorded in the same transaction), or the claim refused it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum ExecuteOutcome {
-    Ran {
-        generation: i64,
-        takeover: bool,
-        retained: bool,
-        response: AppResponse,
-    },
-    InFlight {
-        generation: i64,
-        retry_after_ms: i64,
-    },
-    Completed {
-        generation: i64,
-        response: StoredResponse,
-    },
-    Mismatch {
-        differs: Vec<String>,
-    },
-    LedgerFull {
-        retry_after_ms: i64,
-    },
-}
-
-impl ExecuteOutcome {
-    /// The claim outcome that kept the application from running, if any.
-    pub fn refusal(&self) -> Option<ClaimOutcome> {
-        match self {
-            ExecuteOutcome::Ran { .. } => None,
-            ExecuteOutcome::InFlight {
-                generation,
-                retry_after_ms,
-            } => Some(ClaimOutcome::InFlight {
-                generation: *generation,
-                retry_after_ms: *retry_after_ms,
-            }),
-            ExecuteOutcome::Completed {
-                generation,
-                response,
-            } => Some(ClaimOutcome::Completed {
-                generation: *generation,
-                response: response.clone(),
-            }),
-            ExecuteOutcome::Mismatch { differs } => Some(ClaimOutcome::Mismatch {
-                differs: differs.clone(),
-            }),
-            ExecuteOutcome::LedgerFull { retry_after_ms } => Some(ClaimOutcome::LedgerFull {
-                retry_after_ms: *retry_after_ms,
-            }),
-        }
-    }
-}
-
-/// A record as introspection shows it (SPEC §2.7). Times are RFC 3339.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordView {
-    pub key: String,
-    pub state: String,
-    pub generation: i64,
-    pub created_at: String,
-    pub expires_at: String,
-    pub lease_expires_at: Option<String>,
-    pub response_status: Option<u16>,
-    pub retained: Option<bool>,
-    pub replays: i64,
-}
-
-/// Counts kept by the object (SPEC §2.7).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    pub records: i64,
-    pub in_flight: i64,
-    pub completed: i64,
-    pub released: i64,
-    pub claims: i64,
-    pub replays: i64,
-    pub in_use: i64,
-    pub reused: i64,
-    pub takeovers: i64,
-    pub fenced_out: i64,
-    pub swept: i64,
-    pub next_sweep_at: Option<String>,
-}
-
-/// What one sweep batch did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SweepOutcome {
-    pub deleted: usize,
-    /// The batch was full: more expired records may remain.
-    pub batch_full: bool,
-    /// The earliest `expires_at` still held, if any.
-    pub next_expires_at: Option<Millis>,
-}
-
-/// Renders epoch milliseconds as RFC 3339 with milliseconds, UTC.
-pub fn rfc3339(ms: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_else(|| ms.to_string())
-}
-
 /// The ledger over one tenant's SQLite database.
 pub struct Ledger<S> {
     store: S,
-}
-
-const SELECT_RECORD: &str = "SELECT state, generation, fingerprint, components, lease_expires_at,
-        expires_at, response_status, response_headers, response_body, retained, created_at, replays
-     FROM idempotency_records WHERE key = ?";
-
-/// A record as read by [`SELECT_RECORD`].
-struct Record {
-    state: String,
-    generation: i64,
-    fingerprint: String,
-    components: String,
-    lease_expires_at: Option<Millis>,
-    expires_at: Millis,
-    response_status: Option<i64>,
-    response_headers: Option<String>,
-    response_body: Option<Vec<u8>>,
-    retained: Option<i64>,
-    created_at: Millis,
-    replays: i64,
-}
-
-impl Record {
-    fn from_row(row: &Row) -> Result<Record, StoreError> {
-        Ok(Record {
-            state: row.text(0)?,
-            generation: row.int(1)?,
-            fingerprint: row.text(2)?,
-            components: row.text(3)?,
-            lease_expires_at: row.opt_int(4)?,
-            expires_at: row.int(5)?,
-            response_status: row.opt_int(6)?,
-            response_headers: row.opt_text(7)?,
-            response_body: row.opt_blob(8)?,
-            retained: row.opt_int(9)?,
-            created_at: row.int(10)?,
-            replays: row.int(11)?,
-        })
-    }
-
-    fn stored_response(&self) -> Result<StoredResponse, StoreError> {
-        let status = self
-            .response_status
-            .and_then(|s| u16::try_from(s).ok())
-            .ok_or_else(|| StoreError::Decode("completed record without a status".into()))?;
-        let headers: Vec<(String, String)> = match &self.response_headers {
-            Some(json) => serde_json::from_str(json)
-                .map_err(|e| StoreError::Decode(format!("response_headers: {e}")))?,
-            None => Vec::new(),
-        };
-        let body = if self.retained == Some(1) {
-            // SQLite may hand back an empty blob as NULL on some engines.
-            Some(self.response_body.clone().unwrap_or_default())
-        } else {
-            None
-        };
-        Ok(StoredResponse {
-            status,
-            headers,
-            body,
-        })
-    }
-
-    fn fingerprint(&self) -> Result<Fingerprint, StoreError> {
-        let components: Vec<Component> = serde_json::from_str(&self.components)
-            .map_err(|e| StoreError::Decode(format!("components: {e}")))?;
-        Ok(Fingerprint {
-            digest: self.fingerprint.clone(),
-            components,
-        })
-    }
 }
 
 impl<S: SqlStore> Ledger<S> {
@@ -284,36 +77,6 @@ impl<S: SqlStore> Ledger<S> {
             }
             Ok(())
         })
-    }
-
-    fn bump(&self, counter: &str, by: i64) -> Result<(), StoreError> {
-        self.store.execute(
-            "INSERT INTO ledger_counters (name, value) VALUES (?, ?)
-             ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-            &[counter.into(), by.into()],
-        )
-    }
-
-    fn counter(&self, counter: &str) -> Result<i64, StoreError> {
-        let rows = self.store.query(
-            "SELECT value FROM ledger_counters WHERE name = ?",
-            &[counter.into()],
-        )?;
-        match rows.first() {
-            Some(row) => row.int(0),
-            None => Ok(0),
-        }
-    }
-
-    /// The earliest `expires_at` held, if any: when the next sweep is due.
-    pub fn next_expires_at(&self) -> Result<Option<Millis>, StoreError> {
-        let rows = self
-            .store
-            .query("SELECT MIN(expires_at) FROM idempotency_records", &[])?;
-        match rows.first() {
-            Some(row) => row.opt_int(0),
-            None => Ok(None),
-        }
     }
 
     fn read(&self, key: &str) -> Result<Option<Record>, StoreError> {
@@ -340,9 +103,9 @@ impl<S: SqlStore> Ledger<S> {
     ) -> Result<ClaimOutcome, StoreError> {
         let generation = Self::returned_generation(rows)?
             .ok_or_else(|| StoreError::Sql(format!("{what} changed under its claim")))?;
-        self.bump("claims", 1)?;
+        self.bump(Counter::Claims, 1)?;
         if takeover {
-            self.bump("takeovers", 1)?;
+            self.bump(Counter::Takeovers, 1)?;
         }
         Ok(ClaimOutcome::Claimed {
             generation,
@@ -366,32 +129,32 @@ impl<S: SqlStore> Ledger<S> {
                 return self.claim_expired(key, fp, policy, now);
             }
             if record.fingerprint != fp.digest {
-                self.bump("reused", 1)?;
+                self.bump(Counter::Reused, 1)?;
                 let differs = record.fingerprint()?.differs_from(fp);
-                return Ok(ClaimOutcome::Mismatch { differs });
+                return Ok(ClaimOutcome::Refused(Refusal::Mismatch { differs }));
             }
-            match record.state.as_str() {
-                "completed" => {
+            match record.state {
+                KeyState::Completed => {
                     // Guard: only a completed record is replayed.
                     self.store.execute(
                         "UPDATE idempotency_records SET replays = replays + 1
                          WHERE key = ? AND state = 'completed'",
                         &[key.into()],
                     )?;
-                    self.bump("replays", 1)?;
-                    Ok(ClaimOutcome::Completed {
+                    self.bump(Counter::Replays, 1)?;
+                    Ok(ClaimOutcome::Refused(Refusal::Completed {
                         generation: record.generation,
-                        response: record.stored_response()?,
-                    })
+                        response: record.into_stored_response()?,
+                    }))
                 }
-                "released" => self.reclaim_released(key, policy, now),
-                _ => match record.lease_expires_at {
+                KeyState::Released => self.reclaim_released(key, policy, now),
+                KeyState::InFlight => match record.lease_expires_at {
                     Some(lease_end) if lease_end > now => {
-                        self.bump("in_use", 1)?;
-                        Ok(ClaimOutcome::InFlight {
+                        self.bump(Counter::InUse, 1)?;
+                        Ok(ClaimOutcome::Refused(Refusal::InFlight {
                             generation: record.generation,
                             retry_after_ms: lease_end - now,
-                        })
+                        }))
                     }
                     _ => self.take_over(key, record.generation, policy, now),
                 },
@@ -407,12 +170,12 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
-        let held = self.counter("records")?;
+        let held = self.counter(Counter::Records)?;
         if held >= 0 && held as u64 >= policy.max_keys {
             let next = self.next_expires_at()?.unwrap_or(now + 1000);
-            return Ok(ClaimOutcome::LedgerFull {
+            return Ok(ClaimOutcome::Refused(Refusal::LedgerFull {
                 retry_after_ms: (next - now).max(1000),
-            });
+            }));
         }
         let components =
             serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))?;
@@ -434,7 +197,7 @@ impl<S: SqlStore> Ledger<S> {
                 (now + policy.retention_ms).into(),
             ],
         )?;
-        self.bump("records", 1)?;
+        self.bump(Counter::Records, 1)?;
         self.granted(rows, false, "a new key")
     }
 
@@ -568,7 +331,7 @@ impl<S: SqlStore> Ledger<S> {
             if Self::returned_generation(rows)?.is_some() {
                 return Ok(CompleteOutcome::Stored);
             }
-            self.bump("fenced_out", 1)?;
+            self.bump(Counter::FencedOut, 1)?;
             Ok(CompleteOutcome::FencedOut {
                 current: self.current_state(key)?,
             })
@@ -590,7 +353,7 @@ impl<S: SqlStore> Ledger<S> {
             if Self::returned_generation(rows)?.is_some() {
                 return Ok(ReleaseOutcome::Released);
             }
-            self.bump("fenced_out", 1)?;
+            self.bump(Counter::FencedOut, 1)?;
             Ok(ReleaseOutcome::FencedOut {
                 current: self.current_state(key)?,
             })
@@ -614,30 +377,7 @@ impl<S: SqlStore> Ledger<S> {
                     generation,
                     takeover,
                 } => (generation, takeover),
-                ClaimOutcome::InFlight {
-                    generation,
-                    retry_after_ms,
-                } => {
-                    return Ok(ExecuteOutcome::InFlight {
-                        generation,
-                        retry_after_ms,
-                    })
-                }
-                ClaimOutcome::Completed {
-                    generation,
-                    response,
-                } => {
-                    return Ok(ExecuteOutcome::Completed {
-                        generation,
-                        response,
-                    })
-                }
-                ClaimOutcome::Mismatch { differs } => {
-                    return Ok(ExecuteOutcome::Mismatch { differs })
-                }
-                ClaimOutcome::LedgerFull { retry_after_ms } => {
-                    return Ok(ExecuteOutcome::LedgerFull { retry_after_ms })
-                }
+                ClaimOutcome::Refused(refusal) => return Ok(ExecuteOutcome::Refused(refusal)),
             };
             let response = app(&self.store)?;
             let stored = StoredResponse::capture(&response, capture);
@@ -660,102 +400,9 @@ impl<S: SqlStore> Ledger<S> {
 
     /// The record for `key`, unless absent or past its retention window.
     pub fn lookup(&self, key: &str, now: Millis) -> Result<Option<RecordView>, StoreError> {
-        let Some(r) = self.read(key)? else {
-            return Ok(None);
-        };
-        if r.expires_at <= now {
-            return Ok(None);
-        }
-        let completed = r.state == "completed";
-        Ok(Some(RecordView {
-            key: key.to_string(),
-            generation: r.generation,
-            created_at: rfc3339(r.created_at),
-            expires_at: rfc3339(r.expires_at),
-            lease_expires_at: if r.state == "in_flight" {
-                r.lease_expires_at.map(rfc3339)
-            } else {
-                None
-            },
-            response_status: if completed {
-                r.response_status.and_then(|s| u16::try_from(s).ok())
-            } else {
-                None
-            },
-            retained: if completed {
-                Some(r.retained == Some(1))
-            } else {
-                None
-            },
-            replays: r.replays,
-            state: r.state,
-        }))
-    }
-
-    /// The object's counters and record counts.
-    pub fn stats(&self) -> Result<Stats, StoreError> {
-        let mut stats = Stats::default();
-        for row in self
-            .store
-            .query("SELECT name, value FROM ledger_counters", &[])?
-        {
-            let value = row.int(1)?;
-            match row.text(0)?.as_str() {
-                "claims" => stats.claims = value,
-                "replays" => stats.replays = value,
-                "in_use" => stats.in_use = value,
-                "reused" => stats.reused = value,
-                "takeovers" => stats.takeovers = value,
-                "fenced_out" => stats.fenced_out = value,
-                "swept" => stats.swept = value,
-                _ => {}
-            }
-        }
-        for row in self.store.query(
-            "SELECT state, COUNT(*) FROM idempotency_records GROUP BY state",
-            &[],
-        )? {
-            let count = row.int(1)?;
-            match row.text(0)?.as_str() {
-                "in_flight" => stats.in_flight = count,
-                "completed" => stats.completed = count,
-                "released" => stats.released = count,
-                _ => {}
-            }
-        }
-        stats.records = stats.in_flight + stats.completed + stats.released;
-        stats.next_sweep_at = self.next_expires_at()?.map(rfc3339);
-        Ok(stats)
-    }
-
-    /// The number of records the quota counts (kept as a counter so a claim
-    /// never scans the table).
-    pub fn held_records(&self) -> Result<i64, StoreError> {
-        self.counter("records")
-    }
-
-    /// Deletes at most `batch` records with `expires_at <= now`, through the
-    /// `expires_at` index, and says when the next one expires.
-    pub fn sweep(&self, now: Millis, batch: usize) -> Result<SweepOutcome, StoreError> {
-        self.store.atomically(|| {
-            // Guard: expires_at <= now — nothing inside its window is deleted.
-            let rows = self.store.query(
-                "DELETE FROM idempotency_records
-                 WHERE key IN (SELECT key FROM idempotency_records
-                               WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)
-                 RETURNING key",
-                &[now.into(), (batch as i64).into()],
-            )?;
-            let deleted = rows.len();
-            if deleted > 0 {
-                self.bump("records", -(deleted as i64))?;
-                self.bump("swept", deleted as i64)?;
-            }
-            Ok(SweepOutcome {
-                deleted,
-                batch_full: deleted >= batch,
-                next_expires_at: self.next_expires_at()?,
-            })
-        })
+        Ok(self
+            .read(key)?
+            .filter(|r| r.expires_at > now)
+            .map(|r| r.view(key)))
     }
 }

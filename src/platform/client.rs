@@ -5,9 +5,11 @@
 //! Answers are the core's own closed outcome enums.
 //!
 //! What must stay true here: a transport failure (the object threw, the
-//! isolate was reset) is `LedgerError::Unreachable`; a refusal the object
-//! rendered is `LedgerError::Refused` with its status and problem document.
-//! The gateway treats the first as "store unavailable" and never the second.
+//! isolate was reset) is `LedgerError::Unreachable`; a 200 answer that does
+//! not decode is `LedgerError::Undecodable` (the call may have been
+//! applied); a refusal the object rendered is `LedgerError::Refused` with
+//! its status and problem document. What each means for a request is
+//! decided in `contract::answer`.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -19,28 +21,7 @@ use crate::rpc::{
     ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route,
 };
 
-/// Why a ledger call did not produce an outcome.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LedgerError {
-    /// The object could not be reached or failed without answering.
-    Unreachable(String),
-    /// The object answered with a non-200 status (a problem document).
-    Refused {
-        status: u16,
-        problem: serde_json::Value,
-    },
-}
-
-impl std::fmt::Display for LedgerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LedgerError::Unreachable(m) => write!(f, "ledger unreachable: {m}"),
-            LedgerError::Refused { status, problem } => {
-                write!(f, "ledger refused ({status}): {problem}")
-            }
-        }
-    }
-}
+pub use crate::rpc::LedgerError;
 
 /// A client for one tenant's `TenantLedger`.
 pub struct LedgerClient {
@@ -95,8 +76,7 @@ impl LedgerClient {
             let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
             return Err(LedgerError::Refused { status, problem });
         }
-        serde_json::from_slice(&bytes)
-            .map_err(|e| LedgerError::Unreachable(format!("undecodable answer: {e}")))
+        serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))
     }
 
     pub async fn claim(&self, call: &ClaimCall) -> Result<ClaimOutcome, LedgerError> {

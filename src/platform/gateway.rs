@@ -1,34 +1,37 @@
 //! The gateway Worker: authenticate, derive the tenant, validate the key,
 //! fingerprint, and forward to that tenant's `TenantLedger` (SPEC §2).
 //!
-//! Role: translate one HTTP request into at most one ledger call and render
-//! its closed outcome. Decisions about idempotency live in the core.
+//! Role: carry one HTTP request through the contract's decisions
+//! (`crate::contract`) — admit → protected? → embedded or proxied → answer →
+//! log — converting between `worker` types and the contract's values. Every
+//! status, problem and key decision is made in `contract`; none is made here.
 //!
 //! What must stay true here:
 //! - The tenant comes only from the bearer token (via `API_TOKENS`), never
 //!   from anything the client sends. Without `API_TOKENS` nobody is let in.
-//! - Nothing is claimed before the request is known to be acceptable: auth,
-//!   key, and body size are checked first (bad input changes nothing).
+//! - Nothing is claimed before the request is admitted: auth, key, and body
+//!   size are checked first (bad input changes nothing).
 //! - The method is read raw (workers-rs maps unknown methods to GET).
 //! - No `Err` escapes to the runtime: every failure is a problem document.
 //! - One JSON log line per protected request, with hashed tenant and key.
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
 
 use worker::{event, Context, Env, Request, Response};
 
-use std::time::Duration;
-
-use crate::config::{Config, ConfigError, FailurePolicy, TokenMap};
+use crate::config::{Config, ConfigError, TokenMap};
+use crate::contract::admission::{self, body_unreadable, check_body_length, misconfigured};
+use crate::contract::answer::{self, LedgerFailure};
+use crate::contract::proxy::{self, AfterOrigin, Settle};
+use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
 use crate::fields;
-use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome};
+use crate::ledger::ClaimOutcome;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::origin::{Forward, Origin, OriginError};
 use crate::platform::{config_lookup, http, log, now_ms, LEDGER_BINDING};
-use crate::protocol::{
-    parse_idempotency_key, Fingerprint, Problem, ProblemKind, RequestParts, StoredResponse,
-};
+use crate::protocol::{AppResponse, Fingerprint, RequestParts};
 use crate::rpc::{AppRequest, ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall};
 
 /// Per-isolate parsed settings: variables never change within an isolate.
@@ -63,41 +66,35 @@ fn settings(env: &Env) -> Rc<Result<Settings, ConfigError>> {
     })
 }
 
-fn misconfigured(variable: &str, message: &str) -> Response {
-    log::error(
-        "idempotency.misconfigured",
-        fields! {"variable" => variable, "error" => message},
-    );
-    http::problem(&Problem::new(
-        ProblemKind::Misconfigured,
-        format!("configuration variable {variable} is missing or invalid; see the logs"),
-    ))
+/// The log line of one protected request (SPEC §6).
+struct RequestLog {
+    outcome: Outcome,
+    tenant: String,
+    key: Option<String>,
 }
 
-fn unauthorized(detail: &str) -> Problem {
-    Problem::new(ProblemKind::Unauthorized, detail).with_header("WWW-Authenticate", "Bearer")
+#[event(fetch)]
+pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    log::install_panic_hook();
+    let started = now_ms();
+    let (response, line) = handle(req, &env).await;
+    if let Some(line) = line {
+        log::info(
+            "idempotency.request",
+            fields! {
+                "outcome" => line.outcome,
+                "status" => response.status_code(),
+                "duration_ms" => now_ms() - started,
+                "tenant" => log::short_hash(&line.tenant),
+                "key" => line.key.as_deref().map(log::short_hash),
+            },
+        );
+    }
+    Ok(response)
 }
 
-/// The tenant of the bearer token in `Authorization`.
-fn authenticate(req: &Request, tokens: &TokenMap) -> Result<String, Problem> {
-    let header = req.headers().get("authorization").ok().flatten();
-    let Some(header) = header else {
-        return Err(unauthorized("send Authorization: Bearer <token>"));
-    };
-    let token = header
-        .split_once(' ')
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim())
-        .filter(|t| !t.is_empty());
-    let Some(token) = token else {
-        return Err(unauthorized(
-            "the Authorization header must use the Bearer scheme",
-        ));
-    };
-    tokens
-        .tenant_for(token)
-        .map(str::to_string)
-        .ok_or_else(|| unauthorized("unknown bearer token"))
+fn header(req: &Request, name: &str) -> Option<String> {
+    req.headers().get(name).ok().flatten()
 }
 
 /// Path plus query exactly as the runtime received them: the URL string with
@@ -109,164 +106,107 @@ fn request_target(req: &Request) -> String {
     target.split('#').next().unwrap_or("/").to_string()
 }
 
-/// What the request log line needs, filled in as the request goes.
-#[derive(Default)]
-struct Trace {
-    /// Set once the request is known to be protected (and authenticated).
-    outcome: Option<&'static str>,
-    tenant: Option<String>,
-    key: Option<String>,
+fn configuration_failed(variable: &str, message: &str) -> Response {
+    log::error(
+        "idempotency.misconfigured",
+        fields! {"variable" => variable, "error" => message},
+    );
+    http::problem(&misconfigured(variable))
 }
 
-#[event(fetch)]
-pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    let started = now_ms();
-    let mut trace = Trace::default();
-    let response = handle(req, &env, &mut trace).await;
-    // One line per protected request, refused ones included (SPEC §6).
-    if let Some(outcome) = trace.outcome {
-        log::info(
-            "idempotency.request",
-            fields! {
-                "outcome" => outcome,
-                "status" => response.status_code(),
-                "duration_ms" => now_ms() - started,
-                "tenant" => trace.tenant.as_deref().map(log::short_hash),
-                "key" => trace.key.as_deref().map(log::short_hash),
-            },
-        );
-    }
-    Ok(response)
+fn store_unavailable(error: &LedgerError) -> Response {
+    log::error(
+        "idempotency.store_unavailable",
+        fields! {"error" => error.to_string()},
+    );
+    http::app(answer::read_failure(error))
 }
 
-async fn handle(mut req: Request, env: &Env, trace: &mut Trace) -> Response {
+async fn handle(mut req: Request, env: &Env) -> (Response, Option<RequestLog>) {
     let method = req.inner().method();
     let target = request_target(&req);
-    let path = target.split('?').next().unwrap_or("/").to_string();
-    if path == "/health" && (method == "GET" || method == "HEAD") {
-        return http::json(200, &serde_json::json!({"status": "ok"}));
+    let path = target.split('?').next().unwrap_or("/");
+    let route = admission::route(&method, path);
+    if route == GatewayRoute::Health {
+        return (http::json(200, &serde_json::json!({"status": "ok"})), None);
     }
+
+    // Who is asking: the tenant comes from the bearer token alone.
     let settings = settings(env);
     let settings = match settings.as_ref() {
         Ok(s) => s,
-        Err(e) => return misconfigured(&e.variable, &e.message),
+        Err(e) => return (configuration_failed(&e.variable, &e.message), None),
     };
     let Some(tokens) = &settings.tokens else {
-        return misconfigured(
-            "API_TOKENS",
-            "the secret is not set; no token can be accepted",
-        );
+        let message = "the secret is not set; no token can be accepted";
+        return (configuration_failed("API_TOKENS", message), None);
     };
-    let tenant = match authenticate(&req, tokens) {
+    let tenant = match admission::authenticate(header(&req, "authorization").as_deref(), tokens) {
         Ok(t) => t,
-        Err(p) => return http::problem(&p),
+        Err(p) => return (http::problem(&p), None),
     };
     let config = &settings.config;
     let client = match LedgerClient::for_tenant(env, LEDGER_BINDING, &tenant) {
         Ok(c) => c,
-        Err(e) => return store_unavailable(&e),
+        Err(e) => return (store_unavailable(&e), None),
     };
-
-    if method == "GET" {
-        if let Some(encoded) = path.strip_prefix("/v1/idempotency-keys/") {
-            return introspect_key(&client, encoded).await;
+    match route {
+        GatewayRoute::KeyIntrospection(encoded) => {
+            return (introspect(&client, encoded).await, None)
         }
-        if path == "/v1/idempotency/stats" {
-            return match client.stats().await {
-                Ok(stats) => http::json(200, &stats),
-                Err(e) => ledger_failure(&e),
-            };
-        }
+        GatewayRoute::Stats => return (stats(&client).await, None),
+        GatewayRoute::Health | GatewayRoute::Application => {}
     }
 
-    let protected = config.is_protected(&method);
-    if protected {
-        trace.tenant = Some(tenant.clone());
-    }
-    // Refusals before the ledger are named in the trace for the log line.
-    let mut refuse = |outcome: &'static str, problem: Problem| {
-        if protected {
-            trace.outcome = Some(outcome);
-        }
-        http::problem(&problem)
+    // Admit: the declared size and (for protected methods) the key.
+    let refused = |rejection: Rejection, key: Option<String>| {
+        let line = config.is_protected(&method).then(|| RequestLog {
+            outcome: rejection.outcome,
+            tenant: tenant.clone(),
+            key,
+        });
+        (http::problem(&rejection.problem), line)
     };
-    // The body is bounded before anything is read or claimed.
-    let declared = req
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    let too_large = || {
-        Problem::new(
-            ProblemKind::RequestTooLarge,
-            format!(
-                "request bodies are limited to {} bytes",
-                config.max_request_body_bytes
-            ),
-        )
+    let head_key = header(&req, "idempotency-key");
+    let head_length = header(&req, "content-length");
+    let head = RequestHead {
+        method: &method,
+        content_length: head_length.as_deref(),
+        idempotency_key: head_key.as_deref(),
     };
-    if declared.is_some_and(|n| n > config.max_request_body_bytes as u64) {
-        return refuse("too_large", too_large());
-    }
-
-    let key = if protected {
-        match req.headers().get("idempotency-key").ok().flatten() {
-            Some(raw) => match parse_idempotency_key(&raw) {
-                Ok(k) => Some(k),
-                Err(e) => {
-                    return refuse(
-                        "key_invalid",
-                        Problem::new(ProblemKind::KeyInvalid, e.to_string()),
-                    )
-                }
-            },
-            None if config.idempotency_required => {
-                return refuse(
-                    "key_missing",
-                    Problem::new(
-                        ProblemKind::KeyMissing,
-                        format!("{method} requests must carry an Idempotency-Key header"),
-                    ),
-                )
-            }
-            None => None,
-        }
-    } else {
-        None
+    let protection = match admission::admit(&head, config) {
+        Ok(p) => p,
+        Err(rejection) => return refused(rejection, None),
     };
-
+    let key = match &protection {
+        Protection::Keyed(key) => Some(key.clone()),
+        Protection::Unprotected | Protection::UnprotectedNoKey => None,
+    };
     let body = match req.bytes().await {
         Ok(b) => b,
-        Err(_) => {
-            return refuse(
-                "body_unreadable",
-                Problem::new(
-                    ProblemKind::BodyUnreadable,
-                    "the request body could not be read to its end",
-                ),
-            )
-        }
+        Err(_) => return refused(body_unreadable(), key),
     };
-    if body.len() > config.max_request_body_bytes {
-        return refuse("too_large", too_large());
+    if let Err(rejection) = check_body_length(body.len(), config) {
+        return refused(rejection, key);
     }
 
     let origin = Origin::from_env(env, config);
     let forward = Forward::new(&method, &target, req.headers(), &tenant, body);
-
     let Some(key) = key else {
-        if protected {
-            trace.outcome = Some("unprotected_no_key");
-        }
-        return run_unprotected(&client, origin.as_ref(), config, &forward).await;
+        let response = run_unprotected(&client, origin.as_ref(), config, &forward).await;
+        let line = protection.is_logged().then_some(RequestLog {
+            outcome: Outcome::UnprotectedNoKey,
+            tenant,
+            key: None,
+        });
+        return (response, line);
     };
-    trace.key = Some(key.clone());
 
+    // Protected: embedded (one hop, one transaction) or proxied.
     let headers: Vec<(String, Option<String>)> = config
         .fingerprint_headers
         .iter()
-        .map(|name| (name.clone(), req.headers().get(name).ok().flatten()))
+        .map(|name| (name.clone(), header(&req, name)))
         .collect();
     let fingerprint = Fingerprint::of(&RequestParts {
         method: &method,
@@ -274,7 +214,7 @@ async fn handle(mut req: Request, env: &Env, trace: &mut Trace) -> Response {
         headers: &headers,
         body: &forward.body,
     });
-    let ctx = Protected {
+    let protected = Protected {
         client: &client,
         config,
         key: &key,
@@ -282,27 +222,37 @@ async fn handle(mut req: Request, env: &Env, trace: &mut Trace) -> Response {
         forward: &forward,
     };
     let step = match &origin {
-        None => ctx.embedded().await,
-        Some(origin) => ctx.proxied(origin).await,
+        None => protected.embedded().await,
+        Some(origin) => protected.proxied(origin).await,
     };
+
+    // Answer, whatever the ledger did.
     let (response, outcome) = match step {
         Ok(done) => done,
-        Err(e) => match (config.failure_policy, &e) {
-            (FailurePolicy::Open, LedgerError::Unreachable(_)) => {
+        Err(e) => match answer::ledger_failure(&e, config.failure_policy) {
+            LedgerFailure::RunUnprotected => {
                 log::warn(
                     "idempotency.unprotected",
                     fields! {"reason" => e.to_string(), "tenant" => log::short_hash(&tenant), "key" => log::short_hash(&key)},
                 );
-                (
-                    run_unprotected(&client, origin.as_ref(), config, &forward).await,
-                    "unprotected",
-                )
+                let response = run_unprotected(&client, origin.as_ref(), config, &forward).await;
+                (response, Outcome::Unprotected)
             }
-            _ => (ledger_failure(&e), "store_unavailable"),
+            LedgerFailure::Answer(answer) => {
+                log::error(
+                    "idempotency.store_unavailable",
+                    fields! {"error" => e.to_string(), "key" => log::short_hash(&key)},
+                );
+                (http::app(answer), Outcome::StoreUnavailable)
+            }
         },
     };
-    trace.outcome = Some(outcome);
-    response
+    let line = RequestLog {
+        outcome,
+        tenant,
+        key: Some(key),
+    };
+    (response, Some(line))
 }
 
 /// One protected request on its way through the ledger.
@@ -314,7 +264,11 @@ struct Protected<'a> {
     forward: &'a Forward,
 }
 
-type Step = Result<(Response, &'static str), LedgerError>;
+type Step = Result<(Response, Outcome), LedgerError>;
+
+fn answered((answer, outcome): (AppResponse, Outcome)) -> (Response, Outcome) {
+    (http::app(answer), outcome)
+}
 
 impl Protected<'_> {
     /// Embedded mode: one hop, claim + orders app + complete in one transaction.
@@ -328,98 +282,67 @@ impl Protected<'_> {
                 body: self.forward.body.clone(),
             },
         };
-        let out = self.client.execute(&call).await?;
-        if let Some(refusal) = out.refusal() {
-            return Ok(http::refusal(refusal));
-        }
-        match out {
-            ExecuteOutcome::Ran {
-                response, takeover, ..
-            } => Ok((
-                http::app(response),
-                if takeover { "took_over" } else { "executed" },
-            )),
-            _ => Err(LedgerError::Unreachable("execute gave no outcome".into())),
-        }
+        let outcome = self.client.execute(&call).await?;
+        Ok(answered(answer::execute_answer(outcome)))
     }
 
-    /// Proxy mode: claim, forward to the origin, then complete (or release).
+    /// Proxy mode: claim, forward to the origin, then settle the key as the
+    /// contract decides (complete, release or keep).
     async fn proxied(&self, origin: &Origin) -> Step {
-        let claim = self
-            .client
-            .claim(&ClaimCall {
-                key: self.key.to_string(),
-                fingerprint: self.fingerprint.clone(),
-                lease_seconds: None,
-                retention_seconds: None,
-            })
-            .await?;
-        let (generation, takeover) = match claim {
+        let claim = ClaimCall {
+            key: self.key.to_string(),
+            fingerprint: self.fingerprint.clone(),
+            lease_seconds: None,
+            retention_seconds: None,
+        };
+        let (generation, takeover) = match self.client.claim(&claim).await? {
             ClaimOutcome::Claimed {
                 generation,
                 takeover,
             } => (generation, takeover),
-            refusal => return Ok(http::refusal(refusal)),
+            ClaimOutcome::Refused(refusal) => return Ok(answered(answer::refusal_answer(refusal))),
         };
         let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
-        let response = match origin.forward(self.forward, timeout).await {
-            Ok(r) => r,
-            Err(OriginError::Unreachable(reason)) => {
-                // No response at all: nothing ran to completion, a retry may run.
-                self.release(generation).await;
+        let result = origin.forward(self.forward, timeout).await.map_err(|e| {
+            if let OriginError::Unreachable(reason) = &e {
                 log::warn(
                     "idempotency.origin_unavailable",
                     fields! {"error" => reason, "key" => log::short_hash(self.key)},
                 );
-                return Ok((
-                    http::problem(&Problem::new(
-                        ProblemKind::OriginUnavailable,
-                        "the origin could not be reached; the key was released, so a retry runs again",
-                    )),
-                    "origin_unavailable",
-                ));
             }
-            Err(OriginError::Timeout) => {
-                // The outcome is unknown: keep the claim until its lease ends.
-                return Ok((
-                    http::problem(&Problem::new(
-                        ProblemKind::OriginTimeout,
-                        format!(
-                            "the origin did not answer within {} seconds; the outcome is unknown, so the key stays in flight until its lease ends",
-                            self.config.origin_timeout_seconds
-                        ),
-                    )),
-                    "origin_timeout",
-                ));
+            e.failure()
+        });
+        let AfterOrigin {
+            settle,
+            reply,
+            outcome,
+        } = proxy::after_origin(result, takeover, self.config);
+        let outcome = match settle {
+            Settle::Complete(response) => {
+                let call = CompleteCall {
+                    key: self.key.to_string(),
+                    generation,
+                    response,
+                    retention_seconds: None,
+                };
+                let completion = self.client.complete(&call).await;
+                if let Err(e) = &completion {
+                    log::error(
+                        "idempotency.complete_failed",
+                        fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
+                    );
+                }
+                // The object logs idempotency.fenced_out (it sees every caller).
+                proxy::after_completion(outcome, completion.as_ref())
             }
-        };
-        if response.status >= 500 && self.config.release_on_5xx {
-            self.release(generation).await;
-            return Ok((http::app(response), "released_5xx"));
-        }
-        let stored = StoredResponse::capture(&response, &self.config.capture_policy());
-        let call = CompleteCall {
-            key: self.key.to_string(),
-            generation,
-            response: stored,
-            retention_seconds: None,
-        };
-        let outcome = match self.client.complete(&call).await {
-            Ok(CompleteOutcome::Stored) if takeover => "took_over",
-            Ok(CompleteOutcome::Stored) => "executed",
-            // The object logs idempotency.fenced_out (it sees every caller);
-            // this request's own log line carries the outcome.
-            Ok(CompleteOutcome::FencedOut { .. }) => "fenced_out",
-            Err(e) => {
-                log::error(
-                    "idempotency.complete_failed",
-                    fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
-                );
-                "complete_failed"
+            Settle::Release => {
+                self.release(generation).await;
+                outcome
             }
+            Settle::Keep => outcome,
         };
         // The caller whose run produced this response always gets it.
-        Ok((http::app(response), outcome))
+        Ok((http::app(reply), outcome))
     }
 
     async fn release(&self, generation: i64) {
@@ -427,70 +350,31 @@ impl Protected<'_> {
             key: self.key.to_string(),
             generation,
         };
-        match self.client.release(&call).await {
-            Ok(ReleaseOutcome::Released) => {}
-            // Logged by the object as idempotency.fenced_out.
-            Ok(ReleaseOutcome::FencedOut { .. }) => {}
-            Err(e) => log::error(
+        // A fenced-out release is logged by the object as idempotency.fenced_out.
+        if let Err(e) = self.client.release(&call).await {
+            log::error(
                 "idempotency.release_failed",
                 fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
-            ),
+            );
         }
     }
 }
 
-fn store_unavailable(e: &LedgerError) -> Response {
-    log::error(
-        "idempotency.store_unavailable",
-        fields! {"error" => e.to_string()},
-    );
-    http::problem(&Problem::new(
-        ProblemKind::StoreUnavailable,
-        "the idempotency ledger could not be reached; the request was not run",
-    ))
-}
-
-/// A ledger call that failed: transport failures are "store unavailable";
-/// a problem the object rendered is passed through as it is.
-fn ledger_failure(e: &LedgerError) -> Response {
-    match e {
-        LedgerError::Refused { status, problem } if problem.is_object() => {
-            let body = problem.to_string().into_bytes();
-            http::app(crate::protocol::AppResponse {
-                status: *status,
-                headers: vec![(
-                    "content-type".into(),
-                    crate::protocol::PROBLEM_CONTENT_TYPE.into(),
-                )],
-                body,
-            })
-        }
-        _ => store_unavailable(e),
-    }
-}
-
-async fn introspect_key(client: &LedgerClient, encoded: &str) -> Response {
-    let key = match percent_encoding::percent_decode_str(encoded).decode_utf8() {
-        Ok(k) => k.into_owned(),
-        Err(_) => {
-            return http::problem(&Problem::new(
-                ProblemKind::KeyInvalid,
-                "the key is not valid percent-encoded UTF-8",
-            ))
-        }
+async fn introspect(client: &LedgerClient, encoded: &str) -> Response {
+    let key = match admission::introspection_key(encoded) {
+        Ok(k) => k,
+        Err(p) => return http::problem(&p),
     };
-    if let Err(e) = crate::protocol::validate_key(&key) {
-        return http::problem(&Problem::new(ProblemKind::KeyInvalid, e.to_string()));
-    }
     match client.lookup(&LookupCall { key }).await {
-        Ok(answer) => match answer.record {
-            Some(record) => http::json(200, &record),
-            None => http::problem(&Problem::new(
-                ProblemKind::NotFound,
-                "no record for this key",
-            )),
-        },
-        Err(e) => ledger_failure(&e),
+        Ok(found) => http::app(answer::lookup_answer(found.record)),
+        Err(e) => store_unavailable(&e),
+    }
+}
+
+async fn stats(client: &LedgerClient) -> Response {
+    match client.stats().await {
+        Ok(stats) => http::json(200, &stats),
+        Err(e) => store_unavailable(&e),
     }
 }
 
@@ -503,20 +387,11 @@ async fn run_unprotected(
     fwd: &Forward,
 ) -> Response {
     match origin {
-        Some(origin) => match origin
-            .forward(fwd, Duration::from_secs(config.origin_timeout_seconds))
-            .await
-        {
-            Ok(r) => http::app(r),
-            Err(OriginError::Unreachable(_)) => http::problem(&Problem::new(
-                ProblemKind::OriginUnavailable,
-                "the origin could not be reached",
-            )),
-            Err(OriginError::Timeout) => http::problem(&Problem::new(
-                ProblemKind::OriginTimeout,
-                "the origin did not answer in time",
-            )),
-        },
+        Some(origin) => {
+            let timeout = Duration::from_secs(config.origin_timeout_seconds);
+            let result = origin.forward(fwd, timeout).await.map_err(|e| e.failure());
+            http::app(proxy::unprotected_answer(result))
+        }
         None => match client.app(&fwd.method, &fwd.target, &fwd.body).await {
             Ok(r) => r,
             Err(e) => store_unavailable(&e),

@@ -1,7 +1,8 @@
 //! Translating between the core's response values and workers-rs responses.
 //!
-//! Role: the only place that builds `worker::Response`s, so every edge
-//! renders problems, replays and JSON the same way.
+//! Role: the only place that builds `worker::Response`s. It renders
+//! [`AppResponse`] values that the contract decided; it decides nothing
+//! (no status, no header, no problem is chosen here).
 //!
 //! What must stay true here: nothing here panics; a failure to build a
 //! response degrades to a plain 500 rather than an `Err` on a request path.
@@ -9,13 +10,10 @@
 use serde::Serialize;
 use worker::{Headers, Method, Request, RequestInit, Response};
 
-use crate::ledger::ClaimOutcome;
-use crate::protocol::{
-    is_null_body_status, AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE,
-};
-
-/// The header every replay carries.
-pub const REPLAYED_HEADER: &str = "Idempotent-Replayed";
+use crate::contract::answer;
+pub use crate::contract::answer::REPLAYED_HEADER;
+use crate::ledger::Refusal;
+use crate::protocol::{is_null_body_status, AppResponse, Problem, StoredResponse};
 
 fn build(status: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
     let h = Headers::new();
@@ -30,12 +28,12 @@ fn build(status: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
     };
     match response {
         Ok(r) => r.with_status(status).with_headers(h),
-        Err(_) => fallback(),
+        Err(_) => last_resort(),
     }
 }
 
-/// A last-resort 500 with no body.
-pub fn fallback() -> Response {
+/// A 500 with no body, for a response the runtime refused to build.
+fn last_resort() -> Response {
     Response::builder().with_status(500).empty()
 }
 
@@ -47,41 +45,24 @@ pub fn app(response: AppResponse) -> Response {
 
 /// A problem document.
 pub fn problem(p: &Problem) -> Response {
-    let mut headers = vec![("content-type".to_string(), PROBLEM_CONTENT_TYPE.to_string())];
-    headers.extend(p.headers.iter().cloned());
-    build(p.status(), &headers, p.to_body())
+    app(AppResponse::from(p))
 }
 
 /// A JSON document.
 pub fn json<T: Serialize>(status: u16, value: &T) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(body) => build(
-            status,
-            &[("content-type".into(), "application/json".into())],
-            body,
-        ),
-        Err(_) => fallback(),
-    }
+    app(AppResponse::json(status, value))
 }
 
-/// A replay of a stored response: its status, stored headers and exact body
-/// bytes plus `Idempotent-Replayed: true`. A tombstone replays as a loud 500.
+/// A replay of a stored response (a tombstone replays as a loud 500); see
+/// [`answer::replay`].
 pub fn replay(stored: StoredResponse) -> Response {
-    match stored.body {
-        Some(body) => {
-            let mut headers = stored.headers;
-            headers.push((REPLAYED_HEADER.to_string(), "true".to_string()));
-            build(stored.status, &headers, body)
-        }
-        None => problem(
-            &Problem::new(
-                ProblemKind::ResponseNotRetained,
-                "the original response was delivered once but was too large to store; the request will not run again under this key",
-            )
-            .with("original_status", stored.status)
-            .with_header(REPLAYED_HEADER, "true"),
-        ),
-    }
+    app(answer::replay(stored))
+}
+
+/// The answer to a refused claim or execute (replay, 409, 422, 429); see
+/// [`answer::refusal_answer`].
+pub fn refusal(refusal: Refusal) -> Response {
+    app(answer::refusal_answer(refusal).0)
 }
 
 /// Builds an outbound request that carries `method` and, unless the method
@@ -121,57 +102,4 @@ pub async fn read_app_response(mut response: Response) -> worker::Result<AppResp
         headers,
         body,
     })
-}
-
-/// Renders a claim outcome that did not let the request run (replay, 409,
-/// 422, 429), with a short name for the log line.
-pub fn refusal(out: ClaimOutcome) -> (Response, &'static str) {
-    match out {
-        ClaimOutcome::Completed { response, .. } => (replay(response), "replayed"),
-        ClaimOutcome::InFlight { retry_after_ms, .. } => (
-            problem(
-                &Problem::new(
-                    ProblemKind::KeyInUse,
-                    "a request with this Idempotency-Key is still being processed; retry shortly",
-                )
-                .with("lease_remaining_ms", retry_after_ms)
-                .with_header("Retry-After", "1"),
-            ),
-            "in_use",
-        ),
-        ClaimOutcome::Mismatch { differs } => (
-            problem(
-                &Problem::new(
-                    ProblemKind::KeyReused,
-                    format!(
-                        "this Idempotency-Key was used for a different request ({} differs)",
-                        differs.join(", ")
-                    ),
-                )
-                .with("differs", differs),
-            ),
-            "reused",
-        ),
-        ClaimOutcome::LedgerFull { retry_after_ms } => (
-            problem(
-                &Problem::new(
-                    ProblemKind::LedgerFull,
-                    "this tenant holds its maximum number of idempotency records",
-                )
-                .with_header(
-                    "Retry-After",
-                    ((retry_after_ms + 999) / 1000).max(1).to_string(),
-                ),
-            ),
-            "ledger_full",
-        ),
-        // A claim that succeeded is never a refusal; treat it as a ledger fault.
-        ClaimOutcome::Claimed { .. } => (
-            problem(&Problem::new(
-                ProblemKind::StoreUnavailable,
-                "unexpected claim outcome",
-            )),
-            "store_unavailable",
-        ),
-    }
 }

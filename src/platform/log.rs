@@ -2,6 +2,14 @@
 //!
 //! Role: the only place log lines are written, so that no raw key, token or
 //! body can slip into one: identifiers pass through [`short_hash`] first.
+//!
+//! Panics: worker 0.8.7 installs its own panic hook from its private
+//! `#[wasm_bindgen(start)]` (`src/init.rs`: the default hook, a "Critical"
+//! console error, and the flag that makes the isolate re-initialise). A
+//! second start function of ours would compete with that one, so
+//! [`install_panic_hook`] runs once per isolate on first use instead and
+//! *chains* to the hook it finds: a panic first writes one JSON line
+//! (`idempotency.panic`), then workers-rs does what it always does.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -46,6 +54,35 @@ pub fn fenced_out(
         serde_json::to_value(current).unwrap_or(Value::Null),
     );
     error("idempotency.fenced_out", fields);
+}
+
+/// Makes every panic in this isolate write one JSON error line
+/// (`{"event":"idempotency.panic","message","location"}`) before the hook
+/// that was installed already runs. Idempotent: only the first call installs.
+pub fn install_panic_hook() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_string());
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()));
+            let mut fields = Map::new();
+            fields.insert("message".into(), Value::String(message));
+            fields.insert(
+                "location".into(),
+                location.map_or(Value::Null, Value::String),
+            );
+            error("idempotency.panic", fields);
+            previous(info);
+        }));
+    });
 }
 
 fn line(event: &str, mut fields: Map<String, Value>) -> String {

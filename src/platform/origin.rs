@@ -18,6 +18,7 @@ use futures_util::future::{select, Either};
 use worker::{Delay, Env, Fetch, Fetcher, Headers};
 
 use crate::config::Config;
+use crate::contract::OriginFailure;
 use crate::platform::http::{outbound_request, read_app_response};
 use crate::protocol::AppResponse;
 
@@ -66,6 +67,16 @@ impl Forward {
             target: target.to_string(),
             headers,
             body,
+        }
+    }
+}
+
+impl OriginError {
+    /// The class of failure the contract decides on.
+    pub fn failure(&self) -> OriginFailure {
+        match self {
+            OriginError::Unreachable(_) => OriginFailure::Unreachable,
+            OriginError::Timeout => OriginFailure::TimedOut,
         }
     }
 }

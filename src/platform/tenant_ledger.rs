@@ -26,6 +26,8 @@ use worker::{
 };
 
 use crate::config::{Config, ConfigError};
+use crate::contract::admission::misconfigured;
+use crate::contract::answer;
 use crate::fields;
 use crate::ledger::{
     rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, ExecuteOutcome, Ledger, ReleaseOutcome,
@@ -66,6 +68,7 @@ pub struct TenantLedger {
 
 impl DurableObject for TenantLedger {
     fn new(state: State, env: Env) -> Self {
+        log::install_panic_hook();
         let ledger = Ledger::new(DoSqlStore::new(&state));
         let ready = ledger
             .migrate()
@@ -125,25 +128,21 @@ fn parse_call<T: DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
     serde_json::from_slice(body).map_err(|e| bad_call(format!("the call body is not valid: {e}")))
 }
 
-fn store_failure(e: &StoreError) -> Problem {
+/// A ledger operation failed in SQLite: logged, and answered as the one
+/// store failure clients know (`503 idempotency-store-unavailable`).
+fn store_unavailable(e: &StoreError) -> Problem {
     log::error(
-        "idempotency.store_error",
+        "idempotency.store_unavailable",
         fields! {"error" => e.to_string()},
     );
-    Problem::new(
-        ProblemKind::StoreUnavailable,
-        "the ledger could not complete the operation",
-    )
+    answer::store_unavailable()
 }
 
 impl TenantLedger {
     async fn serve(&self, mut req: Request) -> Response {
         if let Err(e) = &self.ready {
             log::error("idempotency.schema_error", fields! {"error" => e});
-            return http::problem(&Problem::new(
-                ProblemKind::StoreUnavailable,
-                "the ledger schema could not be created",
-            ));
+            return http::problem(&answer::store_unavailable());
         }
         let config = match &self.config {
             Ok(c) => c,
@@ -152,10 +151,7 @@ impl TenantLedger {
                     "idempotency.misconfigured",
                     fields! {"variable" => e.variable, "error" => e.message},
                 );
-                return http::problem(&Problem::new(
-                    ProblemKind::Misconfigured,
-                    format!("invalid configuration variable {}", e.variable),
-                ));
+                return http::problem(&misconfigured(&e.variable));
             }
         };
         if !self.started.replace(true) {
@@ -170,7 +166,7 @@ impl TenantLedger {
         if let Some(app_path) = path.strip_prefix("/app") {
             return match orders::handle(self.ledger.store(), &method, app_path, &body, now_ms()) {
                 Ok(r) => http::app(r),
-                Err(e) => http::problem(&store_failure(&e)),
+                Err(e) => http::problem(&store_unavailable(&e)),
             };
         }
         let Some(route) = Route::from_path(&path) else {
@@ -218,8 +214,8 @@ impl TenantLedger {
                 let out = self
                     .ledger
                     .claim(&call.key, &call.fingerprint, &policy, now)
-                    .map_err(|e| store_failure(&e))?;
-                if matches!(out, ClaimOutcome::Claimed { .. }) {
+                    .map_err(|e| store_unavailable(&e))?;
+                if let ClaimOutcome::Claimed { .. } = out {
                     self.ensure_alarm().await;
                 }
                 Ok(http::json(200, &out))
@@ -231,7 +227,7 @@ impl TenantLedger {
                 let out = self
                     .ledger
                     .complete(&call.key, call.generation, &call.response, retention, now)
-                    .map_err(|e| store_failure(&e))?;
+                    .map_err(|e| store_unavailable(&e))?;
                 if let CompleteOutcome::FencedOut { current } = &out {
                     log::fenced_out("complete", &call.key, call.generation, current);
                 }
@@ -243,7 +239,7 @@ impl TenantLedger {
                 let out = self
                     .ledger
                     .release(&call.key, call.generation)
-                    .map_err(|e| store_failure(&e))?;
+                    .map_err(|e| store_unavailable(&e))?;
                 if let ReleaseOutcome::FencedOut { current } = &out {
                     log::fenced_out("release", &call.key, call.generation, current);
                 }
@@ -255,11 +251,11 @@ impl TenantLedger {
                 let record = self
                     .ledger
                     .lookup(&call.key, now)
-                    .map_err(|e| store_failure(&e))?;
+                    .map_err(|e| store_unavailable(&e))?;
                 Ok(http::json(200, &LookupAnswer { record }))
             }
             Route::Stats => {
-                let stats = self.ledger.stats().map_err(|e| store_failure(&e))?;
+                let stats = self.ledger.stats().map_err(|e| store_unavailable(&e))?;
                 Ok(http::json(200, &stats))
             }
             Route::Execute => {
@@ -286,7 +282,7 @@ impl TenantLedger {
                             )
                         },
                     )
-                    .map_err(|e: StoreError| store_failure(&e))?;
+                    .map_err(|e: StoreError| store_unavailable(&e))?;
                 if matches!(out, ExecuteOutcome::Ran { .. }) {
                     self.ensure_alarm().await;
                 }

@@ -11,6 +11,8 @@
 
 use serde_json::{Map, Value};
 
+use super::response::AppResponse;
+
 /// Where problem types live. `type` is `PROBLEM_BASE` + slug.
 pub const PROBLEM_BASE: &str = "https://idempotency-ledger.dev/problems/";
 
@@ -166,6 +168,32 @@ impl Problem {
     }
 }
 
+/// The one way a problem becomes an HTTP answer: its status, the problem
+/// media type, its own headers (names lowercased), and the document.
+impl From<&Problem> for AppResponse {
+    fn from(problem: &Problem) -> AppResponse {
+        let mut headers = Vec::with_capacity(problem.headers.len() + 1);
+        headers.push(("content-type".to_string(), PROBLEM_CONTENT_TYPE.to_string()));
+        headers.extend(
+            problem
+                .headers
+                .iter()
+                .map(|(n, v)| (n.to_ascii_lowercase(), v.clone())),
+        );
+        AppResponse {
+            status: problem.status(),
+            headers,
+            body: problem.to_body(),
+        }
+    }
+}
+
+impl From<Problem> for AppResponse {
+    fn from(problem: Problem) -> AppResponse {
+        AppResponse::from(&problem)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +211,22 @@ mod tests {
         assert_eq!(doc["title"], ProblemKind::KeyReused.title());
         assert_eq!(doc["detail"], "the body differs");
         assert_eq!(doc["differs"][0], "body");
+    }
+
+    #[test]
+    fn a_problem_answers_with_its_status_media_type_and_headers() {
+        let p = Problem::new(ProblemKind::Unauthorized, "no token")
+            .with_header("WWW-Authenticate", "Bearer");
+        let r = AppResponse::from(&p);
+        assert_eq!(r.status, 401);
+        assert_eq!(
+            r.headers,
+            vec![
+                ("content-type".to_string(), PROBLEM_CONTENT_TYPE.to_string()),
+                ("www-authenticate".to_string(), "Bearer".to_string()),
+            ]
+        );
+        let doc: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(doc["detail"], "no token");
     }
 }

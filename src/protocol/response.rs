@@ -69,6 +69,26 @@ pub struct AppResponse {
     pub body: Vec<u8>,
 }
 
+impl AppResponse {
+    /// A JSON document with `content-type: application/json`. A value that
+    /// cannot be serialised (a map with non-string keys) becomes a 500 with
+    /// no body rather than a panic.
+    pub fn json<T: Serialize>(status: u16, value: &T) -> AppResponse {
+        match serde_json::to_vec(value) {
+            Ok(body) => AppResponse {
+                status,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body,
+            },
+            Err(_) => AppResponse {
+                status: 500,
+                headers: vec![],
+                body: vec![],
+            },
+        }
+    }
+}
+
 /// What the ledger keeps of a response so every replay is identical.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredResponse {

@@ -2,7 +2,7 @@
 //! transaction.
 
 use crate::support::*;
-use idempotency_ledger::ledger::{ExecuteOutcome, StoreError};
+use idempotency_ledger::ledger::{ExecuteOutcome, Refusal, StoreError};
 use idempotency_ledger::orders;
 
 const ORDER: &str = r#"{"sku":"SKU-1","quantity":2}"#;
@@ -43,9 +43,9 @@ fn the_first_execute_creates_one_order_and_replays_return_it() {
     assert_eq!(location.as_deref(), Some("/v1/orders/ord_00000001"));
     for t in 0..5 {
         match run(&l, "k", ORDER, 2_000 + t) {
-            ExecuteOutcome::Completed {
+            ExecuteOutcome::Refused(Refusal::Completed {
                 response: stored, ..
-            } => assert_eq!(stored.body.as_deref(), Some(response.body.as_slice())),
+            }) => assert_eq!(stored.body.as_deref(), Some(response.body.as_slice())),
             other => panic!("{other:?}"),
         }
     }
@@ -73,7 +73,7 @@ fn an_invalid_order_is_stored_and_replayed_like_any_answer() {
     assert_eq!(response.status, 400);
     assert!(String::from_utf8_lossy(&response.body).contains("invalid-order"));
     assert!(
-        matches!(run(&l, "k", "{oops", 2_000), ExecuteOutcome::Completed { response, .. } if response.status == 400)
+        matches!(run(&l, "k", "{oops", 2_000), ExecuteOutcome::Refused(Refusal::Completed { response, .. }) if response.status == 400)
     );
     assert_eq!(count(&l, "orders"), 0);
 }
@@ -106,7 +106,7 @@ fn a_different_body_under_the_same_key_is_refused_without_an_order() {
     let l = ledger();
     run(&l, "k", ORDER, 1_000);
     match run(&l, "k", r#"{"sku":"SKU-1","quantity":3}"#, 2_000) {
-        ExecuteOutcome::Mismatch { differs } => assert_eq!(differs, vec!["body"]),
+        ExecuteOutcome::Refused(Refusal::Mismatch { differs }) => assert_eq!(differs, vec!["body"]),
         other => panic!("{other:?}"),
     }
     assert_eq!(count(&l, "orders"), 1);

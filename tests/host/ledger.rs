@@ -1,7 +1,9 @@
 //! Every ledger transition, one behaviour per test.
 
 use crate::support::*;
-use idempotency_ledger::ledger::{ClaimOutcome, CompleteOutcome, ReleaseOutcome};
+use idempotency_ledger::ledger::{
+    ClaimOutcome, CompleteOutcome, KeyState, Refusal, ReleaseOutcome,
+};
 
 #[test]
 fn a_fresh_key_is_claimed_at_generation_one() {
@@ -15,7 +17,7 @@ fn a_fresh_key_is_claimed_at_generation_one() {
         }
     );
     let view = l.lookup("k", 1_000).unwrap().unwrap();
-    assert_eq!(view.state, "in_flight");
+    assert_eq!(view.state, KeyState::InFlight);
     assert_eq!(view.generation, 1);
     assert!(view.lease_expires_at.is_some());
 }
@@ -27,10 +29,10 @@ fn a_live_lease_answers_in_flight_with_the_time_left() {
     let out = l.claim("k", &fp("a"), &policy(), 11_000).unwrap();
     assert_eq!(
         out,
-        ClaimOutcome::InFlight {
+        ClaimOutcome::Refused(Refusal::InFlight {
             generation: 1,
             retry_after_ms: LEASE_MS - 10_000
-        }
+        })
     );
     assert_eq!(l.stats().unwrap().in_use, 1);
 }
@@ -42,18 +44,18 @@ fn a_different_fingerprint_is_a_mismatch_naming_the_body() {
     let out = l.claim("k", &fp("b"), &policy(), 2_000).unwrap();
     assert_eq!(
         out,
-        ClaimOutcome::Mismatch {
+        ClaimOutcome::Refused(Refusal::Mismatch {
             differs: vec!["body".into()]
-        }
+        })
     );
     l.complete("k", 1, &response("r"), RETENTION_MS, 3_000)
         .unwrap();
     let out = l.claim("k", &fp("b"), &policy(), 4_000).unwrap();
     assert_eq!(
         out,
-        ClaimOutcome::Mismatch {
+        ClaimOutcome::Refused(Refusal::Mismatch {
             differs: vec!["body".into()]
-        },
+        }),
         "also once completed"
     );
     assert_eq!(l.stats().unwrap().reused, 2);
@@ -72,10 +74,10 @@ fn a_completed_key_replays_its_stored_response() {
         let out = l.claim("k", &fp("a"), &policy(), 3_000).unwrap();
         assert_eq!(
             out,
-            ClaimOutcome::Completed {
+            ClaimOutcome::Refused(Refusal::Completed {
                 generation: 1,
                 response: response("r1")
-            }
+            })
         );
     }
     let view = l.lookup("k", 3_000).unwrap().unwrap();
@@ -104,10 +106,10 @@ fn a_completed_response_is_never_replaced() {
     let out = l.claim("k", &fp("a"), &policy(), 4_000).unwrap();
     assert_eq!(
         out,
-        ClaimOutcome::Completed {
+        ClaimOutcome::Refused(Refusal::Completed {
             generation: 1,
             response: response("first")
-        }
+        })
     );
 }
 
@@ -142,10 +144,10 @@ fn an_expired_lease_is_taken_over_and_the_old_owner_is_fenced_out() {
     let replay = l.claim("k", &fp("a"), &policy(), t + 3).unwrap();
     assert_eq!(
         replay,
-        ClaimOutcome::Completed {
+        ClaimOutcome::Refused(Refusal::Completed {
             generation: 2,
             response: response("new")
-        }
+        })
     );
     let stats = l.stats().unwrap();
     assert_eq!((stats.takeovers, stats.fenced_out, stats.claims), (1, 1, 2));
@@ -163,7 +165,7 @@ fn a_superseded_owner_cannot_complete_even_before_the_new_owner_does() {
     ));
     assert_eq!(
         l.lookup("k", LEASE_MS + 1).unwrap().unwrap().state,
-        "in_flight"
+        KeyState::InFlight
     );
 }
 
@@ -219,7 +221,10 @@ fn release_of_a_completed_or_unknown_record_is_fenced_out() {
         l.release("k", 1).unwrap(),
         ReleaseOutcome::FencedOut { .. }
     ));
-    assert_eq!(l.lookup("k", 2).unwrap().unwrap().state, "completed");
+    assert_eq!(
+        l.lookup("k", 2).unwrap().unwrap().state,
+        KeyState::Completed
+    );
 }
 
 #[test]
@@ -234,24 +239,24 @@ fn the_quota_refuses_new_keys_but_answers_existing_ones() {
         ));
     }
     match l.claim("d", &fp("d"), &p, 1_000).unwrap() {
-        ClaimOutcome::LedgerFull { retry_after_ms } => {
+        ClaimOutcome::Refused(Refusal::LedgerFull { retry_after_ms }) => {
             assert_eq!(retry_after_ms, RETENTION_MS - 1_000)
         }
         other => panic!("expected ledger full, got {other:?}"),
     }
     assert!(matches!(
         l.claim("a", &fp("a"), &p, 1_000).unwrap(),
-        ClaimOutcome::InFlight { .. }
+        ClaimOutcome::Refused(Refusal::InFlight { .. })
     ));
     assert!(matches!(
         l.claim("b", &fp("x"), &p, 1_000).unwrap(),
-        ClaimOutcome::Mismatch { .. }
+        ClaimOutcome::Refused(Refusal::Mismatch { .. })
     ));
     l.complete("c", 1, &response("r"), RETENTION_MS, 1_000)
         .unwrap();
     assert!(matches!(
         l.claim("c", &fp("c"), &p, 2_000).unwrap(),
-        ClaimOutcome::Completed { .. }
+        ClaimOutcome::Refused(Refusal::Completed { .. })
     ));
     assert_eq!(count(&l, "idempotency_records"), 3);
 }
@@ -295,10 +300,10 @@ fn a_tombstone_replays_without_a_body() {
     l.complete("k", 1, &tomb, RETENTION_MS, 1).unwrap();
     assert_eq!(
         l.claim("k", &fp("a"), &policy(), 2).unwrap(),
-        ClaimOutcome::Completed {
+        ClaimOutcome::Refused(Refusal::Completed {
             generation: 1,
             response: tomb
-        }
+        })
     );
     let view = l.lookup("k", 3).unwrap().unwrap();
     assert_eq!(
@@ -320,7 +325,9 @@ fn empty_and_binary_bodies_replay_byte_for_byte() {
         };
         l.complete(k, 1, &r, RETENTION_MS, 1).unwrap();
         match l.claim(k, &fp(k), &policy(), 2).unwrap() {
-            ClaimOutcome::Completed { response, .. } => assert_eq!(response.body, Some(body)),
+            ClaimOutcome::Refused(Refusal::Completed { response, .. }) => {
+                assert_eq!(response.body, Some(body))
+            }
             other => panic!("{other:?}"),
         }
     }

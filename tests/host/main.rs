@@ -3,6 +3,7 @@
 
 mod support;
 
+mod contract;
 mod execute;
 mod ledger;
 mod model;

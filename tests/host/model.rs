@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 
 use crate::support::*;
-use idempotency_ledger::ledger::{ClaimOutcome, ClaimPolicy, CompleteOutcome, ReleaseOutcome};
+use idempotency_ledger::ledger::{
+    ClaimOutcome, ClaimPolicy, CompleteOutcome, Refusal, ReleaseOutcome,
+};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -46,9 +48,9 @@ impl Model {
             None => {
                 if self.recs.len() as u64 >= p.max_keys {
                     let next = self.recs.values().map(|r| r.expires_at).min().unwrap();
-                    return ClaimOutcome::LedgerFull {
+                    return ClaimOutcome::Refused(Refusal::LedgerFull {
                         retry_after_ms: (next - now).max(1000),
-                    };
+                    });
                 }
                 self.recs.insert(key.into(), fresh(1));
                 ClaimOutcome::Claimed {
@@ -63,14 +65,14 @@ impl Model {
                     takeover: false,
                 }
             }
-            Some(r) if r.fp != fpid => ClaimOutcome::Mismatch {
+            Some(r) if r.fp != fpid => ClaimOutcome::Refused(Refusal::Mismatch {
                 differs: vec!["body".into()],
-            },
+            }),
             Some(r) => match r.state {
-                St::Completed => ClaimOutcome::Completed {
+                St::Completed => ClaimOutcome::Refused(Refusal::Completed {
                     generation: r.generation,
                     response: response(r.response.as_deref().unwrap()),
-                },
+                }),
                 St::Released => {
                     *r = Rec {
                         generation: r.generation + 1,
@@ -82,10 +84,10 @@ impl Model {
                         takeover: false,
                     }
                 }
-                St::InFlight if r.lease_end > now => ClaimOutcome::InFlight {
+                St::InFlight if r.lease_end > now => ClaimOutcome::Refused(Refusal::InFlight {
                     generation: r.generation,
                     retry_after_ms: r.lease_end - now,
-                },
+                }),
                 St::InFlight => {
                     r.generation += 1;
                     r.lease_end = now + p.lease_ms;

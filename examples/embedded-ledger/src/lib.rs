@@ -126,10 +126,8 @@ impl DurableObject for Wallet {
             });
         Ok(match outcome {
             Ok(ExecuteOutcome::Ran { response, .. }) => http::app(response),
-            Ok(other) => match other.refusal() {
-                Some(refusal) => http::refusal(refusal).0,
-                None => http::fallback(),
-            },
+            // Replay, 409, 422 or 429: the contract's answer for each.
+            Ok(ExecuteOutcome::Refused(refusal)) => http::refusal(refusal),
             Err(e) => http::problem(&Problem::new(ProblemKind::StoreUnavailable, e.to_string())),
         })
     }
@@ -167,6 +165,9 @@ fn outcome_json<T: serde::Serialize>(result: std::result::Result<T, LedgerError>
         ),
         Err(LedgerError::Unreachable(m)) => {
             http::json(598, &serde_json::json!({ "unreachable": m }))
+        }
+        Err(LedgerError::Undecodable(m)) => {
+            http::json(598, &serde_json::json!({ "undecodable": m }))
         }
     }
 }

@@ -1,0 +1,216 @@
+//! Admission: which requests get in, as whom, and under which key (SPEC
+//! §2.1–§2.4).
+//!
+//! Role: everything the gateway decides from a request's head, before any
+//! body is read or any ledger is asked: the route, the tenant (from the
+//! bearer token only), whether the method is protected, the declared body
+//! size, and the `Idempotency-Key`.
+//!
+//! What must stay true here:
+//! - The tenant comes only from `Authorization: Bearer <token>` through the
+//!   token map; nothing else the client sends can choose it.
+//! - A refusal here names its problem and (for the log line) its outcome;
+//!   nothing has been claimed.
+//! - The method is the raw method string the runtime delivered.
+
+use super::Outcome;
+use crate::config::{Config, TokenMap};
+use crate::protocol::{parse_idempotency_key, Problem, ProblemKind};
+
+/// What the gateway serves at a path. Decided before authentication so
+/// `/health` never touches configuration or a Durable Object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatewayRoute<'a> {
+    /// `GET|HEAD /health`.
+    Health,
+    /// `GET /v1/idempotency-keys/{percent-encoded key}` (the raw segment).
+    KeyIntrospection(&'a str),
+    /// `GET /v1/idempotency/stats`.
+    Stats,
+    /// Everything else: the application (embedded or origin).
+    Application,
+}
+
+/// Routes a request by its raw method and its path (without the query).
+pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
+    match method {
+        "GET" | "HEAD" if path == "/health" => GatewayRoute::Health,
+        "GET" => match path.strip_prefix("/v1/idempotency-keys/") {
+            Some(encoded) => GatewayRoute::KeyIntrospection(encoded),
+            None if path == "/v1/idempotency/stats" => GatewayRoute::Stats,
+            None => GatewayRoute::Application,
+        },
+        _ => GatewayRoute::Application,
+    }
+}
+
+fn unauthorized(detail: &str) -> Problem {
+    Problem::new(ProblemKind::Unauthorized, detail).with_header("WWW-Authenticate", "Bearer")
+}
+
+/// The tenant of the bearer token in the `Authorization` field value.
+///
+/// The scheme is matched case-insensitively (RFC 9110 §11.1); the token is
+/// what follows the first space, with surrounding whitespace removed.
+pub fn authenticate(authorization: Option<&str>, tokens: &TokenMap) -> Result<String, Problem> {
+    let Some(header) = authorization else {
+        return Err(unauthorized("send Authorization: Bearer <token>"));
+    };
+    let token = header
+        .trim()
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| !t.is_empty());
+    let Some(token) = token else {
+        return Err(unauthorized(
+            "the Authorization header must use the Bearer scheme",
+        ));
+    };
+    tokens
+        .tenant_for(token)
+        .map(str::to_string)
+        .ok_or_else(|| unauthorized("unknown bearer token"))
+}
+
+/// The parts of an application request's head that admission reads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestHead<'a> {
+    /// The raw method string.
+    pub method: &'a str,
+    /// The `Content-Length` field value, if sent.
+    pub content_length: Option<&'a str>,
+    /// The `Idempotency-Key` field value, if sent (repeated lines arrive merged).
+    pub idempotency_key: Option<&'a str>,
+}
+
+/// How an admitted application request runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Protection {
+    /// The method is not in `PROTECTED_METHODS`: no ledger, no log line.
+    Unprotected,
+    /// A protected method without a key, with `IDEMPOTENCY_REQUIRED=false`:
+    /// it runs without the ledger, and its log line says so.
+    UnprotectedNoKey,
+    /// A protected request under this (parsed, validated) key.
+    Keyed(String),
+}
+
+impl Protection {
+    /// Is this request logged (SPEC §6: one line per protected request)?
+    pub fn is_logged(&self) -> bool {
+        !matches!(self, Protection::Unprotected)
+    }
+}
+
+/// A request refused before the ledger: its answer and its log outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    pub problem: Problem,
+    pub outcome: Outcome,
+}
+
+impl Rejection {
+    fn new(outcome: Outcome, problem: Problem) -> Rejection {
+        Rejection { problem, outcome }
+    }
+}
+
+fn too_large(config: &Config) -> Rejection {
+    Rejection::new(
+        Outcome::TooLarge,
+        Problem::new(
+            ProblemKind::RequestTooLarge,
+            format!(
+                "request bodies are limited to {} bytes",
+                config.max_request_body_bytes
+            ),
+        ),
+    )
+}
+
+/// Admits an application request by its head: the declared body size
+/// first, then (for protected methods) the key.
+///
+/// A `Content-Length` that is not a whole number says nothing about the
+/// body's size; the body's real length is then checked by
+/// [`check_body_length`] once it has been read.
+pub fn admit(head: &RequestHead<'_>, config: &Config) -> Result<Protection, Rejection> {
+    let declared = head
+        .content_length
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > config.max_request_body_bytes as u64) {
+        return Err(too_large(config));
+    }
+    if !config.is_protected(head.method) {
+        return Ok(Protection::Unprotected);
+    }
+    match head.idempotency_key {
+        Some(raw) => parse_idempotency_key(raw)
+            .map(Protection::Keyed)
+            .map_err(|e| {
+                Rejection::new(
+                    Outcome::KeyInvalid,
+                    Problem::new(ProblemKind::KeyInvalid, e.to_string()),
+                )
+            }),
+        None if config.idempotency_required => Err(Rejection::new(
+            Outcome::KeyMissing,
+            Problem::new(
+                ProblemKind::KeyMissing,
+                format!(
+                    "{} requests must carry an Idempotency-Key header",
+                    head.method
+                ),
+            ),
+        )),
+        None => Ok(Protection::UnprotectedNoKey),
+    }
+}
+
+/// Checks the body's real length once read (a body may come without a
+/// `Content-Length`, or with a false one).
+pub fn check_body_length(len: usize, config: &Config) -> Result<(), Rejection> {
+    if len > config.max_request_body_bytes {
+        return Err(too_large(config));
+    }
+    Ok(())
+}
+
+/// The body could not be read to its end (the client went away, or its
+/// framing was broken).
+pub fn body_unreadable() -> Rejection {
+    Rejection::new(
+        Outcome::BodyUnreadable,
+        Problem::new(
+            ProblemKind::BodyUnreadable,
+            "the request body could not be read to its end",
+        ),
+    )
+}
+
+/// The key named by an introspection path segment: percent-decoded UTF-8,
+/// then held to the same rules as an `Idempotency-Key` value.
+pub fn introspection_key(encoded: &str) -> Result<String, Problem> {
+    let key = percent_encoding::percent_decode_str(encoded)
+        .decode_utf8()
+        .map_err(|_| {
+            Problem::new(
+                ProblemKind::KeyInvalid,
+                "the key is not valid percent-encoded UTF-8",
+            )
+        })?
+        .into_owned();
+    crate::protocol::validate_key(&key)
+        .map_err(|e| Problem::new(ProblemKind::KeyInvalid, e.to_string()))?;
+    Ok(key)
+}
+
+/// The configuration could not be used: the variable is named in the log
+/// line, never in the answer.
+pub fn misconfigured(variable: &str) -> Problem {
+    Problem::new(
+        ProblemKind::Misconfigured,
+        format!("configuration variable {variable} is missing or invalid; see the logs"),
+    )
+}

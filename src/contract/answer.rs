@@ -1,0 +1,155 @@
+//! Answers: what the gateway (or any edge) sends back for each ledger
+//! outcome (SPEC §2.5).
+//!
+//! Role: the one mapping from the ledger's closed outcomes to HTTP answers —
+//! replay, `409` with `Retry-After`, `422` naming what differed, `429` with
+//! `Retry-After`, the tombstone's `500` — and from a failed ledger call to
+//! `503` (or, with `FAILURE_POLICY=open`, to running unprotected).
+//!
+//! What must stay true here:
+//! - Every replay, tombstones included, carries `Idempotent-Replayed: true`.
+//! - `Retry-After` is whole seconds, at least 1.
+//! - Only a ledger that certainly gave no answer may let a request run
+//!   unprotected; an answer that could not be decoded may mean the call was
+//!   applied, so it is `503` whatever the policy.
+
+use super::Outcome;
+use crate::config::FailurePolicy;
+use crate::ledger::{ExecuteOutcome, Refusal};
+use crate::protocol::{AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE};
+use crate::rpc::LedgerError;
+
+/// The header every replay carries.
+pub const REPLAYED_HEADER: &str = "Idempotent-Replayed";
+
+/// Whole seconds to wait, rounded up, at least 1.
+pub fn retry_after_seconds(ms: i64) -> i64 {
+    (ms.max(0) + 999) / 1000
+}
+
+/// A replay of a stored response: its status, stored headers and exact body
+/// bytes plus `Idempotent-Replayed: true`. A tombstone replays as a loud
+/// `500 idempotency-response-not-retained` naming the original status.
+pub fn replay(stored: StoredResponse) -> AppResponse {
+    match stored.body {
+        Some(body) => {
+            let mut headers = stored.headers;
+            headers.push((REPLAYED_HEADER.to_string(), "true".to_string()));
+            AppResponse {
+                status: stored.status,
+                headers,
+                body,
+            }
+        }
+        None => AppResponse::from(
+            &Problem::new(
+                ProblemKind::ResponseNotRetained,
+                "the original response was delivered once but was too large to store; the request will not run again under this key",
+            )
+            .with("original_status", stored.status)
+            .with_header(REPLAYED_HEADER, "true"),
+        ),
+    }
+}
+
+/// The answer to a claim that did not let the request run, and the outcome
+/// its log line names.
+pub fn refusal_answer(refusal: Refusal) -> (AppResponse, Outcome) {
+    match refusal {
+        Refusal::Completed { response, .. } => (replay(response), Outcome::Replayed),
+        Refusal::InFlight { retry_after_ms, .. } => (
+            Problem::new(
+                ProblemKind::KeyInUse,
+                "a request with this Idempotency-Key is still being processed; retry shortly",
+            )
+            .with("lease_remaining_ms", retry_after_ms)
+            // A short poll hint: most runs finish long before the lease ends.
+            .with_header("Retry-After", "1")
+            .into(),
+            Outcome::InUse,
+        ),
+        Refusal::Mismatch { differs } => (
+            Problem::new(
+                ProblemKind::KeyReused,
+                format!(
+                    "this Idempotency-Key was used for a different request ({} differs)",
+                    differs.join(", ")
+                ),
+            )
+            .with("differs", differs)
+            .into(),
+            Outcome::Reused,
+        ),
+        Refusal::LedgerFull { retry_after_ms } => (
+            Problem::new(
+                ProblemKind::LedgerFull,
+                "this tenant holds its maximum number of idempotency records",
+            )
+            .with_header(
+                "Retry-After",
+                retry_after_seconds(retry_after_ms).max(1).to_string(),
+            )
+            .into(),
+            Outcome::LedgerFull,
+        ),
+    }
+}
+
+/// The answer to an embedded `execute`: the application's own response when
+/// it ran, else the refusal's answer.
+pub fn execute_answer(outcome: ExecuteOutcome) -> (AppResponse, Outcome) {
+    match outcome {
+        ExecuteOutcome::Ran {
+            response, takeover, ..
+        } => (response, Outcome::ran(takeover)),
+        ExecuteOutcome::Refused(refusal) => refusal_answer(refusal),
+    }
+}
+
+/// The ledger could not be used: nothing was run.
+pub fn store_unavailable() -> Problem {
+    Problem::new(
+        ProblemKind::StoreUnavailable,
+        "the idempotency ledger could not be reached; the request was not run",
+    )
+}
+
+/// What to do after a ledger call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LedgerFailure {
+    /// `FAILURE_POLICY=open` and the ledger certainly gave no answer: run the
+    /// request without the ledger (and log it).
+    RunUnprotected,
+    /// Answer this (the outcome is always `store_unavailable`).
+    Answer(AppResponse),
+}
+
+/// Decides what a failed ledger call comes to under `policy`.
+pub fn ledger_failure(error: &LedgerError, policy: FailurePolicy) -> LedgerFailure {
+    match (error, policy) {
+        (LedgerError::Unreachable(_), FailurePolicy::Open) => LedgerFailure::RunUnprotected,
+        _ => LedgerFailure::Answer(read_failure(error)),
+    }
+}
+
+/// The answer to a failed ledger call that runs nothing either way. A
+/// problem the object rendered itself (a `misconfigured` object, a refused
+/// call) is passed through as it is; every other failure is `503`.
+pub fn read_failure(error: &LedgerError) -> AppResponse {
+    match error {
+        LedgerError::Refused { status, problem } if problem.is_object() => AppResponse {
+            status: *status,
+            headers: vec![("content-type".into(), PROBLEM_CONTENT_TYPE.into())],
+            body: problem.to_string().into_bytes(),
+        },
+        _ => store_unavailable().into(),
+    }
+}
+
+/// The answer to a key lookup: the record, or `404`.
+pub fn lookup_answer(record: Option<crate::ledger::RecordView>) -> AppResponse {
+    match record {
+        Some(record) => AppResponse::json(200, &record),
+        None => Problem::new(ProblemKind::NotFound, "no record for this key").into(),
+    }
+}

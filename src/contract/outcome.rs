@@ -1,0 +1,123 @@
+//! The outcome a protected request's log line names (SPEC §6).
+//!
+//! Role: the closed list of what can happen to a protected request, so the
+//! compiler checks every label and the README's list is this enum.
+//!
+//! What must stay true here: the spellings are what operators alert on;
+//! renaming one is a breaking change for dashboards.
+
+use serde::Serialize;
+
+/// What happened to one protected request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The application ran under a fresh claim and its answer was stored.
+    Executed,
+    /// The application ran after taking over an expired lease.
+    TookOver,
+    /// A completed record was replayed.
+    Replayed,
+    /// `409`: another owner holds a live lease.
+    InUse,
+    /// `422`: the key was used for a different request.
+    Reused,
+    /// `429`: the tenant holds its maximum number of records.
+    LedgerFull,
+    /// Proxy mode: the origin gave no response at all; the key was released.
+    OriginUnavailable,
+    /// Proxy mode: the origin did not answer in time; the key stays in flight.
+    OriginTimeout,
+    /// Proxy mode: a 5xx with `RELEASE_ON_5XX=true`; the key was released.
+    #[serde(rename = "released_5xx")]
+    Released5xx,
+    /// Proxy mode: this owner was superseded; its completion was refused.
+    FencedOut,
+    /// Proxy mode: the origin answered but the completion could not be stored.
+    CompleteFailed,
+    /// `503`: the ledger could not be used.
+    StoreUnavailable,
+    /// `FAILURE_POLICY=open`: the ledger was unreachable and the request ran without it.
+    Unprotected,
+    /// `IDEMPOTENCY_REQUIRED=false` and no key: the request ran without the ledger.
+    UnprotectedNoKey,
+    /// `400`: a protected request without a key.
+    KeyMissing,
+    /// `400`: a malformed key.
+    KeyInvalid,
+    /// `413`: the body is over `MAX_REQUEST_BODY_BYTES`.
+    TooLarge,
+    /// `400`: the body could not be read to its end.
+    BodyUnreadable,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 18] = [
+        Outcome::Executed,
+        Outcome::TookOver,
+        Outcome::Replayed,
+        Outcome::InUse,
+        Outcome::Reused,
+        Outcome::LedgerFull,
+        Outcome::OriginUnavailable,
+        Outcome::OriginTimeout,
+        Outcome::Released5xx,
+        Outcome::FencedOut,
+        Outcome::CompleteFailed,
+        Outcome::StoreUnavailable,
+        Outcome::Unprotected,
+        Outcome::UnprotectedNoKey,
+        Outcome::KeyMissing,
+        Outcome::KeyInvalid,
+        Outcome::TooLarge,
+        Outcome::BodyUnreadable,
+    ];
+
+    /// The label as it appears in the log line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Executed => "executed",
+            Outcome::TookOver => "took_over",
+            Outcome::Replayed => "replayed",
+            Outcome::InUse => "in_use",
+            Outcome::Reused => "reused",
+            Outcome::LedgerFull => "ledger_full",
+            Outcome::OriginUnavailable => "origin_unavailable",
+            Outcome::OriginTimeout => "origin_timeout",
+            Outcome::Released5xx => "released_5xx",
+            Outcome::FencedOut => "fenced_out",
+            Outcome::CompleteFailed => "complete_failed",
+            Outcome::StoreUnavailable => "store_unavailable",
+            Outcome::Unprotected => "unprotected",
+            Outcome::UnprotectedNoKey => "unprotected_no_key",
+            Outcome::KeyMissing => "key_missing",
+            Outcome::KeyInvalid => "key_invalid",
+            Outcome::TooLarge => "too_large",
+            Outcome::BodyUnreadable => "body_unreadable",
+        }
+    }
+
+    /// The outcome of a run that the ledger recorded.
+    pub fn ran(takeover: bool) -> Outcome {
+        if takeover {
+            Outcome::TookOver
+        } else {
+            Outcome::Executed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_serialise_as_logged_and_are_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for o in Outcome::ALL {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
+            assert!(seen.insert(o.as_str()), "{o:?}");
+        }
+        assert_eq!(Outcome::Released5xx.as_str(), "released_5xx");
+    }
+}

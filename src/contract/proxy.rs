@@ -1,0 +1,127 @@
+//! Proxy mode: what happens to the key once the origin has answered, or
+//! failed to (SPEC §2.5, §2.6).
+//!
+//! Role: the closed decision between completing the key with the origin's
+//! answer, releasing it (a retry runs again), and keeping it in flight
+//! until its lease ends (the outcome is unknown) — and what the caller is
+//! told in each case.
+//!
+//! What must stay true here:
+//! - Release only when nothing can have run to completion: the origin gave
+//!   no response at all, or `RELEASE_ON_5XX=true` and it answered 5xx.
+//! - A timeout keeps the claim: the origin may still be running.
+//! - The caller whose run produced a response always gets that response,
+//!   whatever the ledger then says (stored, fenced out, failed).
+
+use super::Outcome;
+use crate::config::Config;
+use crate::ledger::CompleteOutcome;
+use crate::protocol::{AppResponse, Problem, ProblemKind, StoredResponse};
+use crate::rpc::LedgerError;
+
+/// Why the origin produced no response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OriginFailure {
+    /// No response at all (the fetch threw, the connection was refused).
+    Unreachable,
+    /// No complete response within `ORIGIN_TIMEOUT_SECONDS`.
+    TimedOut,
+}
+
+/// What the gateway does with a claimed key after the origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settle {
+    /// Store this response under the key (at the claim's generation).
+    Complete(StoredResponse),
+    /// Give the key back: the next request with it runs again.
+    Release,
+    /// Leave the key in flight until its lease ends.
+    Keep,
+}
+
+/// The decision after the origin: the ledger step, the caller's answer, and
+/// the planned log outcome (see [`after_completion`] for the final one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AfterOrigin {
+    pub settle: Settle,
+    pub reply: AppResponse,
+    pub outcome: Outcome,
+}
+
+/// Decides what a protected request comes to once the origin has answered
+/// (`Ok`) or failed (`Err`). `takeover` says whether the claim took over an
+/// expired lease.
+pub fn after_origin(
+    result: Result<AppResponse, OriginFailure>,
+    takeover: bool,
+    config: &Config,
+) -> AfterOrigin {
+    match result {
+        Err(OriginFailure::Unreachable) => AfterOrigin {
+            settle: Settle::Release,
+            reply: Problem::new(
+                ProblemKind::OriginUnavailable,
+                "the origin could not be reached; the key was released, so a retry runs again",
+            )
+            .into(),
+            outcome: Outcome::OriginUnavailable,
+        },
+        Err(OriginFailure::TimedOut) => AfterOrigin {
+            settle: Settle::Keep,
+            reply: Problem::new(
+                ProblemKind::OriginTimeout,
+                format!(
+                    "the origin did not answer within {} seconds; the outcome is unknown, so the key stays in flight until its lease ends",
+                    config.origin_timeout_seconds
+                ),
+            )
+            .into(),
+            outcome: Outcome::OriginTimeout,
+        },
+        Ok(response) if response.status >= 500 && config.release_on_5xx => AfterOrigin {
+            settle: Settle::Release,
+            reply: response,
+            outcome: Outcome::Released5xx,
+        },
+        Ok(response) => AfterOrigin {
+            settle: Settle::Complete(StoredResponse::capture(
+                &response,
+                &config.capture_policy(),
+            )),
+            reply: response,
+            outcome: Outcome::ran(takeover),
+        },
+    }
+}
+
+/// The final log outcome once the completion has been tried: a superseded
+/// owner is `fenced_out`, a completion that could not be stored is
+/// `complete_failed`; otherwise the planned outcome stands.
+pub fn after_completion(
+    planned: Outcome,
+    completion: Result<&CompleteOutcome, &LedgerError>,
+) -> Outcome {
+    match completion {
+        Ok(CompleteOutcome::Stored) => planned,
+        Ok(CompleteOutcome::FencedOut { .. }) => Outcome::FencedOut,
+        Err(_) => Outcome::CompleteFailed,
+    }
+}
+
+/// The answer to an unprotected request forwarded to the origin: its
+/// response, or a problem that promises nothing about any key.
+pub fn unprotected_answer(result: Result<AppResponse, OriginFailure>) -> AppResponse {
+    match result {
+        Ok(response) => response,
+        Err(OriginFailure::Unreachable) => Problem::new(
+            ProblemKind::OriginUnavailable,
+            "the origin could not be reached",
+        )
+        .into(),
+        Err(OriginFailure::TimedOut) => Problem::new(
+            ProblemKind::OriginTimeout,
+            "the origin did not answer in time",
+        )
+        .into(),
+    }
+}

@@ -1,0 +1,136 @@
+//! One record as the ledger stores it, and as introspection shows it.
+//!
+//! Role: the only code that reads a row of `idempotency_records` back into
+//! values: the state machine's [`Record`] and the public [`RecordView`].
+//!
+//! What must stay true here: a row the ledger did not write (an unknown
+//! state, a completed record without a status) is a `StoreError::Decode`,
+//! never a panic and never a guess.
+
+use serde::{Deserialize, Serialize};
+
+use super::outcome::KeyState;
+use super::store::{Row, RowExt, StoreError};
+use super::Millis;
+use crate::protocol::{Component, Fingerprint, StoredResponse};
+
+/// A record as introspection shows it (SPEC §2.7). Times are RFC 3339.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordView {
+    pub key: String,
+    pub state: KeyState,
+    pub generation: i64,
+    pub created_at: String,
+    pub expires_at: String,
+    pub lease_expires_at: Option<String>,
+    pub response_status: Option<u16>,
+    pub retained: Option<bool>,
+    pub replays: i64,
+}
+
+/// Renders epoch milliseconds as RFC 3339 with milliseconds, UTC.
+pub fn rfc3339(ms: Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Reads every column [`Record`] needs, by key.
+pub(super) const SELECT_RECORD: &str =
+    "SELECT state, generation, fingerprint, components, lease_expires_at,
+        expires_at, response_status, response_headers, response_body, retained, created_at, replays
+     FROM idempotency_records WHERE key = ?";
+
+/// A record as read by [`SELECT_RECORD`].
+pub(super) struct Record {
+    pub state: KeyState,
+    pub generation: i64,
+    pub fingerprint: String,
+    pub components: String,
+    pub lease_expires_at: Option<Millis>,
+    pub expires_at: Millis,
+    pub response_status: Option<i64>,
+    pub response_headers: Option<String>,
+    pub response_body: Option<Vec<u8>>,
+    pub retained: Option<i64>,
+    pub created_at: Millis,
+    pub replays: i64,
+}
+
+impl Record {
+    pub fn from_row(row: &Row) -> Result<Record, StoreError> {
+        let state = row.text(0)?;
+        Ok(Record {
+            state: KeyState::parse(&state)
+                .ok_or_else(|| StoreError::Decode(format!("unknown record state {state:?}")))?,
+            generation: row.int(1)?,
+            fingerprint: row.text(2)?,
+            components: row.text(3)?,
+            lease_expires_at: row.opt_int(4)?,
+            expires_at: row.int(5)?,
+            response_status: row.opt_int(6)?,
+            response_headers: row.opt_text(7)?,
+            response_body: row.opt_blob(8)?,
+            retained: row.opt_int(9)?,
+            created_at: row.int(10)?,
+            replays: row.int(11)?,
+        })
+    }
+
+    /// The response a completed record replays (moves the body out).
+    pub fn into_stored_response(self) -> Result<StoredResponse, StoreError> {
+        let status = self
+            .response_status
+            .and_then(|s| u16::try_from(s).ok())
+            .ok_or_else(|| StoreError::Decode("completed record without a status".into()))?;
+        let headers: Vec<(String, String)> = match &self.response_headers {
+            Some(json) => serde_json::from_str(json)
+                .map_err(|e| StoreError::Decode(format!("response_headers: {e}")))?,
+            None => Vec::new(),
+        };
+        let body = if self.retained == Some(1) {
+            // SQLite may hand back an empty blob as NULL on some engines.
+            Some(self.response_body.unwrap_or_default())
+        } else {
+            None
+        };
+        Ok(StoredResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    pub fn fingerprint(&self) -> Result<Fingerprint, StoreError> {
+        let components: Vec<Component> = serde_json::from_str(&self.components)
+            .map_err(|e| StoreError::Decode(format!("components: {e}")))?;
+        Ok(Fingerprint {
+            digest: self.fingerprint.clone(),
+            components,
+        })
+    }
+
+    /// What introspection shows of this record.
+    pub fn view(self, key: &str) -> RecordView {
+        let completed = self.state == KeyState::Completed;
+        RecordView {
+            key: key.to_string(),
+            generation: self.generation,
+            created_at: rfc3339(self.created_at),
+            expires_at: rfc3339(self.expires_at),
+            lease_expires_at: if self.state == KeyState::InFlight {
+                self.lease_expires_at.map(rfc3339)
+            } else {
+                None
+            },
+            response_status: if completed {
+                self.response_status.and_then(|s| u16::try_from(s).ok())
+            } else {
+                None
+            },
+            retained: completed.then_some(self.retained == Some(1)),
+            replays: self.replays,
+            state: self.state,
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Counters, stats and the bounded sweep (SPEC §2.7, §4).
+//!
+//! Role: everything the ledger counts and everything that deletes records.
+//!
+//! What must stay true here:
+//! - Counters are named by [`Counter`], never by a string literal, so a
+//!   typo cannot silently lose a count.
+//! - The sweep deletes at most `batch` records, only with `expires_at <=
+//!   now`, through the `expires_at` index, and keeps the record counter
+//!   (the quota's count) in step in the same transaction.
+
+use serde::{Deserialize, Serialize};
+
+use super::outcome::{Counter, KeyState};
+use super::record::rfc3339;
+use super::store::{RowExt, SqlStore, StoreError};
+use super::{Ledger, Millis};
+
+/// Counts kept by the object (SPEC §2.7).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub records: i64,
+    pub in_flight: i64,
+    pub completed: i64,
+    pub released: i64,
+    pub claims: i64,
+    pub replays: i64,
+    pub in_use: i64,
+    pub reused: i64,
+    pub takeovers: i64,
+    pub fenced_out: i64,
+    pub swept: i64,
+    pub next_sweep_at: Option<String>,
+}
+
+impl Stats {
+    fn slot(&mut self, counter: Counter) -> Option<&mut i64> {
+        match counter {
+            Counter::Records => None,
+            Counter::Claims => Some(&mut self.claims),
+            Counter::Replays => Some(&mut self.replays),
+            Counter::InUse => Some(&mut self.in_use),
+            Counter::Reused => Some(&mut self.reused),
+            Counter::Takeovers => Some(&mut self.takeovers),
+            Counter::FencedOut => Some(&mut self.fenced_out),
+            Counter::Swept => Some(&mut self.swept),
+        }
+    }
+}
+
+/// What one sweep batch did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepOutcome {
+    pub deleted: usize,
+    /// The batch was full: more expired records may remain.
+    pub batch_full: bool,
+    /// The earliest `expires_at` still held, if any.
+    pub next_expires_at: Option<Millis>,
+}
+
+impl<S: SqlStore> Ledger<S> {
+    pub(super) fn bump(&self, counter: Counter, by: i64) -> Result<(), StoreError> {
+        self.store.execute(
+            "INSERT INTO ledger_counters (name, value) VALUES (?, ?)
+             ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+            &[counter.name().into(), by.into()],
+        )
+    }
+
+    pub(super) fn counter(&self, counter: Counter) -> Result<i64, StoreError> {
+        let rows = self.store.query(
+            "SELECT value FROM ledger_counters WHERE name = ?",
+            &[counter.name().into()],
+        )?;
+        match rows.first() {
+            Some(row) => row.int(0),
+            None => Ok(0),
+        }
+    }
+
+    /// The earliest `expires_at` held, if any: when the next sweep is due.
+    pub fn next_expires_at(&self) -> Result<Option<Millis>, StoreError> {
+        let rows = self
+            .store
+            .query("SELECT MIN(expires_at) FROM idempotency_records", &[])?;
+        match rows.first() {
+            Some(row) => row.opt_int(0),
+            None => Ok(None),
+        }
+    }
+
+    /// The object's counters and record counts.
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        let mut stats = Stats::default();
+        for row in self
+            .store
+            .query("SELECT name, value FROM ledger_counters", &[])?
+        {
+            let value = row.int(1)?;
+            if let Some(slot) = Counter::parse(&row.text(0)?).and_then(|c| stats.slot(c)) {
+                *slot = value;
+            }
+        }
+        for row in self.store.query(
+            "SELECT state, COUNT(*) FROM idempotency_records GROUP BY state",
+            &[],
+        )? {
+            let count = row.int(1)?;
+            match KeyState::parse(&row.text(0)?) {
+                Some(KeyState::InFlight) => stats.in_flight = count,
+                Some(KeyState::Completed) => stats.completed = count,
+                Some(KeyState::Released) => stats.released = count,
+                None => {}
+            }
+        }
+        stats.records = stats.in_flight + stats.completed + stats.released;
+        stats.next_sweep_at = self.next_expires_at()?.map(rfc3339);
+        Ok(stats)
+    }
+
+    /// The number of records the quota counts (kept as a counter so a claim
+    /// never scans the table).
+    pub fn held_records(&self) -> Result<i64, StoreError> {
+        self.counter(Counter::Records)
+    }
+
+    /// Deletes at most `batch` records with `expires_at <= now`, through the
+    /// `expires_at` index, and says when the next one expires.
+    pub fn sweep(&self, now: Millis, batch: usize) -> Result<SweepOutcome, StoreError> {
+        self.store.atomically(|| {
+            // Guard: expires_at <= now — nothing inside its window is deleted.
+            let rows = self.store.query(
+                "DELETE FROM idempotency_records
+                 WHERE key IN (SELECT key FROM idempotency_records
+                               WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)
+                 RETURNING key",
+                &[now.into(), (batch as i64).into()],
+            )?;
+            let deleted = rows.len();
+            if deleted > 0 {
+                self.bump(Counter::Records, -(deleted as i64))?;
+                self.bump(Counter::Swept, deleted as i64)?;
+            }
+            Ok(SweepOutcome {
+                deleted,
+                batch_full: deleted >= batch,
+                next_expires_at: self.next_expires_at()?,
+            })
+        })
+    }
+}

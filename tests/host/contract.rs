@@ -1,0 +1,598 @@
+//! The gateway's contract on the host: every row of the outcome table
+//! (SPEC §2.5) and the admission rules (SPEC §2.1–§2.4), decided by
+//! `contract` from the answers of a real ledger on rusqlite.
+
+use std::collections::HashMap;
+
+use crate::support::*;
+use idempotency_ledger::config::{Config, FailurePolicy, TokenMap};
+use idempotency_ledger::contract::admission::{
+    self, authenticate, check_body_length, introspection_key, misconfigured,
+};
+use idempotency_ledger::contract::answer::{
+    execute_answer, ledger_failure, lookup_answer, read_failure, refusal_answer, replay,
+    retry_after_seconds, REPLAYED_HEADER,
+};
+use idempotency_ledger::contract::proxy::{after_completion, after_origin, unprotected_answer};
+use idempotency_ledger::contract::{
+    GatewayRoute, LedgerFailure, OriginFailure, Outcome, Protection, RequestHead, Settle,
+};
+use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
+use idempotency_ledger::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, Ledger};
+use idempotency_ledger::orders;
+use idempotency_ledger::protocol::{AppResponse, StoredResponse, PROBLEM_CONTENT_TYPE};
+use idempotency_ledger::rpc::LedgerError;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn config(vars: &[(&str, &str)]) -> Config {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(&|name| map.get(name).cloned()).expect("valid config")
+}
+
+fn header<'a>(r: &'a AppResponse, name: &str) -> Option<&'a str> {
+    r.headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The problem document of an answer, checked to be one.
+fn problem(r: &AppResponse) -> Value {
+    assert_eq!(header(r, "content-type"), Some(PROBLEM_CONTENT_TYPE));
+    let doc: Value = serde_json::from_slice(&r.body).expect("problem JSON");
+    assert_eq!(doc["status"], r.status);
+    assert!(doc["title"].is_string() && doc["detail"].is_string());
+    doc
+}
+
+/// Checks an answer is the problem `slug` at `status`; returns its document.
+fn expect_problem(r: &AppResponse, status: u16, expected: &str) -> Value {
+    assert_eq!((r.status, slug(r)), (status, expected.to_string()));
+    problem(r)
+}
+
+fn slug(r: &AppResponse) -> String {
+    let doc = problem(r);
+    let ty = doc["type"].as_str().expect("type").to_string();
+    ty.rsplit('/').next().unwrap().to_string()
+}
+
+fn origin_response(status: u16, body: &[u8]) -> AppResponse {
+    AppResponse {
+        status,
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("x-trace".into(), "t1".into()),
+        ],
+        body: body.to_vec(),
+    }
+}
+
+/// Claims `key` on the real ledger and answers the refusal as the gateway would.
+fn answer_to_claim(
+    l: &Ledger<RusqliteStore>,
+    key: &str,
+    body: &str,
+    at: i64,
+) -> (AppResponse, Outcome) {
+    match l.claim(key, &fp(body), &policy(), at).unwrap() {
+        ClaimOutcome::Refused(refusal) => refusal_answer(refusal),
+        out @ ClaimOutcome::Claimed { .. } => panic!("expected a refusal, got {out:?}"),
+    }
+}
+
+// --- The outcome table, row by row -------------------------------------
+
+#[test]
+fn first_request_runs_once_and_its_answer_is_returned_in_full() {
+    // Embedded: execute on the real ledger, answered by the contract.
+    let l = ledger();
+    let body = br#"{"sku":"A","quantity":1}"#;
+    let out = l
+        .execute("k", &fp("x"), &policy(), &capture(), 1_000, |s| {
+            orders::handle(s, "POST", "/v1/orders", body, 1_000)
+        })
+        .unwrap();
+    let (answer, outcome) = execute_answer(out);
+    assert_eq!(answer.status, 201);
+    assert_eq!(outcome, Outcome::Executed);
+    assert_eq!(header(&answer, REPLAYED_HEADER), None);
+
+    // Proxy: the origin's answer is stored and returned untouched.
+    let c = config(&[]);
+    let sent = origin_response(201, b"{\"id\":1}");
+    let after = after_origin(Ok(sent.clone()), false, &c);
+    assert_eq!(
+        after.reply, sent,
+        "the caller gets every header, not only stored ones"
+    );
+    assert_eq!(after.outcome, Outcome::Executed);
+    let Settle::Complete(stored) = after.settle else {
+        panic!("expected a completion, got {:?}", after.settle)
+    };
+    assert_eq!(stored.status, 201);
+    assert_eq!(
+        stored.headers,
+        vec![("content-type".to_string(), "application/json".to_string())]
+    );
+    assert_eq!(stored.body.as_deref(), Some(&b"{\"id\":1}"[..]));
+}
+
+#[test]
+fn a_completed_key_replays_the_stored_bytes_marked_replayed() {
+    let l = ledger();
+    let body: Vec<u8> = (0..=255u8).collect();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let stored = StoredResponse {
+        status: 201,
+        headers: vec![("location".into(), "/v1/orders/1".into())],
+        body: Some(body.clone()),
+    };
+    l.complete("k", 1, &stored, RETENTION_MS, 2_000).unwrap();
+    let (answer, outcome) = answer_to_claim(&l, "k", "a", 3_000);
+    assert_eq!(outcome, Outcome::Replayed);
+    assert_eq!(answer.status, 201);
+    assert_eq!(answer.body, body);
+    assert_eq!(header(&answer, "location"), Some("/v1/orders/1"));
+    assert_eq!(header(&answer, REPLAYED_HEADER), Some("true"));
+}
+
+#[test]
+fn a_live_lease_is_409_in_use_with_a_short_retry_after() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let (answer, outcome) = answer_to_claim(&l, "k", "a", 11_000);
+    assert_eq!(outcome, Outcome::InUse);
+    expect_problem(&answer, 409, "idempotency-key-in-use");
+    assert_eq!(header(&answer, "retry-after"), Some("1"));
+    assert_eq!(problem(&answer)["lease_remaining_ms"], LEASE_MS - 10_000);
+}
+
+#[test]
+fn a_different_request_is_422_naming_what_differed() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let (answer, outcome) = answer_to_claim(&l, "k", "b", 2_000);
+    assert_eq!(outcome, Outcome::Reused);
+    expect_problem(&answer, 422, "idempotency-key-reused");
+    assert_eq!(problem(&answer)["differs"], serde_json::json!(["body"]));
+}
+
+#[test]
+fn a_takeover_runs_and_the_superseded_completion_is_fenced_out() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let ClaimOutcome::Claimed {
+        generation,
+        takeover,
+    } = l.claim("k", &fp("a"), &policy(), 1_000 + LEASE_MS).unwrap()
+    else {
+        panic!("expected a takeover")
+    };
+    assert_eq!((generation, takeover), (2, true));
+    let c = config(&[]);
+    let after = after_origin(Ok(origin_response(201, b"second")), takeover, &c);
+    assert_eq!(after.outcome, Outcome::TookOver);
+
+    // The first owner's origin answered too; its completion is fenced out,
+    // and its caller still gets the response its run produced.
+    let first = after_origin(Ok(origin_response(201, b"first")), false, &c);
+    let Settle::Complete(stored) = &first.settle else {
+        panic!("expected a completion")
+    };
+    let completion = l
+        .complete("k", 1, stored, RETENTION_MS, 1_000 + LEASE_MS + 1)
+        .unwrap();
+    assert!(matches!(completion, CompleteOutcome::FencedOut { .. }));
+    assert_eq!(
+        after_completion(first.outcome, Ok(&completion)),
+        Outcome::FencedOut
+    );
+    assert_eq!(first.reply.body, b"first");
+}
+
+#[test]
+fn an_unreachable_origin_releases_the_key_with_502() {
+    let after = after_origin(Err(OriginFailure::Unreachable), false, &config(&[]));
+    assert_eq!(after.settle, Settle::Release);
+    assert_eq!(after.outcome, Outcome::OriginUnavailable);
+    expect_problem(&after.reply, 502, "origin-unavailable");
+}
+
+#[test]
+fn an_origin_timeout_keeps_the_key_in_flight_with_504() {
+    let after = after_origin(
+        Err(OriginFailure::TimedOut),
+        false,
+        &config(&[("ORIGIN_TIMEOUT_SECONDS", "7")]),
+    );
+    assert_eq!(after.settle, Settle::Keep);
+    assert_eq!(after.outcome, Outcome::OriginTimeout);
+    expect_problem(&after.reply, 504, "origin-timeout");
+    assert!(problem(&after.reply)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("7 seconds"));
+}
+
+#[test]
+fn an_oversized_response_is_delivered_once_then_replays_as_a_loud_500() {
+    let c = config(&[("MAX_STORED_BODY_BYTES", "4")]);
+    let after = after_origin(Ok(origin_response(200, b"12345")), false, &c);
+    assert_eq!(
+        after.reply.body, b"12345",
+        "the first caller gets the full body"
+    );
+    let Settle::Complete(stored) = after.settle else {
+        panic!("expected a completion")
+    };
+    assert!(!stored.retained());
+
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    l.complete("k", 1, &stored, RETENTION_MS, 2_000).unwrap();
+    let (answer, outcome) = answer_to_claim(&l, "k", "a", 3_000);
+    assert_eq!(outcome, Outcome::Replayed);
+    expect_problem(&answer, 500, "idempotency-response-not-retained");
+    assert_eq!(problem(&answer)["original_status"], 200);
+    assert_eq!(header(&answer, REPLAYED_HEADER), Some("true"));
+}
+
+#[test]
+fn a_5xx_is_stored_unless_release_on_5xx() {
+    let stored = after_origin(Ok(origin_response(503, b"down")), false, &config(&[]));
+    assert!(matches!(stored.settle, Settle::Complete(ref s) if s.status == 503));
+    assert_eq!(stored.outcome, Outcome::Executed);
+
+    let released = after_origin(
+        Ok(origin_response(503, b"down")),
+        false,
+        &config(&[("RELEASE_ON_5XX", "true")]),
+    );
+    assert_eq!(released.settle, Settle::Release);
+    assert_eq!(released.outcome, Outcome::Released5xx);
+    assert_eq!(released.reply.status, 503, "the 5xx is still passed on");
+    assert_eq!(released.reply.body, b"down");
+
+    // A 4xx is never released, whatever RELEASE_ON_5XX says.
+    let kept = after_origin(
+        Ok(origin_response(499, b"")),
+        false,
+        &config(&[("RELEASE_ON_5XX", "true")]),
+    );
+    assert!(matches!(kept.settle, Settle::Complete(_)));
+}
+
+#[test]
+fn an_unusable_ledger_is_503_closed_and_runs_unprotected_only_when_certainly_unreached() {
+    let unreachable = LedgerError::Unreachable("stub threw".into());
+    let undecodable = LedgerError::Undecodable("expected value".into());
+    for (error, policy) in [
+        (&unreachable, FailurePolicy::Closed),
+        (&undecodable, FailurePolicy::Closed),
+        // The object answered: the call may have been applied.
+        (&undecodable, FailurePolicy::Open),
+    ] {
+        let LedgerFailure::Answer(answer) = ledger_failure(error, policy) else {
+            panic!("{error:?} under {policy:?} must not run unprotected")
+        };
+        expect_problem(&answer, 503, "idempotency-store-unavailable");
+    }
+    assert_eq!(
+        ledger_failure(&unreachable, FailurePolicy::Open),
+        LedgerFailure::RunUnprotected
+    );
+}
+
+#[test]
+fn a_problem_the_object_rendered_is_passed_through() {
+    let refused = LedgerError::Refused {
+        status: 500,
+        problem: serde_json::json!({"type": "https://idempotency-ledger.dev/problems/misconfigured",
+            "title": "t", "status": 500, "detail": "d"}),
+    };
+    for policy in [FailurePolicy::Closed, FailurePolicy::Open] {
+        let LedgerFailure::Answer(answer) = ledger_failure(&refused, policy) else {
+            panic!("a rendered refusal never runs unprotected")
+        };
+        assert_eq!(slug(&answer), "misconfigured");
+    }
+    // A refusal without a problem document is a store failure.
+    let bare = LedgerError::Refused {
+        status: 500,
+        problem: Value::Null,
+    };
+    assert_eq!(slug(&read_failure(&bare)), "idempotency-store-unavailable");
+}
+
+#[test]
+fn a_full_ledger_is_429_with_retry_after_in_whole_seconds() {
+    let l = ledger();
+    let mut p = policy();
+    p.max_keys = 1;
+    l.claim("a", &fp("a"), &p, 1_000).unwrap();
+    let ClaimOutcome::Refused(refusal) = l.claim("b", &fp("b"), &p, 2_000).unwrap() else {
+        panic!("a new key beyond the quota must be refused")
+    };
+    let (answer, outcome) = refusal_answer(refusal);
+    assert_eq!(outcome, Outcome::LedgerFull);
+    expect_problem(&answer, 429, "idempotency-ledger-full");
+    let expected = retry_after_seconds(1_000 + RETENTION_MS - 2_000);
+    assert_eq!(
+        header(&answer, "retry-after"),
+        Some(expected.to_string().as_str())
+    );
+    assert_eq!(retry_after_seconds(1), 1);
+    assert_eq!(retry_after_seconds(1_000), 1);
+    assert_eq!(retry_after_seconds(1_001), 2);
+}
+
+#[test]
+fn execute_answers_refusals_exactly_as_claim_does() {
+    let l = ledger();
+    let run = |at| {
+        l.execute("k", &fp("x"), &policy(), &capture(), at, |s| {
+            orders::handle(s, "POST", "/v1/orders", br#"{"sku":"A","quantity":1}"#, at)
+        })
+        .unwrap()
+    };
+    run(1_000);
+    let ExecuteOutcome::Refused(refusal) = run(2_000) else {
+        panic!("expected a replay")
+    };
+    let (answer, outcome) = execute_answer(ExecuteOutcome::Refused(refusal.clone()));
+    assert_eq!(outcome, Outcome::Replayed);
+    assert_eq!(refusal_answer(refusal).0, answer);
+    assert_eq!(header(&answer, REPLAYED_HEADER), Some("true"));
+}
+
+#[test]
+fn a_failed_completion_is_complete_failed_and_the_caller_keeps_its_answer() {
+    let err = LedgerError::Unreachable("gone".into());
+    assert_eq!(
+        after_completion(Outcome::Executed, Err(&err)),
+        Outcome::CompleteFailed
+    );
+    assert_eq!(
+        after_completion(Outcome::TookOver, Ok(&CompleteOutcome::Stored)),
+        Outcome::TookOver
+    );
+}
+
+#[test]
+fn unprotected_forwarding_promises_nothing_about_keys() {
+    let ok = origin_response(200, b"x");
+    assert_eq!(unprotected_answer(Ok(ok.clone())), ok);
+    let down = unprotected_answer(Err(OriginFailure::Unreachable));
+    assert_eq!(
+        (down.status, slug(&down)),
+        (502, "origin-unavailable".to_string())
+    );
+    let late = unprotected_answer(Err(OriginFailure::TimedOut));
+    assert_eq!(
+        (late.status, slug(&late)),
+        (504, "origin-timeout".to_string())
+    );
+}
+
+#[test]
+fn lookups_answer_the_record_or_404() {
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    let found = lookup_answer(l.lookup("k", 2_000).unwrap());
+    assert_eq!(found.status, 200);
+    let doc: Value = serde_json::from_slice(&found.body).unwrap();
+    assert_eq!(doc["state"], "in_flight");
+    let missing = lookup_answer(l.lookup("nope", 2_000).unwrap());
+    assert_eq!(
+        (missing.status, slug(&missing)),
+        (404, "not-found".to_string())
+    );
+}
+
+#[test]
+fn replaying_a_null_body_status_sends_no_body() {
+    let answer = replay(StoredResponse {
+        status: 204,
+        headers: vec![],
+        body: Some(vec![]),
+    });
+    assert_eq!(answer.status, 204);
+    assert!(answer.body.is_empty());
+    assert_eq!(header(&answer, REPLAYED_HEADER), Some("true"));
+}
+
+// --- Admission --------------------------------------------------------
+
+fn tokens() -> TokenMap {
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    TokenMap::parse(&format!(r#"{{"{acme}":"acme"}}"#)).unwrap()
+}
+
+fn unauthorized(header_value: Option<&str>) -> AppResponse {
+    let problem = authenticate(header_value, &tokens()).expect_err("must be refused");
+    let answer = AppResponse::from(&problem);
+    expect_problem(&answer, 401, "unauthorized");
+    assert_eq!(header(&answer, "www-authenticate"), Some("Bearer"));
+    answer
+}
+
+#[test]
+fn the_bearer_scheme_is_case_insensitive_and_the_token_trimmed() {
+    for value in [
+        "Bearer dev-token-acme",
+        "bearer dev-token-acme",
+        "BEARER dev-token-acme",
+        "Bearer   dev-token-acme  ",
+        " Bearer dev-token-acme",
+    ] {
+        assert_eq!(
+            authenticate(Some(value), &tokens()).as_deref(),
+            Ok("acme"),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn missing_empty_foreign_or_unknown_credentials_are_401() {
+    for value in [
+        None,
+        Some(""),
+        Some("Bearer"),
+        Some("Bearer "),
+        Some("Bearer \t "),
+        Some("Basic ZGV2LXRva2VuLWFjbWU="),
+        Some("Token dev-token-acme"),
+        Some("Bearerdev-token-acme"),
+        Some("Bearer dev-token-acmE"),
+        Some("Bearer dev-token-globex"),
+        Some("dev-token-acme"),
+    ] {
+        unauthorized(value);
+    }
+}
+
+#[test]
+fn only_get_and_head_health_skip_authentication() {
+    assert_eq!(admission::route("GET", "/health"), GatewayRoute::Health);
+    assert_eq!(admission::route("HEAD", "/health"), GatewayRoute::Health);
+    assert_eq!(
+        admission::route("POST", "/health"),
+        GatewayRoute::Application
+    );
+    assert_eq!(
+        admission::route("GET", "/health/"),
+        GatewayRoute::Application
+    );
+    assert_eq!(
+        admission::route("GET", "/v1/idempotency-keys/a%20b"),
+        GatewayRoute::KeyIntrospection("a%20b")
+    );
+    assert_eq!(
+        admission::route("GET", "/v1/idempotency/stats"),
+        GatewayRoute::Stats
+    );
+    assert_eq!(
+        admission::route("POST", "/v1/idempotency/stats"),
+        GatewayRoute::Application
+    );
+}
+
+fn head<'a>(method: &'a str, length: Option<&'a str>, key: Option<&'a str>) -> RequestHead<'a> {
+    RequestHead {
+        method,
+        content_length: length,
+        idempotency_key: key,
+    }
+}
+
+#[test]
+fn a_declared_body_over_the_limit_is_413_before_the_key_is_read() {
+    let c = config(&[("MAX_REQUEST_BODY_BYTES", "10")]);
+    let r = admission::admit(&head("POST", Some("11"), Some("\"bad")), &c).unwrap_err();
+    assert_eq!(r.outcome, Outcome::TooLarge);
+    let answer = AppResponse::from(&r.problem);
+    assert_eq!(
+        (answer.status, slug(&answer)),
+        (413, "request-too-large".to_string())
+    );
+    // Unprotected methods are bounded too.
+    assert!(admission::admit(&head("PUT", Some("11"), None), &c).is_err());
+}
+
+#[test]
+fn a_missing_or_unparsable_content_length_defers_to_the_real_length() {
+    let c = config(&[("MAX_REQUEST_BODY_BYTES", "10")]);
+    for length in [
+        None,
+        Some(""),
+        Some("abc"),
+        Some("-1"),
+        Some("10, 10"),
+        Some(" 10 "),
+    ] {
+        assert_eq!(
+            admission::admit(&head("POST", length, Some("k")), &c),
+            Ok(Protection::Keyed("k".into())),
+            "{length:?}"
+        );
+    }
+    assert!(check_body_length(10, &c).is_ok());
+    let r = check_body_length(11, &c).unwrap_err();
+    assert_eq!(r.outcome, Outcome::TooLarge);
+}
+
+#[test]
+fn protected_methods_need_a_valid_key() {
+    let c = config(&[]);
+    let r = admission::admit(&head("POST", None, None), &c).unwrap_err();
+    assert_eq!(r.outcome, Outcome::KeyMissing);
+    assert_eq!(
+        slug(&AppResponse::from(&r.problem)),
+        "idempotency-key-missing"
+    );
+    for bad in ["", "\"open", "a, b", "\"a\\x\"", "\u{7f}"] {
+        let r = admission::admit(&head("PATCH", None, Some(bad)), &c).unwrap_err();
+        assert_eq!(r.outcome, Outcome::KeyInvalid, "{bad:?}");
+        assert_eq!(
+            slug(&AppResponse::from(&r.problem)),
+            "idempotency-key-invalid"
+        );
+    }
+    assert_eq!(
+        admission::admit(&head("POST", None, Some("\"a,b\";x=1")), &c),
+        Ok(Protection::Keyed("a,b".into()))
+    );
+}
+
+#[test]
+fn unprotected_methods_and_optional_keys_run_without_the_ledger() {
+    let c = config(&[]);
+    // An unprotected method ignores even a malformed key.
+    let p = admission::admit(&head("GET", None, Some("\"bad")), &c).unwrap();
+    assert_eq!(p, Protection::Unprotected);
+    assert!(!p.is_logged());
+    let optional = config(&[("IDEMPOTENCY_REQUIRED", "false")]);
+    let p = admission::admit(&head("POST", None, None), &optional).unwrap();
+    assert_eq!(p, Protection::UnprotectedNoKey);
+    assert!(p.is_logged());
+    // The raw method is compared: a lowercase method is not protected.
+    assert_eq!(
+        admission::admit(&head("post", None, None), &c),
+        Ok(Protection::Unprotected)
+    );
+}
+
+#[test]
+fn introspection_keys_are_percent_decoded_and_validated() {
+    assert_eq!(
+        introspection_key("order%2F7%20a").as_deref(),
+        Ok("order/7 a")
+    );
+    for bad in ["", "%FF", "%00", &"k".repeat(256)] {
+        let problem = introspection_key(bad).unwrap_err();
+        assert_eq!(
+            slug(&AppResponse::from(&problem)),
+            "idempotency-key-invalid",
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn misconfiguration_is_500_and_never_names_a_secret_value() {
+    let answer = AppResponse::from(&misconfigured("API_TOKENS"));
+    assert_eq!(
+        (answer.status, slug(&answer)),
+        (500, "misconfigured".to_string())
+    );
+    assert!(problem(&answer)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("API_TOKENS"));
+}
