@@ -26,6 +26,17 @@ pub enum FailurePolicy {
     Open,
 }
 
+/// The least severe log lines written (`LOG_LEVEL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Everything, including one line per protected request (the default).
+    Info,
+    /// Warnings and errors only: no per-request line.
+    Warn,
+    /// Errors only.
+    Error,
+}
+
 /// Every setting of SPEC §5 except the tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -47,6 +58,7 @@ pub struct Config {
     pub origin_timeout_seconds: u64,
     /// Base URL of the origin in proxy mode, if configured by variable.
     pub origin_url: Option<String>,
+    pub log_level: LogLevel,
 }
 
 /// An invalid variable: its name and what is wrong with it.
@@ -164,6 +176,17 @@ impl Config {
                 ))
             }
         };
+        let log_level = match get("LOG_LEVEL").as_deref().map(str::trim) {
+            None | Some("info") => LogLevel::Info,
+            Some("warn") => LogLevel::Warn,
+            Some("error") => LogLevel::Error,
+            Some(other) => {
+                return Err(err(
+                    "LOG_LEVEL",
+                    format!("{other:?} is not info, warn or error"),
+                ))
+            }
+        };
         let origin_url = match get("ORIGIN_URL").map(|s| s.trim().to_string()) {
             None => None,
             Some(s) if s.is_empty() => None,
@@ -211,6 +234,7 @@ impl Config {
             failure_policy,
             origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
             origin_url,
+            log_level,
         })
     }
 
@@ -325,6 +349,7 @@ mod tests {
         assert_eq!(c.failure_policy, FailurePolicy::Closed);
         assert_eq!(c.origin_timeout_seconds, 30);
         assert_eq!(c.origin_url, None);
+        assert_eq!(c.log_level, LogLevel::Info);
         assert!(c.warnings().is_empty());
     }
 
@@ -340,10 +365,19 @@ mod tests {
             ("PROTECTED_METHODS", " , "),
             ("MAX_STORED_BODY_BYTES", "3000000"),
             ("ORIGIN_URL", "ftp://x"),
+            ("LOG_LEVEL", "debug"),
+            ("LOG_LEVEL", "WARN"),
         ] {
             let e = parse(&[(name, value)]).unwrap_err();
             assert_eq!(e.variable, name, "{value}");
         }
+    }
+
+    #[test]
+    fn log_levels_parse_and_order_by_severity() {
+        assert_eq!(parse(&[("LOG_LEVEL", "warn")]).unwrap().log_level, LogLevel::Warn);
+        assert_eq!(parse(&[("LOG_LEVEL", " error ")]).unwrap().log_level, LogLevel::Error);
+        assert!(LogLevel::Info < LogLevel::Warn && LogLevel::Warn < LogLevel::Error);
     }
 
     #[test]

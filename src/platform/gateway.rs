@@ -46,6 +46,7 @@ thread_local! {
 
 fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
     let config = Config::from_lookup(&config_lookup(env))?;
+    log::set_level(config.log_level);
     for warning in config.warnings() {
         log::warn("idempotency.config_warning", fields! {"warning" => warning});
     }
@@ -78,7 +79,7 @@ pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Resp
     log::install_panic_hook();
     let started = now_ms();
     let (response, line) = handle(req, &env).await;
-    if let Some(line) = line {
+    if let Some(line) = line.filter(|_| log::info_enabled()) {
         log::info(
             "idempotency.request",
             fields! {

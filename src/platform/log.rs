@@ -11,7 +11,32 @@
 //! *chains* to the hook it finds: a panic first writes one JSON line
 //! (`idempotency.panic`), then workers-rs does what it always does.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use serde_json::{Map, Value};
+
+use crate::config::LogLevel;
+
+/// The isolate's `LOG_LEVEL` (info until a configuration is loaded). Both
+/// the gateway and the object set it from the same variables.
+static LEVEL: AtomicU8 = AtomicU8::new(0);
+
+fn rank(level: LogLevel) -> u8 {
+    match level {
+        LogLevel::Info => 0,
+        LogLevel::Warn => 1,
+        LogLevel::Error => 2,
+    }
+}
+
+/// Sets the least severe level written from now on in this isolate.
+pub fn set_level(level: LogLevel) {
+    LEVEL.store(rank(level), Ordering::Relaxed);
+}
+
+fn enabled(level: LogLevel) -> bool {
+    rank(level) >= LEVEL.load(Ordering::Relaxed)
+}
 use sha2::{Digest, Sha256};
 
 /// The first 12 hex characters of the SHA-256 of `value`: enough to
@@ -22,13 +47,24 @@ pub fn short_hash(value: &str) -> String {
     hex
 }
 
+/// Is a line at info level written? (Callers skip building its fields when not.)
+pub fn info_enabled() -> bool {
+    enabled(LogLevel::Info)
+}
+
 /// Writes one JSON line at info level.
 pub fn info(event: &str, fields: Map<String, Value>) {
+    if !enabled(LogLevel::Info) {
+        return;
+    }
     worker::console_log!("{}", line(event, fields));
 }
 
 /// Writes one JSON line at warning level.
 pub fn warn(event: &str, fields: Map<String, Value>) {
+    if !enabled(LogLevel::Warn) {
+        return;
+    }
     worker::console_warn!("{}", line(event, fields));
 }
 

@@ -75,6 +75,9 @@ impl DurableObject for TenantLedger {
             .and_then(|_| orders::migrate(ledger.store()))
             .map_err(|e| e.to_string());
         let config = Config::from_lookup(&config_lookup(&env));
+        if let Ok(c) = &config {
+            log::set_level(c.log_level);
+        }
         TenantLedger {
             state,
             ledger,

@@ -2,7 +2,7 @@
 // values failing loudly, no demo-token fallback, and the request bounds.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, orderInit, json, slug, orders, wranglerVars } from "./harness.mjs";
+import { startGateway, orderInit, json, slug, orders, wranglerVars, eventually } from "./harness.mjs";
 
 test("wrangler.toml publishes the SPEC defaults", () => {
   assert.deepEqual(wranglerVars(), {
@@ -11,6 +11,7 @@ test("wrangler.toml publishes the SPEC defaults", () => {
     PROTECTED_METHODS: "POST,PATCH", FINGERPRINT_HEADERS: "content-type",
     STORED_RESPONSE_HEADERS: "content-type,location,etag", RELEASE_ON_5XX: "false",
     MAX_KEYS_PER_TENANT: "1000000", FAILURE_POLICY: "closed", ORIGIN_TIMEOUT_SECONDS: "30",
+    LOG_LEVEL: "info",
   });
 });
 
@@ -25,7 +26,7 @@ test("without API_TOKENS the Worker is misconfigured and never accepts the demo 
 });
 
 test("an invalid variable answers 500 misconfigured naming it", async () => {
-  for (const vars of [{ LEASE_SECONDS: "soon" }, { STORED_RESPONSE_HEADERS: "content-type,set-cookie" }, { FAILURE_POLICY: "maybe" }]) {
+  for (const vars of [{ LEASE_SECONDS: "soon" }, { STORED_RESPONSE_HEADERS: "content-type,set-cookie" }, { FAILURE_POLICY: "maybe" }, { LOG_LEVEL: "debug" }]) {
     const gw = await startGateway({ vars });
     try {
       const r = await json(await gw.request("/v1/orders", orderInit({ key: "k" })));
@@ -89,4 +90,27 @@ test("FINGERPRINT_HEADERS: a header that selects behaviour is part of the reques
     const same = await send("2026-01-01");
     assert.equal(same.headers["idempotent-replayed"], "true");
   } finally { await gw.dispose(); }
+});
+
+test("LOG_LEVEL=warn drops the per-request info line and keeps warnings", async () => {
+  // Proxy mode against a closed port: each request writes a warning
+  // (idempotency.origin_unavailable) and, at info, a request line after it.
+  // Console output arrives in order, so once the second warning is here the
+  // first request's info line would have been too.
+  const quiet = await startGateway({ vars: { LOG_LEVEL: "warn", ORIGIN_URL: "http://127.0.0.1:9" } });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const r = await json(await quiet.request("/v1/orders", orderInit({ key: "quiet-1" })));
+      assert.equal(r.status, 502);
+      assert.equal(slug(r.json), "origin-unavailable");
+    }
+    await eventually(() => quiet.events("idempotency.origin_unavailable").length === 2);
+    assert.deepEqual(quiet.events("idempotency.request"), [], "no info line at warn");
+  } finally { await quiet.dispose(); }
+  const chatty = await startGateway();
+  try {
+    assert.equal((await chatty.request("/v1/orders", orderInit({ key: "chatty-1" }))).status, 201);
+    await eventually(() => chatty.events("idempotency.request").length === 1);
+    assert.equal(chatty.events("idempotency.request")[0].outcome, "executed");
+  } finally { await chatty.dispose(); }
 });

@@ -1,0 +1,179 @@
+// HTTP benchmark: the product against a floor, one server at a time.
+//
+//   npm run bench:http [-- --duration 8 --warmup 3 --connections 16 --rounds 2]
+//
+// Starts, one after another, each under `wrangler dev` on 127.0.0.1 with a
+// fresh state directory:
+//   - the floor (bench/floor): a bare JS Worker + SQLite Durable Object doing
+//     the same order INSERT with no idempotency;
+//   - the product (`scripts/dev.sh`, i.e. `npm run dev`) with LOG_LEVEL=info
+//     (the default) and with LOG_LEVEL=warn, and with the replay cache off.
+// Against each it runs the same autocannon scenarios — fresh key, replay,
+// mismatch, /health — after a warm-up, `rounds` times, and prints req/s,
+// p50 and p99 and the ratio to the floor measured in the same run. This
+// machine is shared and noisy: the ratios are the figure, not the req/s.
+// Every request's status is checked; a scenario that answers anything else
+// than its expected status fails the benchmark.
+import autocannon from "autocannon";
+import { spawn } from "node:child_process";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const { values: opts } = parseArgs({
+  options: {
+    duration: { type: "string", default: "8" },
+    warmup: { type: "string", default: "3" },
+    connections: { type: "string", default: "16" },
+    rounds: { type: "string", default: "2" },
+    port: { type: "string", default: "8799" },
+    only: { type: "string" },
+  },
+});
+const DURATION = Number(opts.duration);
+const WARMUP = Number(opts.warmup);
+const CONNECTIONS = Number(opts.connections);
+const ROUNDS = Number(opts.rounds);
+const PORT = Number(opts.port);
+const BASE = `http://127.0.0.1:${PORT}`;
+const AUTH = "Bearer dev-token-acme";
+const ORDER = JSON.stringify({ sku: "BENCH-1", quantity: 2 });
+const OTHER = JSON.stringify({ sku: "BENCH-2", quantity: 3 });
+const JSON_HEADERS = { authorization: AUTH, "content-type": "application/json" };
+
+const servers = [
+  {
+    name: "floor (JS DO, no idempotency)",
+    floor: true,
+    command: ["node_modules/.bin/wrangler", ["dev", "-c", "bench/floor/wrangler.toml", "--ip", "127.0.0.1", "--port", String(PORT), "--log-level", "warn"]],
+    setup: () => copyFileSync(join(ROOT, ".dev.vars.example"), join(ROOT, "bench/floor/.dev.vars")),
+  },
+  { name: "product, LOG_LEVEL=info (default)", vars: { LOG_LEVEL: "info" } },
+  { name: "product, LOG_LEVEL=warn", vars: { LOG_LEVEL: "warn" } },
+  { name: "product, LOG_LEVEL=warn, REPLAY_CACHE_BYTES=0", vars: { LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0" } },
+].filter((s) => !opts.only || s.name.includes(opts.only));
+
+let run = 0;
+const unique = () => `bench-${process.pid}-${Date.now()}-${run++}`;
+
+/** The scenarios: each returns autocannon options and its expected status. */
+const scenarios = {
+  fresh: async () => {
+    const prefix = unique();
+    let n = 0;
+    return {
+      expect: 201,
+      options: {
+        url: `${BASE}/v1/orders`,
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: ORDER,
+        requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, "idempotency-key": `${prefix}-${n++}` } }) }],
+      },
+    };
+  },
+  replay: async () => {
+    const key = unique();
+    const headers = { ...JSON_HEADERS, "idempotency-key": key };
+    const first = await fetch(`${BASE}/v1/orders`, { method: "POST", headers, body: ORDER });
+    if (first.status !== 201) throw new Error(`seeding the replay key answered ${first.status}`);
+    return { expect: 201, options: { url: `${BASE}/v1/orders`, method: "POST", headers, body: ORDER } };
+  },
+  mismatch: async () => {
+    const key = unique();
+    const headers = { ...JSON_HEADERS, "idempotency-key": key };
+    const first = await fetch(`${BASE}/v1/orders`, { method: "POST", headers, body: ORDER });
+    if (first.status !== 201) throw new Error(`seeding the mismatch key answered ${first.status}`);
+    return { expect: 422, options: { url: `${BASE}/v1/orders`, method: "POST", headers, body: OTHER } };
+  },
+  health: async () => ({ expect: 200, options: { url: `${BASE}/health` } }),
+};
+const FLOOR_SCENARIOS = ["fresh", "health"];
+
+function cannon(options, duration) {
+  return new Promise((resolve, reject) => {
+    autocannon({ ...options, connections: CONNECTIONS, duration, pipelining: 1 }, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
+async function measure(name) {
+  const warm = await scenarios[name]();
+  await cannon(warm.options, WARMUP);
+  const rounds = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const { expect, options } = await scenarios[name]();
+    const r = await cannon(options, DURATION);
+    const codes = r.statusCodeStats ?? {};
+    const wrong = Object.entries(codes).filter(([code]) => Number(code) !== expect);
+    if (wrong.length || r.errors || r.timeouts) {
+      throw new Error(`${name}: expected only ${expect}, got ${JSON.stringify(codes)} errors=${r.errors} timeouts=${r.timeouts}`);
+    }
+    rounds.push({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 });
+  }
+  const mean = (k) => rounds.reduce((a, r) => a + r[k], 0) / rounds.length;
+  return { rps: mean("rps"), p50: mean("p50"), p99: mean("p99"), rounds };
+}
+
+async function waitForHealth(child, deadlineMs = 180_000) {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      const r = await fetch(`${BASE}/health`);
+      if (r.status === 200) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error("server did not answer /health in time");
+}
+
+async function withServer(server, body) {
+  const state = mkdtempSync(join(tmpdir(), "bench-state-"));
+  server.setup?.();
+  const [cmd, args] = server.command ?? ["bash", ["scripts/dev.sh", "--persist-to", state, "--log-level", "warn",
+    ...Object.entries(server.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`])]];
+  const child = spawn(cmd, server.command ? [...args, "--persist-to", state] : args, {
+    cwd: ROOT, env: { ...process.env, PORT: String(PORT), WRANGLER_SEND_METRICS: "false" },
+    stdio: ["ignore", "ignore", "inherit"], detached: true,
+  });
+  try {
+    await waitForHealth(child);
+    return await body();
+  } finally {
+    try { process.kill(-child.pid, "SIGTERM"); } catch {}
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
+    rmSync(state, { recursive: true, force: true });
+  }
+}
+
+const results = [];
+for (const server of servers) {
+  process.stderr.write(`== ${server.name}\n`);
+  const names = server.floor ? FLOOR_SCENARIOS : Object.keys(scenarios);
+  const measured = await withServer(server, async () => {
+    const out = {};
+    for (const name of names) {
+      out[name] = await measure(name);
+      process.stderr.write(`   ${name}: ${out[name].rounds.map((r) => r.rps.toFixed(0)).join(" / ")} req/s\n`);
+    }
+    return out;
+  });
+  results.push({ server, measured });
+}
+
+const floor = results.find((r) => r.server.floor)?.measured;
+const fmt = (n, d = 0) => (n === undefined ? "—" : n.toFixed(d));
+console.log(`\nautocannon, ${CONNECTIONS} connections, ${DURATION} s x ${ROUNDS} rounds after a ${WARMUP} s warm-up, one server at a time`);
+console.log("| server | scenario | req/s | p50 ms | p99 ms | vs floor |");
+console.log("|---|---|---|---|---|---|");
+for (const { server, measured } of results) {
+  for (const [name, m] of Object.entries(measured)) {
+    const ref = name === "health" ? floor?.health : floor?.fresh;
+    const ratio = ref ? `${(m.rps / ref.rps).toFixed(2)}x` : "—";
+    const p99 = ref && name !== "health" ? ` (${(m.p99 / ref.p99).toFixed(2)}x)` : "";
+    console.log(`| ${server.name} | ${name} | ${fmt(m.rps)} | ${fmt(m.p50, 1)} | ${fmt(m.p99, 1)}${p99} | ${ratio} |`);
+  }
+}
+console.log("\n`vs floor`: POST scenarios against the floor's fresh POST, /health against the floor's /health; p99 ratio in brackets.");
