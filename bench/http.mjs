@@ -53,7 +53,7 @@ const servers = [
   { name: "product, LOG_LEVEL=info (default)", vars: { LOG_LEVEL: "info" } },
   { name: "product, LOG_LEVEL=warn", vars: { LOG_LEVEL: "warn" } },
   { name: "product, LOG_LEVEL=warn, REPLAY_CACHE_BYTES=0", vars: { LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0" } },
-].filter((s) => !opts.only || s.name.includes(opts.only));
+].filter((s) => !opts.only || s.floor || s.name.includes(opts.only));
 
 let run = 0;
 const unique = () => `bench-${process.pid}-${Date.now()}-${run++}`;

@@ -375,8 +375,14 @@ mod tests {
 
     #[test]
     fn log_levels_parse_and_order_by_severity() {
-        assert_eq!(parse(&[("LOG_LEVEL", "warn")]).unwrap().log_level, LogLevel::Warn);
-        assert_eq!(parse(&[("LOG_LEVEL", " error ")]).unwrap().log_level, LogLevel::Error);
+        assert_eq!(
+            parse(&[("LOG_LEVEL", "warn")]).unwrap().log_level,
+            LogLevel::Warn
+        );
+        assert_eq!(
+            parse(&[("LOG_LEVEL", " error ")]).unwrap().log_level,
+            LogLevel::Error
+        );
         assert!(LogLevel::Info < LogLevel::Warn && LogLevel::Warn < LogLevel::Error);
     }
 

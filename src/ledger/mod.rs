@@ -17,6 +17,7 @@
 //! - Time is always the caller-supplied `now` of the *object's* clock.
 
 pub mod outcome;
+pub mod pending;
 pub mod record;
 pub mod schema;
 pub mod stats;
@@ -25,11 +26,14 @@ pub mod store;
 #[cfg(feature = "host-sqlite")]
 pub mod rusqlite_store;
 
+use std::cell::RefCell;
+
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
 pub use outcome::{
     ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,
     ReleaseOutcome,
 };
+use pending::Pending;
 pub use record::{rfc3339, RecordView};
 use record::{Record, SELECT_RECORD};
 pub use stats::{Stats, SweepOutcome};
@@ -57,11 +61,17 @@ pub struct ClaimPolicy {
 /// The ledger over one tenant's SQLite database.
 pub struct Ledger<S> {
     store: S,
+    /// Refusal counts not yet written (see [`pending`]): replays, 409s and
+    /// 422s are read-only in SQLite.
+    pending: RefCell<Pending>,
 }
 
 impl<S: SqlStore> Ledger<S> {
     pub fn new(store: S) -> Ledger<S> {
-        Ledger { store }
+        Ledger {
+            store,
+            pending: RefCell::new(Pending::default()),
+        }
     }
 
     /// The store underneath, for colocated application tables.
@@ -103,6 +113,7 @@ impl<S: SqlStore> Ledger<S> {
     ) -> Result<ClaimOutcome, StoreError> {
         let generation = Self::returned_generation(rows)?
             .ok_or_else(|| StoreError::Sql(format!("{what} changed under its claim")))?;
+        self.flush_pending()?;
         self.bump(Counter::Claims, 1)?;
         if takeover {
             self.bump(Counter::Takeovers, 1)?;
@@ -129,19 +140,14 @@ impl<S: SqlStore> Ledger<S> {
                 return self.claim_expired(key, fp, policy, now);
             }
             if record.fingerprint != fp.digest {
-                self.bump(Counter::Reused, 1)?;
+                self.refused(Counter::Reused, None, now)?;
                 let differs = record.fingerprint()?.differs_from(fp);
                 return Ok(ClaimOutcome::Refused(Refusal::Mismatch { differs }));
             }
             match record.state {
                 KeyState::Completed => {
-                    // Guard: only a completed record is replayed.
-                    self.store.execute(
-                        "UPDATE idempotency_records SET replays = replays + 1
-                         WHERE key = ? AND state = 'completed'",
-                        &[key.into()],
-                    )?;
-                    self.bump(Counter::Replays, 1)?;
+                    // Read-only: the replay is counted in memory (see `pending`).
+                    self.refused(Counter::Replays, Some((key, record.generation)), now)?;
                     Ok(ClaimOutcome::Refused(Refusal::Completed {
                         generation: record.generation,
                         response: record.into_stored_response()?,
@@ -150,7 +156,7 @@ impl<S: SqlStore> Ledger<S> {
                 KeyState::Released => self.reclaim_released(key, policy, now),
                 KeyState::InFlight => match record.lease_expires_at {
                     Some(lease_end) if lease_end > now => {
-                        self.bump(Counter::InUse, 1)?;
+                        self.refused(Counter::InUse, None, now)?;
                         Ok(ClaimOutcome::Refused(Refusal::InFlight {
                             generation: record.generation,
                             retry_after_ms: lease_end - now,
@@ -308,6 +314,7 @@ impl<S: SqlStore> Ledger<S> {
             .map_err(|e| StoreError::Decode(e.to_string()))?;
         let retained = i64::from(response.retained());
         self.store.atomically(|| {
+            self.flush_pending()?;
             // Guard: in flight at the caller's generation. A late completion
             // with no takeover since is still accepted: nobody else ran.
             let rows = self.store.query(
@@ -342,6 +349,7 @@ impl<S: SqlStore> Ledger<S> {
     /// Never deletes the record and never resets its generation.
     pub fn release(&self, key: &str, generation: i64) -> Result<ReleaseOutcome, StoreError> {
         self.store.atomically(|| {
+            self.flush_pending()?;
             // Guard: in flight at the caller's generation.
             let rows = self.store.query(
                 "UPDATE idempotency_records
@@ -400,6 +408,7 @@ impl<S: SqlStore> Ledger<S> {
 
     /// The record for `key`, unless absent or past its retention window.
     pub fn lookup(&self, key: &str, now: Millis) -> Result<Option<RecordView>, StoreError> {
+        self.flush_pending()?;
         Ok(self
             .read(key)?
             .filter(|r| r.expires_at > now)

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::outcome::{Counter, KeyState};
+use super::pending::Pending;
 use super::record::rfc3339;
 use super::store::{RowExt, SqlStore, StoreError};
 use super::{Ledger, Millis};
@@ -78,6 +79,64 @@ impl<S: SqlStore> Ledger<S> {
         }
     }
 
+    /// Counts a refusal in memory; writes the pending counts once they are
+    /// due (see [`super::pending`]).
+    pub(super) fn refused(
+        &self,
+        counter: Counter,
+        replayed: Option<(&str, i64)>,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let due = {
+            let mut pending = self.pending.borrow_mut();
+            pending.count(counter, replayed, now);
+            pending.is_due(now)
+        };
+        if due {
+            self.flush_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Adds `n` replays of `key` (completed at `generation`) that were
+    /// answered without asking the ledger (a gateway's replay cache). They
+    /// are written with the next flush, like the ledger's own.
+    pub fn add_replays(&self, key: &str, generation: i64, n: i64, now: Millis) {
+        self.pending
+            .borrow_mut()
+            .add_replays(key, generation, n, now);
+    }
+
+    /// Writes the counts kept in memory, in the caller's transaction if it
+    /// has one. If the write fails the counts are kept for the next flush.
+    pub fn flush_pending(&self) -> Result<(), StoreError> {
+        if self.pending.borrow().is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        let written = self.store.atomically(|| self.write_pending(&pending));
+        if written.is_err() {
+            self.pending.borrow_mut().merge(pending);
+        }
+        written
+    }
+
+    fn write_pending(&self, pending: &Pending) -> Result<(), StoreError> {
+        for (counter, n) in &pending.counters {
+            self.bump(*counter, *n)?;
+        }
+        for ((key, generation), n) in &pending.replays {
+            // Guard: the record that was replayed, still completed at the
+            // generation that was replayed (never a reborn record).
+            self.store.execute(
+                "UPDATE idempotency_records SET replays = replays + ?
+                 WHERE key = ? AND generation = ? AND state = 'completed'",
+                &[(*n).into(), key.as_str().into(), (*generation).into()],
+            )?;
+        }
+        Ok(())
+    }
+
     /// The earliest `expires_at` held, if any: when the next sweep is due.
     pub fn next_expires_at(&self) -> Result<Option<Millis>, StoreError> {
         let rows = self
@@ -91,6 +150,7 @@ impl<S: SqlStore> Ledger<S> {
 
     /// The object's counters and record counts.
     pub fn stats(&self) -> Result<Stats, StoreError> {
+        self.flush_pending()?;
         let mut stats = Stats::default();
         for row in self
             .store
@@ -128,6 +188,7 @@ impl<S: SqlStore> Ledger<S> {
     /// `expires_at` index, and says when the next one expires.
     pub fn sweep(&self, now: Millis, batch: usize) -> Result<SweepOutcome, StoreError> {
         self.store.atomically(|| {
+            self.flush_pending()?;
             // Guard: expires_at <= now — nothing inside its window is deleted.
             let rows = self.store.query(
                 "DELETE FROM idempotency_records

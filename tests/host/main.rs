@@ -7,4 +7,5 @@ mod contract;
 mod execute;
 mod ledger;
 mod model;
+mod pending;
 mod sweep;
