@@ -34,7 +34,11 @@ export interface ClaimCall {
 export type ClaimOutcome =
   | { outcome: "claimed"; generation: number; takeover: boolean }
   | { outcome: "in_flight"; generation: number; retry_after_ms: number }
-  | { outcome: "completed"; generation: number; response: StoredResponse }
+  | {
+      outcome: "completed"; generation: number; response: StoredResponse;
+      /** Epoch ms (the object's clock) when the record leaves its retention window; the answer cannot change before. */
+      expires_at?: number;
+    }
   | { outcome: "mismatch"; differs: string[] }
   | { outcome: "ledger_full"; retry_after_ms: number };
 
@@ -129,6 +133,13 @@ export declare class LedgerClient {
   release(call: ReleaseCall): Promise<ReleaseOutcome>;
   lookup(key: string): Promise<RecordView | null>;
   stats(): Promise<LedgerStats>;
+  /** Counts replays you answered from your own cache, so `stats` stays exact. */
+  replayed(call: ReplayedCall): Promise<{ outcome: "counted" }>;
+}
+
+export interface ReplayedCall {
+  /** At most 1,000 entries; `count` 1..1,000,000; `generation` the one that completed. */
+  replays: { key: string; generation: number; count: number }[];
 }
 
 export interface FingerprintInput {

@@ -64,6 +64,7 @@ export class LedgerClient {
   release(call) { return this.#call("release", call); }
   async lookup(key) { return (await this.#call("lookup", { key })).record; }
   stats() { return this.#call("stats", {}); }
+  replayed(call) { return this.#call("replayed", call); }
 }
 
 // ---- fingerprints (identical to the Rust gateway's) ----

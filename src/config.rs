@@ -59,6 +59,9 @@ pub struct Config {
     /// Base URL of the origin in proxy mode, if configured by variable.
     pub origin_url: Option<String>,
     pub log_level: LogLevel,
+    /// Bytes of completed records the gateway isolate keeps to answer
+    /// replays itself (`0`: off).
+    pub replay_cache_bytes: usize,
 }
 
 /// An invalid variable: its name and what is wrong with it.
@@ -80,6 +83,12 @@ fn err(variable: &str, message: impl Into<String>) -> ConfigError {
         message: message.into(),
     }
 }
+
+/// `REPLAY_CACHE_BYTES` by default: 8 MiB of a 128 MB isolate.
+pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = 8 * 1_048_576;
+
+/// The most an isolate may spend on replays (a Worker isolate has 128 MB).
+pub const MAX_REPLAY_CACHE_BYTES: u64 = 64 * 1_048_576;
 
 fn number(
     get: &dyn Fn(&str) -> Option<String>,
@@ -235,6 +244,13 @@ impl Config {
             origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
             origin_url,
             log_level,
+            replay_cache_bytes: number(
+                get,
+                "REPLAY_CACHE_BYTES",
+                DEFAULT_REPLAY_CACHE_BYTES,
+                0,
+                MAX_REPLAY_CACHE_BYTES,
+            )? as usize,
         })
     }
 
@@ -350,6 +366,7 @@ mod tests {
         assert_eq!(c.origin_timeout_seconds, 30);
         assert_eq!(c.origin_url, None);
         assert_eq!(c.log_level, LogLevel::Info);
+        assert_eq!(c.replay_cache_bytes, 8 * 1_048_576);
         assert!(c.warnings().is_empty());
     }
 
@@ -366,6 +383,9 @@ mod tests {
             ("MAX_STORED_BODY_BYTES", "3000000"),
             ("ORIGIN_URL", "ftp://x"),
             ("LOG_LEVEL", "debug"),
+            ("REPLAY_CACHE_BYTES", "-1"),
+            ("REPLAY_CACHE_BYTES", "67108865"),
+            ("REPLAY_CACHE_BYTES", "8MiB"),
             ("LOG_LEVEL", "WARN"),
         ] {
             let e = parse(&[(name, value)]).unwrap_err();

@@ -60,6 +60,7 @@ pub enum Route {
     Lookup,
     Stats,
     Execute,
+    Replayed,
 }
 
 impl Route {
@@ -72,6 +73,7 @@ impl Route {
             "lookup" => Some(Route::Lookup),
             "stats" => Some(Route::Stats),
             "execute" => Some(Route::Execute),
+            "replayed" => Some(Route::Replayed),
             _ => None,
         }
     }
@@ -84,6 +86,7 @@ impl Route {
             Route::Lookup => "/rpc/v1/lookup",
             Route::Stats => "/rpc/v1/stats",
             Route::Execute => "/rpc/v1/execute",
+            Route::Replayed => "/rpc/v1/replayed",
         }
     }
 }
@@ -214,6 +217,55 @@ pub struct LookupAnswer {
 /// The answer to `stats`.
 pub type StatsAnswer = Stats;
 
+/// Most entries one `replayed` call may carry.
+pub const MAX_REPLAYED_ENTRIES: usize = 1_000;
+
+/// Most replays one entry may report.
+pub const MAX_REPLAYED_COUNT: i64 = 1_000_000;
+
+/// Replays of one completed record answered without the object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayCount {
+    pub key: String,
+    /// The generation whose completion was replayed.
+    pub generation: i64,
+    pub count: i64,
+}
+
+/// `replayed`: count replays a caller answered from its own cache (the
+/// gateway's replay cache), so `stats` stays exact. Changes no record's
+/// state; a record no longer completed at that generation keeps its count
+/// out of the record but in the tenant's `replays`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayedCall {
+    pub replays: Vec<ReplayCount>,
+}
+
+impl ReplayedCall {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.replays.len() > MAX_REPLAYED_ENTRIES {
+            return Err(format!("at most {MAX_REPLAYED_ENTRIES} entries per call"));
+        }
+        for r in &self.replays {
+            check_key(&r.key)?;
+            check_generation(r.generation)?;
+            if !(1..=MAX_REPLAYED_COUNT).contains(&r.count) {
+                return Err(format!("count must be between 1 and {MAX_REPLAYED_COUNT}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The answer to `replayed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReplayedOutcome {
+    Counted,
+}
+
 /// The request the embedded application should run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -273,6 +325,7 @@ mod tests {
             Route::Lookup,
             Route::Stats,
             Route::Execute,
+            Route::Replayed,
         ] {
             assert_eq!(Route::from_path(r.path()), Some(r));
         }
@@ -288,6 +341,35 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({"outcome": "claimed", "generation": 2, "takeover": true})
+        );
+    }
+
+    #[test]
+    fn replayed_calls_are_bounded() {
+        let entry = |key: &str, generation, count| ReplayCount {
+            key: key.into(),
+            generation,
+            count,
+        };
+        let ok = ReplayedCall {
+            replays: vec![entry("k", 1, 3)],
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        for bad in [
+            entry("", 1, 1),
+            entry("k", 0, 1),
+            entry("k", 1, 0),
+            entry("k", 1, -5),
+        ] {
+            assert!(ReplayedCall { replays: vec![bad] }.validate().is_err());
+        }
+        let too_many = ReplayedCall {
+            replays: vec![entry("k", 1, 1); MAX_REPLAYED_ENTRIES + 1],
+        };
+        assert!(too_many.validate().is_err());
+        assert_eq!(
+            serde_json::to_value(ReplayedOutcome::Counted).unwrap(),
+            serde_json::json!({"outcome": "counted"})
         );
     }
 

@@ -24,6 +24,7 @@ pub mod admission;
 pub mod answer;
 pub mod outcome;
 pub mod proxy;
+pub mod replay_cache;
 
 pub use admission::{GatewayRoute, Protection, Rejection, RequestHead};
 pub use answer::LedgerFailure;

@@ -148,9 +148,11 @@ impl<S: SqlStore> Ledger<S> {
                 KeyState::Completed => {
                     // Read-only: the replay is counted in memory (see `pending`).
                     self.refused(Counter::Replays, Some((key, record.generation)), now)?;
+                    let (generation, expires_at) = (record.generation, record.expires_at);
                     Ok(ClaimOutcome::Refused(Refusal::Completed {
-                        generation: record.generation,
+                        generation,
                         response: record.into_stored_response()?,
+                        expires_at: Some(expires_at),
                     }))
                 }
                 KeyState::Released => self.reclaim_released(key, policy, now),

@@ -18,6 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Millis;
 use crate::protocol::{AppResponse, StoredResponse};
 
 /// Why a claim did not hand the key to the caller. Shared by `claim` and
@@ -30,10 +31,15 @@ pub enum Refusal {
         generation: i64,
         retry_after_ms: i64,
     },
-    /// Already done: replay this.
+    /// Already done: replay this. `expires_at` (epoch ms, the object's
+    /// clock) is when the record leaves its retention window: until then
+    /// the answer cannot change, so a caller may cache it. Absent from
+    /// answers of objects older than this field.
     Completed {
         generation: i64,
         response: StoredResponse,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at: Option<Millis>,
     },
     /// Same key, different request: these fingerprint components differ.
     Mismatch { differs: Vec<String> },
@@ -204,9 +210,11 @@ mod tests {
                     headers: vec![("content-type".into(), "text/plain".into())],
                     body: Some(b"hi".to_vec()),
                 },
+                expires_at: Some(86_400_000),
             }),
             json!({"outcome": "completed", "generation": 3, "response": {
-                "status": 201, "headers": [["content-type", "text/plain"]], "body": "aGk="}}),
+                "status": 201, "headers": [["content-type", "text/plain"]], "body": "aGk="},
+                "expires_at": 86_400_000}),
         );
         round_trip(
             ClaimOutcome::Refused(Refusal::Mismatch {
@@ -246,6 +254,7 @@ mod tests {
                     headers: vec![],
                     body: None,
                 },
+                expires_at: None,
             }),
             json!({"outcome": "completed", "generation": 1,
                    "response": {"status": 500, "headers": [], "body": null}}),

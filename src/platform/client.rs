@@ -18,7 +18,8 @@ use worker::{Env, Headers, Method, ObjectNamespace, Request, RequestInit, Stub};
 
 use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
 use crate::rpc::{
-    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route,
+    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, ReplayedCall,
+    ReplayedOutcome, Route,
 };
 
 pub use crate::rpc::LedgerError;
@@ -114,6 +115,11 @@ impl LedgerClient {
             .fetch_with_request(request)
             .await
             .map_err(|e| LedgerError::Unreachable(e.to_string()))
+    }
+
+    /// Counts replays answered from a caller's own cache.
+    pub async fn replayed(&self, call: &ReplayedCall) -> Result<ReplayedOutcome, LedgerError> {
+        self.call(Route::Replayed, call).await
     }
 
     pub async fn execute(&self, call: &ExecuteCall) -> Result<ExecuteOutcome, LedgerError> {

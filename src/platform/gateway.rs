@@ -25,11 +25,13 @@ use crate::config::{Config, ConfigError, TokenMap};
 use crate::contract::admission::{self, body_unreadable, check_body_length, misconfigured};
 use crate::contract::answer::{self, LedgerFailure};
 use crate::contract::proxy::{self, AfterOrigin, Settle};
+use crate::contract::replay_cache::Replayable;
 use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
 use crate::fields;
-use crate::ledger::ClaimOutcome;
+use crate::ledger::{ClaimOutcome, ExecuteOutcome, Refusal};
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::origin::{Forward, Origin, OriginError};
+use crate::platform::replays::{count_replays, count_replays_when_due, with_replays};
 use crate::platform::{config_lookup, http, log, now_ms, LEDGER_BINDING};
 use crate::protocol::{AppResponse, Fingerprint, RequestParts};
 use crate::rpc::{AppRequest, ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall};
@@ -75,10 +77,10 @@ struct RequestLog {
 }
 
 #[event(fetch)]
-pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+pub async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     log::install_panic_hook();
     let started = now_ms();
-    let (response, line) = handle(req, &env).await;
+    let (response, line) = handle(req, &env, &ctx).await;
     if let Some(line) = line.filter(|_| log::info_enabled()) {
         log::info(
             "idempotency.request",
@@ -123,7 +125,7 @@ fn store_unavailable(error: &LedgerError) -> Response {
     http::app(answer::read_failure(error))
 }
 
-async fn handle(mut req: Request, env: &Env) -> (Response, Option<RequestLog>) {
+async fn handle(mut req: Request, env: &Env, ctx: &Context) -> (Response, Option<RequestLog>) {
     let method = req.inner().method();
     let target = request_target(&req);
     let path = target.split('?').next().unwrap_or("/");
@@ -151,11 +153,17 @@ async fn handle(mut req: Request, env: &Env) -> (Response, Option<RequestLog>) {
         Ok(c) => c,
         Err(e) => return (store_unavailable(&e), None),
     };
+    let cache = config.replay_cache_bytes;
     match route {
+        // Replays answered by this isolate are counted before any read.
         GatewayRoute::KeyIntrospection(encoded) => {
-            return (introspect(&client, encoded).await, None)
+            count_replays(&client, &tenant, cache).await;
+            return (introspect(&client, encoded).await, None);
         }
-        GatewayRoute::Stats => return (stats(&client).await, None),
+        GatewayRoute::Stats => {
+            count_replays(&client, &tenant, cache).await;
+            return (stats(&client).await, None);
+        }
         GatewayRoute::Health | GatewayRoute::Application => {}
     }
 
@@ -215,9 +223,23 @@ async fn handle(mut req: Request, env: &Env) -> (Response, Option<RequestLog>) {
         headers: &headers,
         body: &forward.body,
     });
+    count_replays_when_due(ctx, env, &tenant, cache);
+    let cached = with_replays(cache, |c| {
+        c.serve(&tenant, &key, &fingerprint.digest, now_ms())
+    });
+    if let Some(stored) = cached {
+        // A completed record, immutable until it expires: no hop needed.
+        let line = RequestLog {
+            outcome: Outcome::Replayed,
+            tenant,
+            key: Some(key),
+        };
+        return (http::replay(stored), Some(line));
+    }
     let protected = Protected {
         client: &client,
         config,
+        tenant: &tenant,
         key: &key,
         fingerprint,
         forward: &forward,
@@ -260,6 +282,7 @@ async fn handle(mut req: Request, env: &Env) -> (Response, Option<RequestLog>) {
 struct Protected<'a> {
     client: &'a LedgerClient,
     config: &'a Config,
+    tenant: &'a str,
     key: &'a str,
     fingerprint: Fingerprint,
     forward: &'a Forward,
@@ -272,6 +295,27 @@ fn answered((answer, outcome): (AppResponse, Outcome)) -> (Response, Outcome) {
 }
 
 impl Protected<'_> {
+    /// Keeps a completed record the object just replayed, so the next
+    /// identical retry is answered from this isolate.
+    fn remember(&self, refusal: &Refusal) {
+        if let Refusal::Completed {
+            generation,
+            response,
+            expires_at: Some(expires_at),
+        } = refusal
+        {
+            let digest = &self.fingerprint.digest;
+            let record = Replayable {
+                generation: *generation,
+                response,
+                expires_at: *expires_at,
+            };
+            with_replays(self.config.replay_cache_bytes, |c| {
+                c.insert(self.tenant, self.key, digest, record, now_ms())
+            });
+        }
+    }
+
     /// Embedded mode: one hop, claim + orders app + complete in one transaction.
     async fn embedded(&self) -> Step {
         let call = ExecuteCall {
@@ -284,6 +328,9 @@ impl Protected<'_> {
             },
         };
         let outcome = self.client.execute(&call).await?;
+        if let ExecuteOutcome::Refused(refusal) = &outcome {
+            self.remember(refusal);
+        }
         Ok(answered(answer::execute_answer(outcome)))
     }
 

@@ -16,6 +16,8 @@ pub mod http;
 pub mod log;
 #[cfg(feature = "gateway")]
 pub mod origin;
+#[cfg(feature = "gateway")]
+pub mod replays;
 #[cfg(feature = "tenant-ledger")]
 pub mod tenant_ledger;
 

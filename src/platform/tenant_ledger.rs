@@ -38,7 +38,8 @@ use crate::platform::do_store::DoSqlStore;
 use crate::platform::{config_lookup, http, log, now_ms};
 use crate::protocol::{Problem, ProblemKind};
 use crate::rpc::{
-    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, Route,
+    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, ReplayedCall,
+    ReplayedOutcome, Route,
 };
 
 /// An absolute alarm time (epoch milliseconds on the object's clock).
@@ -256,6 +257,18 @@ impl TenantLedger {
                     .lookup(&call.key, now)
                     .map_err(|e| store_unavailable(&e))?;
                 Ok(http::json(200, &LookupAnswer { record }))
+            }
+            Route::Replayed => {
+                let call: ReplayedCall = parse_call(body)?;
+                call.validate().map_err(bad_call)?;
+                for r in &call.replays {
+                    self.ledger.add_replays(&r.key, r.generation, r.count, now);
+                }
+                // Written now: counts that arrive here are already late.
+                self.ledger
+                    .flush_pending()
+                    .map_err(|e| store_unavailable(&e))?;
+                Ok(http::json(200, &ReplayedOutcome::Counted))
             }
             Route::Stats => {
                 let stats = self.ledger.stats().map_err(|e| store_unavailable(&e))?;

@@ -76,7 +76,8 @@ fn a_completed_key_replays_its_stored_response() {
             out,
             ClaimOutcome::Refused(Refusal::Completed {
                 generation: 1,
-                response: response("r1")
+                response: response("r1"),
+                expires_at: Some(2_000 + RETENTION_MS),
             })
         );
     }
@@ -108,7 +109,8 @@ fn a_completed_response_is_never_replaced() {
         out,
         ClaimOutcome::Refused(Refusal::Completed {
             generation: 1,
-            response: response("first")
+            response: response("first"),
+            expires_at: Some(2_000 + RETENTION_MS),
         })
     );
 }
@@ -146,7 +148,8 @@ fn an_expired_lease_is_taken_over_and_the_old_owner_is_fenced_out() {
         replay,
         ClaimOutcome::Refused(Refusal::Completed {
             generation: 2,
-            response: response("new")
+            response: response("new"),
+            expires_at: Some(t + 1 + RETENTION_MS),
         })
     );
     let stats = l.stats().unwrap();
@@ -302,7 +305,8 @@ fn a_tombstone_replays_without_a_body() {
         l.claim("k", &fp("a"), &policy(), 2).unwrap(),
         ClaimOutcome::Refused(Refusal::Completed {
             generation: 1,
-            response: tomb
+            response: tomb,
+            expires_at: Some(1 + RETENTION_MS),
         })
     );
     let view = l.lookup("k", 3).unwrap().unwrap();

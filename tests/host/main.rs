@@ -8,4 +8,5 @@ mod execute;
 mod ledger;
 mod model;
 mod pending;
+mod replay_cache;
 mod sweep;

@@ -72,6 +72,7 @@ impl Model {
                 St::Completed => ClaimOutcome::Refused(Refusal::Completed {
                     generation: r.generation,
                     response: response(r.response.as_deref().unwrap()),
+                    expires_at: Some(r.expires_at),
                 }),
                 St::Released => {
                     *r = Rec {

@@ -1,0 +1,244 @@
+//! The gateway's replay cache: completed records answered from isolate
+//! memory, without the hop to the tenant's object (SPEC §8 "Replay cache").
+//!
+//! Role: a completed record is immutable until it expires, so once the
+//! object has answered `completed` for (tenant, key), the gateway may answer
+//! the next identical request itself. Pure: the caller supplies the clock
+//! (the object's `expires_at` and the gateway's `now` are both epoch ms).
+//!
+//! What must stay true here:
+//! - An entry is served only while `now < expires_at − 1 s` (the margin
+//!   covers clock skew between the gateway and the object), and only for the
+//!   same tenant, the same key and the exact same fingerprint digest; a miss
+//!   or a mismatch goes to the object, so `422 differs` and counters stay
+//!   right.
+//! - The cache holds at most `capacity` bytes of entries (oldest inserted
+//!   first out); an entry larger than an eighth of it is never kept.
+//! - Every replay served here is counted and handed back by
+//!   [`ReplayCache::take_pending`] to be written to the object's `stats`
+//!   (RPC `replayed`). Counts not yet handed back are lost only if the
+//!   isolate is evicted first.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::ledger::Millis;
+use crate::protocol::StoredResponse;
+
+/// How long before `expires_at` an entry stops being served.
+pub const EXPIRY_MARGIN_MS: Millis = 1_000;
+
+/// Replays counted for one tenant before they are due to be written.
+pub const FLUSH_AFTER_REPLAYS: i64 = 32;
+
+/// Age of the oldest uncounted replay before the counts are due.
+pub const FLUSH_AFTER_MS: Millis = 1_000;
+
+/// Fixed per-entry overhead counted against the capacity.
+const ENTRY_OVERHEAD: usize = 128;
+
+type CacheKey = (String, String);
+
+struct Entry {
+    /// Insertion number: `order` names an entry by key and number, so a
+    /// replaced entry's old place in the queue never evicts the new one.
+    seq: u64,
+    digest: String,
+    generation: i64,
+    response: StoredResponse,
+    expires_at: Millis,
+    size: usize,
+}
+
+/// Replays of one tenant not yet written to its object.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct PendingReplays {
+    /// (key, generation) → replays served.
+    by_key: HashMap<(String, i64), i64>,
+    total: i64,
+    since: Option<Millis>,
+}
+
+/// One record's uncounted replays: key, generation, count.
+pub type ReplayTally = (String, i64, i64);
+
+/// A completed record as the object answered it.
+#[derive(Debug, Clone, Copy)]
+pub struct Replayable<'a> {
+    /// The generation that completed it.
+    pub generation: i64,
+    pub response: &'a StoredResponse,
+    /// When it leaves its retention window (the object's clock).
+    pub expires_at: Millis,
+}
+
+/// The isolate's cache of completed records.
+pub struct ReplayCache {
+    capacity: usize,
+    bytes: usize,
+    entries: HashMap<CacheKey, Entry>,
+    order: VecDeque<(CacheKey, u64)>,
+    next_seq: u64,
+    pending: HashMap<String, PendingReplays>,
+}
+
+fn size_of(tenant: &str, key: &str, digest: &str, r: &StoredResponse) -> usize {
+    ENTRY_OVERHEAD
+        + tenant.len()
+        + key.len()
+        + digest.len()
+        + r.headers
+            .iter()
+            .map(|(n, v)| n.len() + v.len())
+            .sum::<usize>()
+        + r.body.as_ref().map_or(0, Vec::len)
+}
+
+impl ReplayCache {
+    /// A cache of at most `capacity` bytes (`0` keeps nothing).
+    pub fn new(capacity: usize) -> ReplayCache {
+        ReplayCache {
+            capacity,
+            bytes: 0,
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+            next_seq: 0,
+            pending: HashMap::new(),
+        }
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.capacity > 0
+    }
+
+    /// Bytes held by entries.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn remove(&mut self, k: &CacheKey) {
+        if let Some(e) = self.entries.remove(k) {
+            self.bytes -= e.size;
+        }
+    }
+
+    /// The stored response for (tenant, key) if it may be served now to a
+    /// request with fingerprint `digest`; counts the replay when served.
+    pub fn serve(
+        &mut self,
+        tenant: &str,
+        key: &str,
+        digest: &str,
+        now: Millis,
+    ) -> Option<StoredResponse> {
+        let k = (tenant.to_string(), key.to_string());
+        let entry = self.entries.get(&k)?;
+        if now >= entry.expires_at - EXPIRY_MARGIN_MS {
+            self.remove(&k);
+            return None;
+        }
+        if entry.digest != digest {
+            return None;
+        }
+        let (generation, response) = (entry.generation, entry.response.clone());
+        let pending = self.pending.entry(k.0).or_default();
+        *pending.by_key.entry((k.1, generation)).or_insert(0) += 1;
+        pending.total += 1;
+        pending.since.get_or_insert(now);
+        Some(response)
+    }
+
+    /// Keeps a record the object answered `completed` for. Entries already
+    /// inside the expiry margin, or too large, are not kept.
+    pub fn insert(
+        &mut self,
+        tenant: &str,
+        key: &str,
+        digest: &str,
+        record: Replayable<'_>,
+        now: Millis,
+    ) {
+        let Replayable {
+            generation,
+            response,
+            expires_at,
+        } = record;
+        let size = size_of(tenant, key, digest, response);
+        if !self.is_enabled() || size > self.capacity / 8 || now >= expires_at - EXPIRY_MARGIN_MS {
+            return;
+        }
+        let k = (tenant.to_string(), key.to_string());
+        self.remove(&k);
+        while self.bytes + size > self.capacity {
+            let Some((oldest, seq)) = self.order.pop_front() else {
+                break;
+            };
+            if self.entries.get(&oldest).is_some_and(|e| e.seq == seq) {
+                self.remove(&oldest);
+            }
+        }
+        // `order` may name entries already removed or replaced; they are
+        // skipped when popped, and the queue is compacted when it grows far
+        // past the live entries.
+        if self.order.len() > 4 * self.entries.len() + 64 {
+            let entries = &self.entries;
+            self.order
+                .retain(|(k, seq)| entries.get(k).is_some_and(|e| e.seq == *seq));
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.order.push_back((k.clone(), seq));
+        self.bytes += size;
+        self.entries.insert(
+            k,
+            Entry {
+                seq,
+                digest: digest.to_string(),
+                generation,
+                response: response.clone(),
+                expires_at,
+                size,
+            },
+        );
+    }
+
+    /// Are this tenant's served replays due to be written?
+    pub fn is_due(&self, tenant: &str, now: Millis) -> bool {
+        self.pending.get(tenant).is_some_and(|p| {
+            p.total >= FLUSH_AFTER_REPLAYS || p.since.is_some_and(|s| now - s >= FLUSH_AFTER_MS)
+        })
+    }
+
+    /// Takes this tenant's served-but-uncounted replays (empty if none).
+    pub fn take_pending(&mut self, tenant: &str) -> Vec<ReplayTally> {
+        self.pending
+            .remove(tenant)
+            .map(|p| {
+                p.by_key
+                    .into_iter()
+                    .map(|((key, generation), n)| (key, generation, n))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Puts counts back after they could not be written.
+    pub fn restore_pending(&mut self, tenant: &str, tallies: Vec<ReplayTally>, now: Millis) {
+        if tallies.is_empty() {
+            return;
+        }
+        let pending = self.pending.entry(tenant.to_string()).or_default();
+        for (key, generation, n) in tallies {
+            *pending.by_key.entry((key, generation)).or_insert(0) += n;
+            pending.total += n;
+        }
+        pending.since.get_or_insert(now);
+    }
+}
