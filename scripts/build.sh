@@ -14,3 +14,11 @@ if [ -z "${IDEMPOTENCY_LEDGER_REBUILD:-}" ] && [ -s "$out" ] && [ -s build/index
   exit 0
 fi
 worker-build --release
+# worker-build keeps the wasm name section (`--debuginfo`) for stack traces;
+# panics are logged with their message and location (idempotency.panic)
+# without it, and it is a fifth of the bundle. Strip it (and the producers
+# section); the feature flags are worker-build's own.
+wasm-opt build/index_bg.wasm --strip-debug --strip-producers \
+  --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
+  --enable-bulk-memory --enable-multivalue --enable-reference-types \
+  --enable-exception-handling -o build/index_bg.wasm

@@ -31,6 +31,22 @@ pub enum GatewayRoute<'a> {
     Application,
 }
 
+/// Path plus query of an absolute URL exactly as the runtime hands it over:
+/// the string with scheme and authority cut off and any fragment dropped,
+/// never re-serialised from a parsed URL (the fingerprint hashes it
+/// verbatim, and parsing with the `url` crate would also put its IDNA tables
+/// in the bundle).
+pub fn target_of(url: &str) -> &str {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let target = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+    target.split('#').next().unwrap_or("/")
+}
+
+/// The path of a target (without its query).
+pub fn path_of(target: &str) -> &str {
+    target.split('?').next().unwrap_or("/")
+}
+
 /// Routes a request by its raw method and its path (without the query).
 pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
     match method {

@@ -28,11 +28,35 @@ pub struct RecordView {
     pub replays: i64,
 }
 
-/// Renders epoch milliseconds as RFC 3339 with milliseconds, UTC.
+/// Renders epoch milliseconds as RFC 3339 with milliseconds, UTC
+/// (`2026-11-30T09:50:41.870Z`). Years outside 0000–9999 cannot be written
+/// in RFC 3339 and come out as the plain millisecond number.
+///
+/// Written by hand (civil-from-days, H. Hinnant's algorithm) instead of
+/// pulling chrono into the Worker bundle for one format; a host test checks
+/// it against chrono over a wide range.
 pub fn rfc3339(ms: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_else(|| ms.to_string())
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    if !(0..=9999).contains(&year) {
+        return ms.to_string();
+    }
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1_000 % 60,
+        in_day % 1_000
+    )
 }
 
 /// Reads every column [`Record`] needs, by key.

@@ -47,6 +47,8 @@ impl LedgerClient {
         LedgerClient { stub }
     }
 
+    /// One call: the typed shell around [`LedgerClient::exchange`], kept
+    /// small because it is instantiated once per route.
     async fn call<C: Serialize, A: DeserializeOwned>(
         &self,
         route: Route,
@@ -54,6 +56,13 @@ impl LedgerClient {
     ) -> Result<A, LedgerError> {
         let body =
             serde_json::to_string(call).map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        let bytes = self.exchange(route, body).await?;
+        serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))
+    }
+
+    /// Sends one JSON call and returns the body of a `200` answer. Not
+    /// generic, so the request plumbing exists once in the bundle.
+    async fn exchange(&self, route: Route, body: String) -> Result<Vec<u8>, LedgerError> {
         let headers = Headers::new();
         let _ = headers.set("content-type", "application/json");
         let mut init = RequestInit::new();
@@ -77,7 +86,7 @@ impl LedgerClient {
             let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
             return Err(LedgerError::Refused { status, problem });
         }
-        serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))
+        Ok(bytes)
     }
 
     pub async fn claim(&self, call: &ClaimCall) -> Result<ClaimOutcome, LedgerError> {

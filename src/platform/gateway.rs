@@ -100,15 +100,6 @@ fn header(req: &Request, name: &str) -> Option<String> {
     req.headers().get(name).ok().flatten()
 }
 
-/// Path plus query exactly as the runtime received them: the URL string with
-/// scheme and authority cut off, never re-serialised from a parsed URL.
-fn request_target(req: &Request) -> String {
-    let url = req.inner().url();
-    let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-    let target = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
-    target.split('#').next().unwrap_or("/").to_string()
-}
-
 fn configuration_failed(variable: &str, message: &str) -> Response {
     log::error(
         "idempotency.misconfigured",
@@ -127,8 +118,9 @@ fn store_unavailable(error: &LedgerError) -> Response {
 
 async fn handle(mut req: Request, env: &Env, ctx: &Context) -> (Response, Option<RequestLog>) {
     let method = req.inner().method();
-    let target = request_target(&req);
-    let path = target.split('?').next().unwrap_or("/");
+    let url = req.inner().url();
+    let target = admission::target_of(&url).to_string();
+    let path = admission::path_of(&target);
     let route = admission::route(&method, path);
     if route == GatewayRoute::Health {
         return (http::json(200, &serde_json::json!({"status": "ok"})), None);

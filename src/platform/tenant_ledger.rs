@@ -26,7 +26,7 @@ use worker::{
 };
 
 use crate::config::{Config, ConfigError};
-use crate::contract::admission::misconfigured;
+use crate::contract::admission::{misconfigured, path_of, target_of};
 use crate::contract::answer;
 use crate::fields;
 use crate::ledger::{
@@ -161,7 +161,10 @@ impl TenantLedger {
         if !self.started.replace(true) {
             self.ensure_alarm().await;
         }
-        let path = req.path();
+        // The path from the raw URL string: `Request::path()` would parse it
+        // with the `url` crate, which alone adds IDNA tables to the bundle.
+        let url = req.inner().url();
+        let path = path_of(target_of(&url));
         let method = req.inner().method();
         let body = match req.bytes().await {
             Ok(b) => b,
@@ -173,7 +176,7 @@ impl TenantLedger {
                 Err(e) => http::problem(&store_unavailable(&e)),
             };
         }
-        let Some(route) = Route::from_path(&path) else {
+        let Some(route) = Route::from_path(path) else {
             return http::problem(&Problem::new(
                 ProblemKind::NotFound,
                 "no such ledger route; RPC v1 lives under /rpc/v1/",

@@ -596,3 +596,23 @@ fn misconfiguration_is_500_and_never_names_a_secret_value() {
         .unwrap()
         .contains("API_TOKENS"));
 }
+
+#[test]
+fn the_target_is_the_url_after_its_authority_verbatim() {
+    use idempotency_ledger::contract::admission::{path_of, target_of};
+    assert_eq!(
+        target_of("https://gw.test/v1/orders?b=2&a=1"),
+        "/v1/orders?b=2&a=1"
+    );
+    assert_eq!(
+        target_of("https://gw.test/a%2Fb/../c?x#frag"),
+        "/a%2Fb/../c?x"
+    );
+    assert_eq!(target_of("https://gw.test"), "/");
+    assert_eq!(
+        target_of("https://tenant-ledger/rpc/v1/claim"),
+        "/rpc/v1/claim"
+    );
+    assert_eq!(path_of("/rpc/v1/claim?x=1"), "/rpc/v1/claim");
+    assert_eq!(path_of("/"), "/");
+}

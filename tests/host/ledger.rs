@@ -336,3 +336,28 @@ fn empty_and_binary_bodies_replay_byte_for_byte() {
         }
     }
 }
+
+#[test]
+fn rfc3339_matches_chrono_from_year_zero_to_9999() {
+    use idempotency_ledger::ledger::rfc3339;
+    let reference = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let first = -62_167_219_200_000_i64; // 0000-01-01T00:00:00.000Z
+    let last = 253_402_300_799_999_i64; // 9999-12-31T23:59:59.999Z
+    let mut samples = vec![first, last, 0, -1, 1, 951_782_400_000, 1_764_496_241_870];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        samples.push(first + (x % (last - first + 1) as u64) as i64);
+    }
+    for ms in samples {
+        assert_eq!(rfc3339(ms), reference(ms), "{ms}");
+    }
+    assert_eq!(rfc3339(first - 1), (first - 1).to_string());
+    assert_eq!(rfc3339(last + 1), (last + 1).to_string());
+}
