@@ -8,12 +8,21 @@ source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 bash scripts/setup.sh > /dev/null
 out=build/index_bg.wasm
+# IDEMPOTENCY_LEDGER_KEEP_NAMES=1 keeps the wasm name section (for CPU
+# profiles: bench/profile.mjs); build/.variant records which build is there.
+variant="names=${IDEMPOTENCY_LEDGER_KEEP_NAMES:-0}"
 if [ -z "${IDEMPOTENCY_LEDGER_REBUILD:-}" ] && [ -s "$out" ] && [ -s build/index.js ] \
+  && [ "$(cat build/.variant 2>/dev/null)" = "$variant" ] \
   && [ -z "$(find src Cargo.toml Cargo.lock scripts/build.sh -newer "$out" -print -quit)" ]; then
   echo "[build] build/ is up to date"
   exit 0
 fi
+rm -f build/.variant
 worker-build --release
+if [ "$variant" = "names=1" ]; then
+  echo "$variant" > build/.variant
+  exit 0
+fi
 # worker-build keeps the wasm name section (`--debuginfo`) for stack traces;
 # panics are logged with their message and location (idempotency.panic)
 # without it, and it is a fifth of the bundle. Strip it (and the producers
@@ -22,3 +31,4 @@ wasm-opt build/index_bg.wasm --strip-debug --strip-producers \
   --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
   --enable-bulk-memory --enable-multivalue --enable-reference-types \
   --enable-exception-handling -o build/index_bg.wasm
+echo "$variant" > build/.variant
