@@ -49,18 +49,23 @@ pub struct Forward {
 const STRIPPED: &[&str] = &["authorization", "x-tenant-id", "host", "content-length"];
 
 impl Forward {
-    /// Copies the client's request headers for the origin and adds the tenant.
+    /// Copies the client's request headers for the origin and adds the
+    /// tenant. Without an origin (`client_headers` is `None`: the embedded
+    /// app reads no headers) nothing is copied.
     pub fn new(
         method: &str,
         target: &str,
-        client_headers: &Headers,
+        client_headers: Option<&Headers>,
         tenant: &str,
         body: Vec<u8>,
     ) -> Forward {
-        let mut headers: Vec<(String, String)> = client_headers
-            .entries()
-            .filter(|(name, _)| !STRIPPED.contains(&name.to_ascii_lowercase().as_str()))
-            .collect();
+        let mut headers: Vec<(String, String)> = match client_headers {
+            Some(h) => h
+                .entries()
+                .filter(|(name, _)| !STRIPPED.contains(&name.to_ascii_lowercase().as_str()))
+                .collect(),
+            None => Vec::new(),
+        };
         headers.push(("x-tenant-id".into(), tenant.into()));
         Forward {
             method: method.to_string(),
