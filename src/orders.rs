@@ -103,19 +103,19 @@ pub fn create<S: SqlStore>(store: &S, body: &[u8], now: Millis) -> Result<AppRes
         }
     };
     store.atomically(|| {
-        let next = store.query("SELECT COALESCE(MAX(seq), 0) + 1 FROM orders", &[])?;
-        let seq = next.first().map(|r| r.int(0)).transpose()?.unwrap_or(1);
-        let id = format!("ord_{seq:08}");
-        store.execute(
-            "INSERT INTO orders (seq, id, sku, quantity, created_at) VALUES (?, ?, ?, ?, ?)",
-            &[
-                seq.into(),
-                id.as_str().into(),
-                order.sku.as_str().into(),
-                order.quantity.into(),
-                now.into(),
-            ],
+        // One statement: the next sequence number, its id and the row.
+        let rows = store.query(
+            "INSERT INTO orders (seq, id, sku, quantity, created_at)
+             SELECT next, printf('ord_%08d', next), ?, ?, ?
+             FROM (SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM orders)
+             RETURNING id",
+            &[order.sku.as_str().into(), order.quantity.into(), now.into()],
         )?;
+        let id = rows
+            .first()
+            .map(|r| r.text(0))
+            .transpose()?
+            .ok_or_else(|| StoreError::Sql("the order insert returned no row".into()))?;
         let body = json!({
             "id": id,
             "sku": order.sku,

@@ -109,15 +109,21 @@ impl<S: SqlStore> Ledger<S> {
         &self,
         rows: Vec<Row>,
         takeover: bool,
+        new_record: bool,
         what: &str,
     ) -> Result<ClaimOutcome, StoreError> {
         let generation = Self::returned_generation(rows)?
             .ok_or_else(|| StoreError::Sql(format!("{what} changed under its claim")))?;
         self.flush_pending()?;
-        self.bump(Counter::Claims, 1)?;
+        // One statement for every counter the grant moves.
+        let mut counters = vec![(Counter::Claims, 1)];
         if takeover {
-            self.bump(Counter::Takeovers, 1)?;
+            counters.push((Counter::Takeovers, 1));
         }
+        if new_record {
+            counters.push((Counter::Records, 1));
+        }
+        self.bump_all(&counters)?;
         Ok(ClaimOutcome::Claimed {
             generation,
             takeover,
@@ -205,8 +211,7 @@ impl<S: SqlStore> Ledger<S> {
                 (now + policy.retention_ms).into(),
             ],
         )?;
-        self.bump(Counter::Records, 1)?;
-        self.granted(rows, false, "a new key")
+        self.granted(rows, false, true, "a new key")
     }
 
     /// A record past its retention window that the sweep has not reached yet
@@ -241,7 +246,7 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
             ],
         )?;
-        self.granted(rows, false, "an expired record")
+        self.granted(rows, false, false, "an expired record")
     }
 
     /// A released record is claimed again at generation+1.
@@ -265,7 +270,7 @@ impl<S: SqlStore> Ledger<S> {
                 key.into(),
             ],
         )?;
-        self.granted(rows, false, "a released record")
+        self.granted(rows, false, false, "a released record")
     }
 
     /// An in-flight record whose lease has ended is taken over at generation+1.
@@ -293,7 +298,7 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
             ],
         )?;
-        self.granted(rows, true, "an in-flight record")
+        self.granted(rows, true, false, "an in-flight record")
     }
 
     fn current_state(&self, key: &str) -> Result<Option<RecordState>, StoreError> {

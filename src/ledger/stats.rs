@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::outcome::{Counter, KeyState};
 use super::pending::Pending;
 use super::record::rfc3339;
-use super::store::{RowExt, SqlStore, StoreError};
+use super::store::{RowExt, SqlStore, SqlValue, StoreError};
 use super::{Ledger, Millis};
 
 /// Counts kept by the object (SPEC §2.7).
@@ -61,10 +61,25 @@ pub struct SweepOutcome {
 
 impl<S: SqlStore> Ledger<S> {
     pub(super) fn bump(&self, counter: Counter, by: i64) -> Result<(), StoreError> {
+        self.bump_all(&[(counter, by)])
+    }
+
+    /// Adds to several counters in one statement (one multi-row upsert).
+    pub(super) fn bump_all(&self, counters: &[(Counter, i64)]) -> Result<(), StoreError> {
+        if counters.is_empty() {
+            return Ok(());
+        }
+        let rows = vec!["(?, ?)"; counters.len()].join(", ");
+        let params: Vec<SqlValue> = counters
+            .iter()
+            .flat_map(|(c, by)| [c.name().into(), (*by).into()])
+            .collect();
         self.store.execute(
-            "INSERT INTO ledger_counters (name, value) VALUES (?, ?)
-             ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-            &[counter.name().into(), by.into()],
+            &format!(
+                "INSERT INTO ledger_counters (name, value) VALUES {rows}
+                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value"
+            ),
+            &params,
         )
     }
 
@@ -122,9 +137,9 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     fn write_pending(&self, pending: &Pending) -> Result<(), StoreError> {
-        for (counter, n) in &pending.counters {
-            self.bump(*counter, *n)?;
-        }
+        let counters: Vec<(Counter, i64)> =
+            pending.counters.iter().map(|(c, n)| (*c, *n)).collect();
+        self.bump_all(&counters)?;
         for ((key, generation), n) in &pending.replays {
             // Guard: the record that was replayed, still completed at the
             // generation that was replayed (never a reborn record).
@@ -199,8 +214,10 @@ impl<S: SqlStore> Ledger<S> {
             )?;
             let deleted = rows.len();
             if deleted > 0 {
-                self.bump(Counter::Records, -(deleted as i64))?;
-                self.bump(Counter::Swept, deleted as i64)?;
+                self.bump_all(&[
+                    (Counter::Records, -(deleted as i64)),
+                    (Counter::Swept, deleted as i64),
+                ])?;
             }
             Ok(SweepOutcome {
                 deleted,

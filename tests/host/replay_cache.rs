@@ -17,6 +17,16 @@ fn stored(body: &[u8]) -> StoredResponse {
 
 const EXPIRES: i64 = 100_000;
 
+/// Inserts a generation-1 record of acme's expiring at `EXPIRES`, at `now`.
+fn put(c: &mut ReplayCache, key: &str, response: &StoredResponse, now: i64) {
+    let record = Replayable {
+        generation: 1,
+        response,
+        expires_at: EXPIRES,
+    };
+    c.insert("acme", key, "d", record, now);
+}
+
 fn cache_with(tenant: &str, key: &str, digest: &str, body: &[u8]) -> ReplayCache {
     let mut c = ReplayCache::new(1 << 20);
     let response = stored(body);
@@ -67,12 +77,7 @@ fn never_serves_within_a_second_of_expiry_or_after() {
     assert!(c.is_empty(), "an expired entry is dropped");
     // An entry already inside the margin is never kept.
     let response = stored(b"x");
-    let record = Replayable {
-        generation: 1,
-        response: &response,
-        expires_at: EXPIRES,
-    };
-    c.insert("acme", "late", "d", record, EXPIRES - EXPIRY_MARGIN_MS);
+    put(&mut c, "late", &response, EXPIRES - EXPIRY_MARGIN_MS);
     assert!(c.is_empty());
 }
 
@@ -81,12 +86,7 @@ fn stays_within_its_byte_budget_oldest_out_first() {
     let mut c = ReplayCache::new(8 * 1024);
     let response = stored(&[7u8; 700]);
     for i in 0..40 {
-        let record = Replayable {
-            generation: 1,
-            response: &response,
-            expires_at: EXPIRES,
-        };
-        c.insert("acme", &format!("k{i}"), "d", record, 1_000);
+        put(&mut c, &format!("k{i}"), &response, 1_000);
         assert!(c.bytes() <= 8 * 1024, "after {i}: {}", c.bytes());
     }
     assert!(c.serve("acme", "k39", "d", 2_000).is_some(), "newest kept");
@@ -96,23 +96,13 @@ fn stays_within_its_byte_budget_oldest_out_first() {
     );
     // Re-inserting a key replaces it without evicting it through its old place.
     for _ in 0..100 {
-        let record = Replayable {
-            generation: 1,
-            response: &response,
-            expires_at: EXPIRES,
-        };
-        c.insert("acme", "k39", "d", record, 1_000);
+        put(&mut c, "k39", &response, 1_000);
     }
     assert!(c.serve("acme", "k39", "d", 2_000).is_some());
     assert!(c.bytes() <= 8 * 1024);
     // An entry over an eighth of the budget is never kept.
     let big = stored(&[1u8; 1100]);
-    let record = Replayable {
-        generation: 1,
-        response: &big,
-        expires_at: EXPIRES,
-    };
-    c.insert("acme", "big", "d", record, 1_000);
+    put(&mut c, "big", &big, 1_000);
     assert!(c.serve("acme", "big", "d", 2_000).is_none());
 }
 
@@ -121,12 +111,7 @@ fn a_zero_budget_keeps_nothing() {
     let mut c = ReplayCache::new(0);
     assert!(!c.is_enabled());
     let response = stored(b"x");
-    let record = Replayable {
-        generation: 1,
-        response: &response,
-        expires_at: EXPIRES,
-    };
-    c.insert("acme", "k", "d", record, 1_000);
+    put(&mut c, "k", &response, 1_000);
     assert!(c.serve("acme", "k", "d", 2_000).is_none());
 }
 
