@@ -25,8 +25,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use wasm_bindgen::JsValue;
-use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{event, Context, Env, Headers, Response};
 
@@ -39,6 +37,7 @@ use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead}
 use crate::fields;
 use crate::ledger::{ClaimOutcome, ExecuteOutcome, Refusal};
 use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::http::{body_of, header};
 use crate::platform::origin::{Forward, Origin, OriginError};
 use crate::platform::replays::{count_replays, count_replays_when_due, with_replays};
 use crate::platform::{config_lookup, http, log, now_ms, LEDGER_BINDING};
@@ -103,16 +102,6 @@ pub async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Res
         );
     }
     Ok(response)
-}
-
-fn header(req: &web_sys::Request, name: &str) -> Option<String> {
-    req.headers().get(name).ok().flatten()
-}
-
-/// The whole request body (one `arrayBuffer()`, one copy into wasm).
-async fn body_of(req: &web_sys::Request) -> Result<Vec<u8>, JsValue> {
-    let buffer = JsFuture::from(req.array_buffer()?).await?;
-    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
 
 fn configuration_failed(variable: &str, message: &str) -> Response {

@@ -8,6 +8,9 @@
 //! response degrades to a plain 500 rather than an `Err` on a request path.
 
 use serde::Serialize;
+use wasm_bindgen::JsValue;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::web_sys;
 use worker::{Headers, Method, Request, RequestInit, Response};
 
 use crate::contract::answer;
@@ -82,6 +85,17 @@ pub fn outbound_request(
         init.with_body(Some(js_sys::Uint8Array::from(body).into()));
     }
     Request::new_with_init(url, &init)
+}
+
+/// One request header, if present and readable.
+pub fn header(req: &web_sys::Request, name: &str) -> Option<String> {
+    req.headers().get(name).ok().flatten()
+}
+
+/// The whole request body (one `arrayBuffer()`, one copy into wasm).
+pub async fn body_of(req: &web_sys::Request) -> Result<Vec<u8>, JsValue> {
+    let buffer = JsFuture::from(req.array_buffer()?).await?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
 
 /// Reads a workers-rs response into an [`AppResponse`] (header names lowercased).
