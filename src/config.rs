@@ -62,6 +62,44 @@ pub struct Config {
     /// Bytes of completed records the gateway isolate keeps to answer
     /// replays itself (`0`: off).
     pub replay_cache_bytes: usize,
+    /// Secret that signs every forwarded request (`ORIGIN_SIGNING_SECRET`).
+    pub origin_signing_secret: Option<SecretString>,
+    /// Key that makes log hashes keyed HMACs (`LOG_HASH_KEY`).
+    pub log_hash_key: Option<SecretString>,
+}
+
+/// A secret value: never printed (`Debug` shows `<secret>`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretString(String);
+
+impl SecretString {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<secret>")
+    }
+}
+
+/// A secret read from the environment, held to a minimum length: a short
+/// key is a configuration error, never a silent weak default. The error
+/// never repeats the value.
+fn secret(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    min_len: usize,
+) -> Result<Option<SecretString>, ConfigError> {
+    match get(name) {
+        None => Ok(None),
+        Some(v) if v.len() >= min_len => Ok(Some(SecretString(v))),
+        Some(_) => Err(err(
+            name,
+            format!("the value is too short: at least {min_len} characters"),
+        )),
+    }
 }
 
 /// An invalid variable: its name and what is wrong with it.
@@ -210,9 +248,22 @@ impl Config {
             }
             Some(s) => return Err(err("ORIGIN_URL", format!("{s:?} is not an http(s) URL"))),
         };
+        let retention_seconds = number(get, "RETENTION_SECONDS", 86_400, 1, 31_536_000)?;
+        let lease_seconds = number(get, "LEASE_SECONDS", 60, 1, 86_400)?;
+        // A record must outlive its owner's lease: otherwise the sweep (or
+        // an expiry) frees a key whose first run is still going, and a retry
+        // runs it a second time.
+        if retention_seconds <= lease_seconds {
+            return Err(err(
+                "RETENTION_SECONDS and LEASE_SECONDS",
+                format!(
+                    "RETENTION_SECONDS ({retention_seconds}) must exceed LEASE_SECONDS ({lease_seconds})"
+                ),
+            ));
+        }
         Ok(Config {
-            retention_seconds: number(get, "RETENTION_SECONDS", 86_400, 1, 31_536_000)?,
-            lease_seconds: number(get, "LEASE_SECONDS", 60, 1, 86_400)?,
+            retention_seconds,
+            lease_seconds,
             max_request_body_bytes: number(
                 get,
                 "MAX_REQUEST_BODY_BYTES",
@@ -244,6 +295,8 @@ impl Config {
             origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
             origin_url,
             log_level,
+            origin_signing_secret: secret(get, "ORIGIN_SIGNING_SECRET", 32)?,
+            log_hash_key: secret(get, "LOG_HASH_KEY", 16)?,
             replay_cache_bytes: number(
                 get,
                 "REPLAY_CACHE_BYTES",
@@ -294,6 +347,33 @@ pub fn is_valid_tenant_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// A JSON object's members in order, duplicates kept (serde_json's own maps
+/// keep only the last of a repeated member).
+struct TokenPairs(Vec<(String, String)>);
+
+impl<'de> serde::Deserialize<'de> for TokenPairs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Pairs;
+        impl<'de> serde::de::Visitor<'de> for Pairs {
+            type Value = TokenPairs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of strings")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TokenPairs, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some(pair) = map.next_entry::<String, String>()? {
+                    pairs.push(pair);
+                }
+                Ok(TokenPairs(pairs))
+            }
+        }
+        d.deserialize_map(Pairs)
+    }
+}
+
 /// The token → tenant map from the `API_TOKENS` secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenMap {
@@ -301,16 +381,18 @@ pub struct TokenMap {
 }
 
 impl TokenMap {
-    /// Parses `{"<sha256-hex of token>": "<tenant-id>"}`.
+    /// Parses `{"<sha256-hex of token>": "<tenant-id>"}`. A hash that
+    /// appears twice — verbatim, or in another letter case — is refused: a
+    /// JSON parser would silently keep one of the two tenants.
     pub fn parse(raw: &str) -> Result<TokenMap, ConfigError> {
-        let map: HashMap<String, String> = serde_json::from_str(raw).map_err(|_| {
+        let pairs: TokenPairs = serde_json::from_str(raw).map_err(|_| {
             err(
                 "API_TOKENS",
                 "not a JSON object of sha256-hex token hashes to tenant ids",
             )
         })?;
         let mut by_hash = HashMap::new();
-        for (hash, tenant) in map {
+        for (hash, tenant) in pairs.0 {
             let hash = hash.to_ascii_lowercase();
             if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(err("API_TOKENS", "a key is not a sha256 hex digest"));
@@ -321,7 +403,12 @@ impl TokenMap {
                     format!("tenant id {tenant:?} is not 1-64 of [A-Za-z0-9._-]"),
                 ));
             }
-            by_hash.insert(hash, tenant);
+            if by_hash.insert(hash, tenant).is_some() {
+                return Err(err(
+                    "API_TOKENS",
+                    "a token hash appears more than once (letter case ignored)",
+                ));
+            }
         }
         Ok(TokenMap { by_hash })
     }
@@ -367,6 +454,7 @@ mod tests {
         assert_eq!(c.origin_url, None);
         assert_eq!(c.log_level, LogLevel::Info);
         assert_eq!(c.replay_cache_bytes, 8 * 1_048_576);
+        assert!(c.origin_signing_secret.is_none() && c.log_hash_key.is_none());
         assert!(c.warnings().is_empty());
     }
 
@@ -386,11 +474,43 @@ mod tests {
             ("REPLAY_CACHE_BYTES", "-1"),
             ("REPLAY_CACHE_BYTES", "67108865"),
             ("REPLAY_CACHE_BYTES", "8MiB"),
+            ("ORIGIN_SIGNING_SECRET", "short"),
+            ("LOG_HASH_KEY", "short"),
             ("LOG_LEVEL", "WARN"),
         ] {
             let e = parse(&[(name, value)]).unwrap_err();
             assert_eq!(e.variable, name, "{value}");
         }
+    }
+
+    #[test]
+    fn retention_must_exceed_the_lease_naming_both() {
+        for (retention, lease) in [("2", "20"), ("60", "60"), ("1", "2")] {
+            let e =
+                parse(&[("RETENTION_SECONDS", retention), ("LEASE_SECONDS", lease)]).unwrap_err();
+            assert!(
+                e.variable.contains("RETENTION_SECONDS") && e.variable.contains("LEASE_SECONDS")
+            );
+        }
+        // The default lease (60) against a short retention, too.
+        assert!(parse(&[("RETENTION_SECONDS", "30")]).is_err());
+        assert!(parse(&[("RETENTION_SECONDS", "3"), ("LEASE_SECONDS", "2")]).is_ok());
+    }
+
+    #[test]
+    fn secrets_are_checked_for_length_and_never_printed() {
+        let long = "s".repeat(40);
+        let c = parse(&[("ORIGIN_SIGNING_SECRET", &long), ("LOG_HASH_KEY", &long)]).unwrap();
+        assert_eq!(
+            c.origin_signing_secret.as_ref().map(SecretString::expose),
+            Some(long.as_str())
+        );
+        assert!(
+            !format!("{c:?}").contains(&long),
+            "Debug must not print secrets"
+        );
+        let e = parse(&[("ORIGIN_SIGNING_SECRET", "tooshortsecret")]).unwrap_err();
+        assert!(!e.message.contains("tooshortsecret"));
     }
 
     #[test]
@@ -423,5 +543,21 @@ mod tests {
         assert!(TokenMap::parse("[]").is_err());
         assert!(TokenMap::parse(r#"{"abc":"acme"}"#).is_err());
         assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad tenant"}}"#)).is_err());
+    }
+
+    #[test]
+    fn repeated_or_case_colliding_token_hashes_are_refused() {
+        let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+        let upper = acme.to_ascii_uppercase();
+        for raw in [
+            format!(r#"{{"{acme}":"acme","{acme}":"globex"}}"#),
+            format!(r#"{{"{acme}":"acme","{upper}":"globex"}}"#),
+            format!(r#"{{"{acme}":"acme","{upper}":"acme"}}"#),
+        ] {
+            let e = TokenMap::parse(&raw).unwrap_err();
+            assert_eq!(e.variable, "API_TOKENS");
+        }
+        let map = TokenMap::parse(&format!(r#"{{"{upper}":"acme"}}"#)).unwrap();
+        assert_eq!(map.tenant_for("dev-token-acme"), Some("acme"));
     }
 }

@@ -18,11 +18,17 @@ use crate::protocol::{validate_key, Fingerprint, StoredResponse};
 
 /// Why a ledger call did not produce an outcome, as its caller sees it.
 ///
-/// The three cases call for different answers (see `contract::answer`):
-/// only `Unreachable` means the object certainly did not act on the call.
+/// The cases call for different answers (see `contract::answer`): only
+/// `NotReached` means the object certainly did not act on the call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LedgerError {
-    /// No answer arrived: the stub could not be built or its fetch threw.
+    /// The call certainly never reached the object's code: no binding or
+    /// stub, the request could not be built, or the runtime refused it as
+    /// `overloaded` before delivering it. The only failure after which
+    /// running a request without the ledger cannot run it twice.
+    NotReached(String),
+    /// No answer arrived (the stub's fetch threw): the object may have run
+    /// the call, or part of it.
     Unreachable(String),
     /// The object answered 200 but the answer could not be decoded: the call
     /// may well have been applied.
@@ -37,6 +43,7 @@ pub enum LedgerError {
 impl std::fmt::Display for LedgerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            LedgerError::NotReached(m) => write!(f, "ledger not reached: {m}"),
             LedgerError::Unreachable(m) => write!(f, "ledger unreachable: {m}"),
             LedgerError::Undecodable(m) => write!(f, "undecodable ledger answer: {m}"),
             LedgerError::Refused { status, problem } => {
@@ -47,6 +54,13 @@ impl std::fmt::Display for LedgerError {
 }
 
 impl std::error::Error for LedgerError {}
+
+/// The object's path for the embedded application's unprotected requests.
+pub const APP_PATH: &str = "/app";
+
+/// The header that carries an application request's target (path + query)
+/// to [`APP_PATH`]: the target is never part of the object's URL.
+pub const APP_TARGET_HEADER: &str = "x-ledger-app-target";
 
 /// Every v1 route lives under this prefix.
 pub const RPC_V1_PREFIX: &str = "/rpc/v1/";
@@ -139,6 +153,20 @@ impl ClaimCall {
     }
 }
 
+/// The effective windows of a claim (the call's, else the object's
+/// defaults): a record must outlive its lease, so a retention shorter than
+/// the lease is refused (`400 invalid-rpc`) rather than silently stretched.
+pub fn check_claim_windows(lease_ms: i64, retention_ms: i64) -> Result<(), String> {
+    if retention_ms < lease_ms {
+        return Err(format!(
+            "the retention ({} s) is shorter than the lease ({} s); a record must outlive its lease",
+            retention_ms / 1000,
+            lease_ms / 1000
+        ));
+    }
+    Ok(())
+}
+
 /// `complete`: record the response of the owner at `generation`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -157,8 +185,10 @@ impl CompleteCall {
         check_generation(self.generation)?;
         check_window("retention_seconds", self.retention_seconds)?;
         let r = &self.response;
-        if !(100..=599).contains(&r.status) {
-            return Err("response.status must be 100-599".into());
+        // Only a final status can be replayed: a stored 1xx (or 600+) would
+        // make every replay fail to build.
+        if !crate::contract::proxy::is_passable_status(r.status) {
+            return Err("response.status must be 200-599".into());
         }
         for (name, _) in &r.headers {
             if name.is_empty() || name.to_ascii_lowercase() != *name {
@@ -342,6 +372,13 @@ mod tests {
             json,
             serde_json::json!({"outcome": "claimed", "generation": 2, "takeover": true})
         );
+    }
+
+    #[test]
+    fn a_claim_retention_shorter_than_its_lease_is_refused() {
+        assert!(check_claim_windows(5_000, 4_000).is_err());
+        assert!(check_claim_windows(5_000, 5_000).is_ok());
+        assert!(check_claim_windows(1_000, 86_400_000).is_ok());
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //! What must stay true here:
 //! - Every replay, tombstones included, carries `Idempotent-Replayed: true`.
 //! - `Retry-After` is whole seconds, at least 1.
-//! - Only a ledger that certainly gave no answer may let a request run
-//!   unprotected; an answer that could not be decoded may mean the call was
-//!   applied, so it is `503` whatever the policy.
+//! - Only a ledger that was certainly not reached may let a request run
+//!   unprotected (`FAILURE_POLICY=open`): a fetch that threw, or an answer
+//!   that could not be decoded, may mean the call was applied, so those are
+//!   `503` whatever the policy.
 
 use super::Outcome;
 use crate::config::FailurePolicy;
@@ -117,8 +118,8 @@ pub fn store_unavailable() -> Problem {
 /// What to do after a ledger call failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LedgerFailure {
-    /// `FAILURE_POLICY=open` and the ledger certainly gave no answer: run the
-    /// request without the ledger (and log it).
+    /// `FAILURE_POLICY=open` and the ledger was certainly not reached: run
+    /// the request without the ledger (and log it).
     RunUnprotected,
     /// Answer this (the outcome is always `store_unavailable`).
     Answer(AppResponse),
@@ -127,7 +128,7 @@ pub enum LedgerFailure {
 /// Decides what a failed ledger call comes to under `policy`.
 pub fn ledger_failure(error: &LedgerError, policy: FailurePolicy) -> LedgerFailure {
     match (error, policy) {
-        (LedgerError::Unreachable(_), FailurePolicy::Open) => LedgerFailure::RunUnprotected,
+        (LedgerError::NotReached(_), FailurePolicy::Open) => LedgerFailure::RunUnprotected,
         _ => LedgerFailure::Answer(read_failure(error)),
     }
 }

@@ -25,6 +25,7 @@ pub mod answer;
 pub mod outcome;
 pub mod proxy;
 pub mod replay_cache;
+pub mod signature;
 
 pub use admission::{GatewayRoute, Protection, Rejection, RequestHead};
 pub use answer::LedgerFailure;

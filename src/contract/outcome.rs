@@ -28,6 +28,12 @@ pub enum Outcome {
     OriginUnavailable,
     /// Proxy mode: the origin did not answer in time; the key stays in flight.
     OriginTimeout,
+    /// Proxy mode: the origin's body broke off after its headers; the key stays in flight.
+    OriginResponseIncomplete,
+    /// Proxy mode: the origin answered a status that cannot be passed on; the key stays in flight.
+    OriginInvalidResponse,
+    /// `501`: the method cannot be forwarded to the origin; nothing was claimed.
+    MethodNotSupported,
     /// Proxy mode: a 5xx with `RELEASE_ON_5XX=true`; the key was released.
     #[serde(rename = "released_5xx")]
     Released5xx,
@@ -52,7 +58,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 18] = [
+    pub const ALL: [Outcome; 21] = [
         Outcome::Executed,
         Outcome::TookOver,
         Outcome::Replayed,
@@ -61,6 +67,9 @@ impl Outcome {
         Outcome::LedgerFull,
         Outcome::OriginUnavailable,
         Outcome::OriginTimeout,
+        Outcome::OriginResponseIncomplete,
+        Outcome::OriginInvalidResponse,
+        Outcome::MethodNotSupported,
         Outcome::Released5xx,
         Outcome::FencedOut,
         Outcome::CompleteFailed,
@@ -84,6 +93,9 @@ impl Outcome {
             Outcome::LedgerFull => "ledger_full",
             Outcome::OriginUnavailable => "origin_unavailable",
             Outcome::OriginTimeout => "origin_timeout",
+            Outcome::OriginResponseIncomplete => "origin_response_incomplete",
+            Outcome::OriginInvalidResponse => "origin_invalid_response",
+            Outcome::MethodNotSupported => "method_not_supported",
             Outcome::Released5xx => "released_5xx",
             Outcome::FencedOut => "fenced_out",
             Outcome::CompleteFailed => "complete_failed",

@@ -9,7 +9,10 @@
 //! What must stay true here:
 //! - Release only when nothing can have run to completion: the origin gave
 //!   no response at all, or `RELEASE_ON_5XX=true` and it answered 5xx.
-//! - A timeout keeps the claim: the origin may still be running.
+//! - A timeout, a body that broke off after the headers, or a status that
+//!   cannot be passed on (1xx, outside 200–599) keeps the claim: the origin
+//!   ran (or may still be running), so a retry must not run it again
+//!   before the lease ends.
 //! - The caller whose run produced a response always gets that response,
 //!   whatever the ledger then says (stored, fenced out, failed).
 
@@ -19,13 +22,59 @@ use crate::ledger::CompleteOutcome;
 use crate::protocol::{AppResponse, Problem, ProblemKind, StoredResponse};
 use crate::rpc::LedgerError;
 
-/// Why the origin produced no response.
+/// Why the origin produced no (complete) response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OriginFailure {
     /// No response at all (the fetch threw, the connection was refused).
     Unreachable,
+    /// The status and headers arrived, then the body broke off: the origin
+    /// ran, so the key must not be released.
+    Incomplete,
     /// No complete response within `ORIGIN_TIMEOUT_SECONDS`.
     TimedOut,
+}
+
+/// Statuses that can be passed on and stored: a final answer. `1xx` (an
+/// origin answering `101 Switching Protocols` to a forwarded `Upgrade`) and
+/// anything outside 200–599 cannot be.
+pub fn is_passable_status(status: u16) -> bool {
+    (200..=599).contains(&status)
+}
+
+/// Headers that describe one connection, not the message (RFC 9110 §7.6.1),
+/// never forwarded in either direction.
+pub fn is_hop_by_hop(lowercase_name: &str) -> bool {
+    matches!(
+        lowercase_name,
+        "connection" | "upgrade" | "keep-alive" | "te" | "transfer-encoding" | "trailer"
+    ) || lowercase_name.starts_with("proxy-")
+}
+
+/// The answer to a request that cannot be forwarded (a method the runtime
+/// cannot send): nothing was claimed.
+pub fn not_forwardable(method: &str) -> (AppResponse, Outcome) {
+    (
+        Problem::new(
+            ProblemKind::MethodNotSupported,
+            format!("{method} requests cannot be forwarded to the origin"),
+        )
+        .into(),
+        Outcome::MethodNotSupported,
+    )
+}
+
+fn incomplete() -> Problem {
+    Problem::new(
+        ProblemKind::OriginResponseIncomplete,
+        "the origin's answer broke off after its headers; the origin ran, so the key stays in flight until its lease ends",
+    )
+}
+
+fn invalid(status: u16) -> Problem {
+    Problem::new(
+        ProblemKind::OriginInvalidResponse,
+        format!("the origin answered {status}, which cannot be passed on or stored; the key stays in flight until its lease ends"),
+    )
 }
 
 /// What the gateway does with a claimed key after the origin.
@@ -78,6 +127,16 @@ pub fn after_origin(
             .into(),
             outcome: Outcome::OriginTimeout,
         },
+        Err(OriginFailure::Incomplete) => AfterOrigin {
+            settle: Settle::Keep,
+            reply: incomplete().into(),
+            outcome: Outcome::OriginResponseIncomplete,
+        },
+        Ok(response) if !is_passable_status(response.status) => AfterOrigin {
+            settle: Settle::Keep,
+            reply: invalid(response.status).into(),
+            outcome: Outcome::OriginInvalidResponse,
+        },
         Ok(response) if response.status >= 500 && config.release_on_5xx => AfterOrigin {
             settle: Settle::Release,
             reply: response,
@@ -112,7 +171,9 @@ pub fn after_completion(
 /// response, or a problem that promises nothing about any key.
 pub fn unprotected_answer(result: Result<AppResponse, OriginFailure>) -> AppResponse {
     match result {
+        Ok(response) if !is_passable_status(response.status) => invalid(response.status).into(),
         Ok(response) => response,
+        Err(OriginFailure::Incomplete) => incomplete().into(),
         Err(OriginFailure::Unreachable) => Problem::new(
             ProblemKind::OriginUnavailable,
             "the origin could not be reached",

@@ -58,6 +58,22 @@ pub struct ClaimPolicy {
     pub max_keys: u64,
 }
 
+impl ClaimPolicy {
+    /// When a record claimed (or taken over) at `now` leaves its retention
+    /// window: never before its lease ends, so neither the sweep nor an
+    /// expiry can free a key whose owner may still be running.
+    pub fn in_flight_expires_at(&self, now: Millis) -> Millis {
+        now.saturating_add(self.retention_ms.max(self.lease_ms))
+    }
+}
+
+/// Is a record past its window, so that it may be reborn or swept? An
+/// in-flight record whose lease is live never is, whatever its
+/// `expires_at` says (records written before leases outlived retention).
+fn is_expired(expires_at: Millis, lease_live: bool, now: Millis) -> bool {
+    expires_at <= now && !lease_live
+}
+
 /// The ledger over one tenant's SQLite database.
 pub struct Ledger<S> {
     store: S,
@@ -142,7 +158,9 @@ impl<S: SqlStore> Ledger<S> {
             let Some(record) = self.read(key)? else {
                 return self.claim_new(key, fp, policy, now);
             };
-            if record.expires_at <= now {
+            let lease_live = record.state == KeyState::InFlight
+                && record.lease_expires_at.is_some_and(|end| end > now);
+            if is_expired(record.expires_at, lease_live, now) {
                 return self.claim_expired(key, fp, policy, now);
             }
             if record.fingerprint != fp.digest {
@@ -208,7 +226,7 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
                 now.into(),
                 (now + policy.lease_ms).into(),
-                (now + policy.retention_ms).into(),
+                policy.in_flight_expires_at(now).into(),
             ],
         )?;
         self.granted(rows, false, true, "a new key")
@@ -226,7 +244,8 @@ impl<S: SqlStore> Ledger<S> {
     ) -> Result<ClaimOutcome, StoreError> {
         let components =
             serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))?;
-        // Guard: expires_at <= now — a record inside its window is never reborn.
+        // Guard: expires_at <= now and no live lease — a record inside its
+        // window, or whose owner may still be running, is never reborn.
         let rows = self.store.query(
             "UPDATE idempotency_records
              SET state = 'in_flight', generation = generation + 1, fingerprint = ?,
@@ -234,6 +253,7 @@ impl<S: SqlStore> Ledger<S> {
                  completed_at = NULL, expires_at = ?, response_status = NULL,
                  response_headers = NULL, response_body = NULL, retained = NULL, replays = 0
              WHERE key = ? AND expires_at <= ?
+               AND NOT (state = 'in_flight' AND lease_expires_at > ?)
              RETURNING generation",
             &[
                 fp.digest.as_str().into(),
@@ -241,8 +261,9 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
                 now.into(),
                 (now + policy.lease_ms).into(),
-                (now + policy.retention_ms).into(),
+                policy.in_flight_expires_at(now).into(),
                 key.into(),
+                now.into(),
                 now.into(),
             ],
         )?;
@@ -266,7 +287,7 @@ impl<S: SqlStore> Ledger<S> {
             &[
                 now.into(),
                 (now + policy.lease_ms).into(),
-                (now + policy.retention_ms).into(),
+                policy.in_flight_expires_at(now).into(),
                 key.into(),
             ],
         )?;
@@ -292,7 +313,7 @@ impl<S: SqlStore> Ledger<S> {
             &[
                 now.into(),
                 (now + policy.lease_ms).into(),
-                (now + policy.retention_ms).into(),
+                policy.in_flight_expires_at(now).into(),
                 key.into(),
                 seen_generation.into(),
                 now.into(),

@@ -204,13 +204,18 @@ impl<S: SqlStore> Ledger<S> {
     pub fn sweep(&self, now: Millis, batch: usize) -> Result<SweepOutcome, StoreError> {
         self.store.atomically(|| {
             self.flush_pending()?;
-            // Guard: expires_at <= now — nothing inside its window is deleted.
+            // Guard: expires_at <= now — nothing inside its window is
+            // deleted — and no live lease: a running owner's record is never
+            // swept (the claim keeps expires_at >= the lease's end, so this
+            // only matters for records written before that rule).
             let rows = self.store.query(
                 "DELETE FROM idempotency_records
                  WHERE key IN (SELECT key FROM idempotency_records
-                               WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)
+                               WHERE expires_at <= ?
+                                 AND NOT (state = 'in_flight' AND lease_expires_at > ?)
+                               ORDER BY expires_at LIMIT ?)
                  RETURNING key",
-                &[now.into(), (batch as i64).into()],
+                &[now.into(), now.into(), (batch as i64).into()],
             )?;
             let deleted = rows.len();
             if deleted > 0 {

@@ -33,7 +33,7 @@ use crate::rpc::{
     ReplayedOutcome, Route,
 };
 
-pub use crate::rpc::LedgerError;
+pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
 
 /// A client for one tenant's `TenantLedger`.
 pub struct LedgerClient {
@@ -41,16 +41,34 @@ pub struct LedgerClient {
     stub: JsValue,
 }
 
+fn js_message(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| {
+            Reflect::get(e, &JsValue::from_str("message"))
+                .ok()
+                .and_then(|m| m.as_string())
+        })
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// A failure before the request left: the object was certainly not reached.
+fn not_reached(e: JsValue) -> LedgerError {
+    LedgerError::NotReached(js_message(&e))
+}
+
+/// A failure of the stub's fetch. The runtime marks an object it refused
+/// to run the call on as `overloaded` (Durable Object error properties);
+/// any other error may come after the object ran (part of) the call.
 fn unreachable(e: JsValue) -> LedgerError {
-    LedgerError::Unreachable(
-        e.as_string()
-            .or_else(|| {
-                Reflect::get(&e, &JsValue::from_str("message"))
-                    .ok()
-                    .and_then(|m| m.as_string())
-            })
-            .unwrap_or_else(|| format!("{e:?}")),
-    )
+    let overloaded = Reflect::get(&e, &JsValue::from_str("overloaded"))
+        .ok()
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    if overloaded {
+        LedgerError::NotReached(js_message(&e))
+    } else {
+        LedgerError::Unreachable(js_message(&e))
+    }
 }
 
 impl LedgerClient {
@@ -58,11 +76,11 @@ impl LedgerClient {
     pub fn for_tenant(env: &Env, binding: &str, tenant: &str) -> Result<LedgerClient, LedgerError> {
         let namespace: ObjectNamespace = env
             .durable_object(binding)
-            .map_err(|e| LedgerError::Unreachable(format!("binding {binding}: {e}")))?;
+            .map_err(|e| LedgerError::NotReached(format!("binding {binding}: {e}")))?;
         let stub = namespace
             .id_from_name(tenant)
             .and_then(|id| id.get_stub())
-            .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+            .map_err(|e| LedgerError::NotReached(e.to_string()))?;
         Ok(LedgerClient::from_stub(stub))
     }
 
@@ -76,9 +94,9 @@ impl LedgerClient {
     /// `stub.fetch(request)` on the raw stub.
     async fn fetch(&self, request: &web_sys::Request) -> Result<web_sys::Response, LedgerError> {
         let fetch: Function = Reflect::get(&self.stub, &JsValue::from_str("fetch"))
-            .map_err(unreachable)?
+            .map_err(not_reached)?
             .dyn_into()
-            .map_err(unreachable)?;
+            .map_err(not_reached)?;
         let promise: js_sys::Promise = fetch
             .call1(&self.stub, request)
             .map_err(unreachable)?
@@ -99,7 +117,7 @@ impl LedgerClient {
         call: &C,
     ) -> Result<A, LedgerError> {
         let body =
-            serde_json::to_string(call).map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+            serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
         let bytes = self.exchange(route, body).await?;
         serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))
     }
@@ -107,10 +125,10 @@ impl LedgerClient {
     /// Sends one JSON call and returns the body of a `200` answer. Not
     /// generic, so the request plumbing exists once in the bundle.
     async fn exchange(&self, route: Route, body: String) -> Result<Vec<u8>, LedgerError> {
-        let headers = web_sys::Headers::new().map_err(unreachable)?;
+        let headers = web_sys::Headers::new().map_err(not_reached)?;
         headers
             .set("content-type", "application/json")
-            .map_err(unreachable)?;
+            .map_err(not_reached)?;
         let init = web_sys::RequestInit::new();
         init.set_method("POST");
         init.set_headers(&headers);
@@ -150,17 +168,24 @@ impl LedgerClient {
         self.call(Route::Stats, &serde_json::json!({})).await
     }
 
-    /// Runs a request on the embedded application without the ledger
-    /// (`/app{target}`), for requests that are not protected.
+    /// Runs a request on the embedded application without the ledger, for
+    /// requests that are not protected. The target travels in a header
+    /// ([`APP_TARGET_HEADER`]) to the fixed path [`APP_PATH`], never in the
+    /// URL: no client-controlled path (dot segments, encoded slashes) can
+    /// be normalised into an RPC route.
     pub async fn app(
         &self,
         method: &str,
         target: &str,
         body: &[u8],
     ) -> Result<worker::Response, LedgerError> {
-        let url = format!("https://tenant-ledger/app{target}");
-        let request = crate::platform::http::outbound_request(&url, method, Headers::new(), body)
-            .map_err(|e| LedgerError::Unreachable(e.to_string()))?;
+        let url = format!("https://tenant-ledger{APP_PATH}");
+        let headers = Headers::new();
+        headers
+            .set(APP_TARGET_HEADER, target)
+            .map_err(|e| LedgerError::NotReached(e.to_string()))?;
+        let request = crate::platform::http::outbound_request(&url, method, headers, body)
+            .map_err(|e| LedgerError::NotReached(e.to_string()))?;
         Ok(self.fetch(request.inner()).await?.into())
     }
 

@@ -12,14 +12,14 @@
 //! - Nothing is claimed before the request is admitted: auth, key, and body
 //!   size are checked first (bad input changes nothing).
 //! - The method is read raw (workers-rs maps unknown methods to GET).
+//! - No `Err` escapes to the runtime: every failure is a problem document.
+//! - One JSON log line per protected request, with hashed tenant and key.
 //!
 //! Speed: the handler takes the raw `web_sys::Request` (worker 0.8.7
 //! implements `FromRequest` for it). Converting to `worker::Request` reads
 //! the URL, headers and the `cf` object of every request up front, and `cf`
 //! alone was ~4% of the isolate's CPU per request in `npm run
 //! bench:profile`; the gateway reads only the headers it needs.
-//! - No `Err` escapes to the runtime: every failure is a problem document.
-//! - One JSON log line per protected request, with hashed tenant and key.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -31,18 +31,17 @@ use worker::{event, Context, Env, Headers, Response};
 use crate::config::{Config, ConfigError, TokenMap};
 use crate::contract::admission::{self, body_unreadable, check_body_length, misconfigured};
 use crate::contract::answer::{self, LedgerFailure};
-use crate::contract::proxy::{self, AfterOrigin, Settle};
-use crate::contract::replay_cache::Replayable;
+use crate::contract::proxy;
 use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
 use crate::fields;
-use crate::ledger::{ClaimOutcome, ExecuteOutcome, Refusal};
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{body_of, header};
-use crate::platform::origin::{Forward, Origin, OriginError};
+use crate::platform::origin::{Forward, Origin};
+use crate::platform::protected::Protected;
 use crate::platform::replays::{count_replays, count_replays_when_due, with_replays};
 use crate::platform::{config_lookup, http, log, now_ms, LEDGER_BINDING};
-use crate::protocol::{AppResponse, Fingerprint, RequestParts};
-use crate::rpc::{AppRequest, ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall};
+use crate::protocol::{Fingerprint, RequestParts};
+use crate::rpc::LookupCall;
 
 /// Per-isolate parsed settings: variables never change within an isolate.
 struct Settings {
@@ -57,6 +56,7 @@ thread_local! {
 fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
     let config = Config::from_lookup(&config_lookup(env))?;
     log::set_level(config.log_level);
+    log::set_hash_key(config.log_hash_key.as_ref().map(|k| k.expose()));
     for warning in config.warnings() {
         log::warn("idempotency.config_warning", fields! {"warning" => warning});
     }
@@ -145,22 +145,24 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         Err(p) => return (http::problem(&p), None),
     };
     let config = &settings.config;
-    let client = match LedgerClient::for_tenant(env, LEDGER_BINDING, &tenant) {
-        Ok(c) => c,
-        Err(e) => return (store_unavailable(&e), None),
-    };
+    // No client (no binding, no stub) is a ledger that was certainly not
+    // reached: protected requests then follow FAILURE_POLICY below.
+    let ledger = LedgerClient::for_tenant(env, LEDGER_BINDING, &tenant);
     let cache = config.replay_cache_bytes;
-    match route {
+    match (route, &ledger) {
         // Replays answered by this isolate are counted before any read.
-        GatewayRoute::KeyIntrospection(encoded) => {
-            count_replays(&client, &tenant, cache).await;
-            return (introspect(&client, encoded).await, None);
+        (GatewayRoute::KeyIntrospection(encoded), Ok(client)) => {
+            count_replays(client, &tenant, cache).await;
+            return (introspect(client, encoded).await, None);
         }
-        GatewayRoute::Stats => {
-            count_replays(&client, &tenant, cache).await;
-            return (stats(&client).await, None);
+        (GatewayRoute::Stats, Ok(client)) => {
+            count_replays(client, &tenant, cache).await;
+            return (stats(client).await, None);
         }
-        GatewayRoute::Health | GatewayRoute::Application => {}
+        (GatewayRoute::KeyIntrospection(_) | GatewayRoute::Stats, Err(e)) => {
+            return (store_unavailable(e), None)
+        }
+        (GatewayRoute::Health | GatewayRoute::Application, _) => {}
     }
 
     // Admit: the declared size and (for protected methods) the key.
@@ -197,9 +199,12 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
 
     let origin = Origin::from_env(env, config);
     let client_headers = origin.as_ref().map(|_| Headers(req.headers()));
-    let forward = Forward::new(&method, &target, client_headers.as_ref(), &tenant, body);
+    let mut forward = Forward::new(&method, &target, client_headers.as_ref(), &tenant, body);
+    if let (Some(secret), Some(_)) = (&config.origin_signing_secret, &origin) {
+        forward.sign(secret.expose(), &tenant, (now_ms() / 1000).max(0) as u64);
+    }
     let Some(key) = key else {
-        let response = run_unprotected(&client, origin.as_ref(), config, &forward).await;
+        let response = run_unprotected(ledger.as_ref(), origin.as_ref(), config, &forward).await;
         let line = protection.is_logged().then_some(RequestLog {
             outcome: Outcome::UnprotectedNoKey,
             tenant,
@@ -233,17 +238,22 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         };
         return (http::replay(stored), Some(line));
     }
-    let protected = Protected {
-        client: &client,
-        config,
-        tenant: &tenant,
-        key: &key,
-        fingerprint,
-        forward: &forward,
-    };
-    let step = match &origin {
-        None => protected.embedded().await,
-        Some(origin) => protected.proxied(origin).await,
+    let step = match &ledger {
+        Err(e) => Err(e.clone()),
+        Ok(client) => {
+            let protected = Protected {
+                client,
+                config,
+                tenant: &tenant,
+                key: &key,
+                fingerprint,
+                forward: &forward,
+            };
+            match &origin {
+                None => protected.embedded().await,
+                Some(origin) => protected.proxied(origin).await,
+            }
+        }
     };
 
     // Answer, whatever the ledger did.
@@ -255,7 +265,8 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
                     "idempotency.unprotected",
                     fields! {"reason" => e.to_string(), "tenant" => log::short_hash(&tenant), "key" => log::short_hash(&key)},
                 );
-                let response = run_unprotected(&client, origin.as_ref(), config, &forward).await;
+                let response =
+                    run_unprotected(ledger.as_ref(), origin.as_ref(), config, &forward).await;
                 (response, Outcome::Unprotected)
             }
             LedgerFailure::Answer(answer) => {
@@ -273,136 +284,6 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         key: Some(key),
     };
     (response, Some(line))
-}
-
-/// One protected request on its way through the ledger.
-struct Protected<'a> {
-    client: &'a LedgerClient,
-    config: &'a Config,
-    tenant: &'a str,
-    key: &'a str,
-    fingerprint: Fingerprint,
-    forward: &'a Forward,
-}
-
-type Step = Result<(Response, Outcome), LedgerError>;
-
-fn answered((answer, outcome): (AppResponse, Outcome)) -> (Response, Outcome) {
-    (http::app(answer), outcome)
-}
-
-impl Protected<'_> {
-    /// Keeps a completed record the object just replayed, so the next
-    /// identical retry is answered from this isolate.
-    fn remember(&self, refusal: &Refusal) {
-        if let Refusal::Completed {
-            generation,
-            response,
-            expires_at: Some(expires_at),
-        } = refusal
-        {
-            let digest = &self.fingerprint.digest;
-            let record = Replayable {
-                generation: *generation,
-                response,
-                expires_at: *expires_at,
-            };
-            with_replays(self.config.replay_cache_bytes, |c| {
-                c.insert(self.tenant, self.key, digest, record, now_ms())
-            });
-        }
-    }
-
-    /// Embedded mode: one hop, claim + orders app + complete in one transaction.
-    async fn embedded(&self) -> Step {
-        let call = ExecuteCall {
-            key: self.key.to_string(),
-            fingerprint: self.fingerprint.clone(),
-            request: AppRequest {
-                method: self.forward.method.to_ascii_uppercase(),
-                target: self.forward.target.clone(),
-                body: self.forward.body.clone(),
-            },
-        };
-        let outcome = self.client.execute(&call).await?;
-        if let ExecuteOutcome::Refused(refusal) = &outcome {
-            self.remember(refusal);
-        }
-        Ok(answered(answer::execute_answer(outcome)))
-    }
-
-    /// Proxy mode: claim, forward to the origin, then settle the key as the
-    /// contract decides (complete, release or keep).
-    async fn proxied(&self, origin: &Origin) -> Step {
-        let claim = ClaimCall {
-            key: self.key.to_string(),
-            fingerprint: self.fingerprint.clone(),
-            lease_seconds: None,
-            retention_seconds: None,
-        };
-        let (generation, takeover) = match self.client.claim(&claim).await? {
-            ClaimOutcome::Claimed {
-                generation,
-                takeover,
-            } => (generation, takeover),
-            ClaimOutcome::Refused(refusal) => return Ok(answered(answer::refusal_answer(refusal))),
-        };
-        let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
-        let result = origin.forward(self.forward, timeout).await.map_err(|e| {
-            if let OriginError::Unreachable(reason) = &e {
-                log::warn(
-                    "idempotency.origin_unavailable",
-                    fields! {"error" => reason, "key" => log::short_hash(self.key)},
-                );
-            }
-            e.failure()
-        });
-        let AfterOrigin {
-            settle,
-            reply,
-            outcome,
-        } = proxy::after_origin(result, takeover, self.config);
-        let outcome = match settle {
-            Settle::Complete(response) => {
-                let call = CompleteCall {
-                    key: self.key.to_string(),
-                    generation,
-                    response,
-                    retention_seconds: None,
-                };
-                let completion = self.client.complete(&call).await;
-                if let Err(e) = &completion {
-                    log::error(
-                        "idempotency.complete_failed",
-                        fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
-                    );
-                }
-                // The object logs idempotency.fenced_out (it sees every caller).
-                proxy::after_completion(outcome, completion.as_ref())
-            }
-            Settle::Release => {
-                self.release(generation).await;
-                outcome
-            }
-            Settle::Keep => outcome,
-        };
-        // The caller whose run produced this response always gets it.
-        Ok((http::app(reply), outcome))
-    }
-
-    async fn release(&self, generation: i64) {
-        let call = ReleaseCall {
-            key: self.key.to_string(),
-            generation,
-        };
-        // A fenced-out release is logged by the object as idempotency.fenced_out.
-        if let Err(e) = self.client.release(&call).await {
-            log::error(
-                "idempotency.release_failed",
-                fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
-            );
-        }
-    }
 }
 
 async fn introspect(client: &LedgerClient, encoded: &str) -> Response {
@@ -426,20 +307,27 @@ async fn stats(client: &LedgerClient) -> Response {
 /// Runs a request without the ledger: on the origin in proxy mode, else on
 /// the embedded application.
 async fn run_unprotected(
-    client: &LedgerClient,
+    ledger: Result<&LedgerClient, &LedgerError>,
     origin: Option<&Origin>,
     config: &Config,
     fwd: &Forward,
 ) -> Response {
     match origin {
         Some(origin) => {
+            let Ok(request) = origin.prepare(fwd) else {
+                return http::app(proxy::not_forwardable(&fwd.method).0);
+            };
             let timeout = Duration::from_secs(config.origin_timeout_seconds);
-            let result = origin.forward(fwd, timeout).await.map_err(|e| e.failure());
+            let result = origin.send(request, timeout).await.map_err(|e| e.failure());
             http::app(proxy::unprotected_answer(result))
         }
-        None => match client.app(&fwd.method, &fwd.target, &fwd.body).await {
-            Ok(r) => r,
-            Err(e) => store_unavailable(&e),
+        None => match ledger {
+            Ok(client) => match client.app(&fwd.method, &fwd.target, &fwd.body).await {
+                Ok(r) => r,
+                Err(e) => store_unavailable(&e),
+            },
+            // The embedded application lives in the object itself.
+            Err(e) => store_unavailable(e),
         },
     }
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
-use worker::{Headers, Method, Request, RequestInit, Response};
+use worker::{Headers, Request, Response};
 
 use crate::contract::answer;
 pub use crate::contract::answer::REPLAYED_HEADER;
@@ -19,6 +19,11 @@ use crate::ledger::Refusal;
 use crate::protocol::{is_null_body_status, AppResponse, Problem, StoredResponse};
 
 fn build(status: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
+    // A status the Fetch API cannot carry (1xx, outside 200–599) must never
+    // reach the runtime's Response constructor.
+    if !(200..=599).contains(&status) {
+        return last_resort();
+    }
     let h = Headers::new();
     for (name, value) in headers {
         // Invalid header values are dropped rather than failing the response.
@@ -68,23 +73,27 @@ pub fn refusal(refusal: Refusal) -> Response {
     app(answer::refusal_answer(refusal).0)
 }
 
-/// Builds an outbound request that carries `method` and, unless the method
-/// is GET or HEAD (which the Fetch API forbids a body on), the exact `body`
-/// bytes. workers-rs maps unknown methods to GET; workerd refuses them (501)
-/// before they reach us, so only standard methods arrive here.
+/// Builds an outbound request that carries `method` **verbatim** and,
+/// unless the method is GET or HEAD (which the Fetch API forbids a body
+/// on), the exact `body` bytes. Built on `web_sys` directly: worker 0.8.7's
+/// `Method::from` maps every method it does not know (`PROPFIND`, `PURGE`,
+/// …) to GET. A method the Fetch API refuses (`CONNECT`, `TRACE`, `TRACK`)
+/// is an `Err`, which callers answer with `501 method-not-supported`.
 pub fn outbound_request(
     url: &str,
     method: &str,
     headers: Headers,
     body: &[u8],
 ) -> worker::Result<Request> {
-    let mut init = RequestInit::new();
-    init.with_method(Method::from(method.to_string()))
-        .with_headers(headers);
+    let init = web_sys::RequestInit::new();
+    init.set_method(method);
+    init.set_headers(&headers.0);
     if method != "GET" && method != "HEAD" {
-        init.with_body(Some(js_sys::Uint8Array::from(body).into()));
+        init.set_body(&js_sys::Uint8Array::from(body).into());
     }
-    Request::new_with_init(url, &init)
+    let request = web_sys::Request::new_with_str_and_init(url, &init)
+        .map_err(|e| worker::Error::JsError(format!("{e:?}")))?;
+    Ok(Request::from(request))
 }
 
 /// One request header, if present and readable.
@@ -101,10 +110,12 @@ pub async fn body_of(req: &web_sys::Request) -> Result<Vec<u8>, JsValue> {
 /// Reads a workers-rs response into an [`AppResponse`] (header names lowercased).
 pub async fn read_app_response(mut response: Response) -> worker::Result<AppResponse> {
     let status = response.status_code();
+    // Hop-by-hop headers describe the origin's connection, not the answer.
     let headers = response
         .headers()
         .entries()
         .map(|(n, v)| (n.to_ascii_lowercase(), v))
+        .filter(|(n, _)| !crate::contract::proxy::is_hop_by_hop(n))
         .collect();
     let body = if is_null_body_status(status) {
         Vec::new()

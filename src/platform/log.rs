@@ -39,10 +39,26 @@ fn enabled(level: LogLevel) -> bool {
 }
 use sha2::{Digest, Sha256};
 
-/// The first 12 hex characters of the SHA-256 of `value`: enough to
-/// correlate log lines, useless for recovering a key or tenant.
+thread_local! {
+    /// `LOG_HASH_KEY`, once a configuration has been loaded.
+    static HASH_KEY: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Makes [`short_hash`] a keyed HMAC from now on in this isolate (or plain
+/// SHA-256 again with `None`).
+pub fn set_hash_key(key: Option<&str>) {
+    HASH_KEY.with(|k| *k.borrow_mut() = key.map(str::to_string));
+}
+
+/// The first 12 hex characters of the SHA-256 of `value` — or, with
+/// `LOG_HASH_KEY`, of its HMAC-SHA256 under that key, so that a guessable
+/// tenant (`acme`) or key (`order-1`) cannot be recovered from the logs by
+/// hashing guesses. Enough to correlate log lines either way.
 pub fn short_hash(value: &str) -> String {
-    let mut hex = hex::encode(Sha256::digest(value.as_bytes()));
+    let mut hex = HASH_KEY.with(|k| match k.borrow().as_deref() {
+        Some(key) => crate::contract::signature::hmac_hex(key.as_bytes(), value.as_bytes()),
+        None => hex::encode(Sha256::digest(value.as_bytes())),
+    });
     hex.truncate(12);
     hex
 }

@@ -17,6 +17,8 @@ pub mod log;
 #[cfg(feature = "gateway")]
 pub mod origin;
 #[cfg(feature = "gateway")]
+pub mod protected;
+#[cfg(feature = "gateway")]
 pub mod replays;
 #[cfg(feature = "tenant-ledger")]
 pub mod tenant_ledger;
@@ -31,5 +33,10 @@ pub fn now_ms() -> i64 {
 
 /// Reads the configuration variables from `env` (vars or secrets).
 pub fn config_lookup(env: &worker::Env) -> impl Fn(&str) -> Option<String> + '_ {
-    move |name| env.var(name).ok().map(|v| v.to_string())
+    move |name| {
+        env.secret(name)
+            .or_else(|_| env.var(name))
+            .ok()
+            .map(|v| v.to_string())
+    }
 }

@@ -8,16 +8,23 @@
 //!   headers minus `Authorization`, `Host` and any client `X-Tenant-Id`, plus
 //!   the server's `X-Tenant-Id`, and the exact body bytes.
 //!   `Idempotency-Key` is forwarded so the origin may dedupe too.
-//! - "No answer at all" (the fetch threw) and "no answer in time" are
-//!   different outcomes: the first is safe to retry (the caller releases),
-//!   the second is unknown (the caller must not release).
+//! - Hop-by-hop headers (`Connection`, `Upgrade`, `Keep-Alive`, `TE`,
+//!   `Transfer-Encoding`, `Trailer`, `Proxy-*`) are never forwarded, either
+//!   way (`contract::proxy::is_hop_by_hop`).
+//! - The method is forwarded verbatim; a request that cannot be built (a
+//!   method the Fetch API refuses) is known *before* anything is claimed.
+//! - "No answer at all" (the fetch threw), "headers but a broken body" and
+//!   "no answer in time" are different outcomes: only the first is safe to
+//!   retry (the caller releases); the origin ran in the other two.
 
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use worker::{Delay, Env, Fetch, Fetcher, Headers};
+use worker::{Delay, Env, Fetch, Fetcher, Headers, Request};
 
 use crate::config::Config;
+use crate::contract::proxy::is_hop_by_hop;
+use crate::contract::signature::{origin_signature, SIGNATURE_HEADER};
 use crate::contract::OriginFailure;
 use crate::platform::http::{outbound_request, read_app_response};
 use crate::protocol::AppResponse;
@@ -28,11 +35,13 @@ pub enum Origin {
     Url(String),
 }
 
-/// Why the origin produced no response.
+/// Why the origin produced no (complete) response.
 #[derive(Debug)]
 pub enum OriginError {
     /// The fetch failed without a response (throw, refused connection).
     Unreachable(String),
+    /// The status and headers arrived, then reading the body failed.
+    Incomplete(String),
     /// No complete response within `ORIGIN_TIMEOUT_SECONDS`.
     Timeout,
 }
@@ -45,8 +54,15 @@ pub struct Forward {
     pub body: Vec<u8>,
 }
 
-/// Headers never forwarded from the client.
-const STRIPPED: &[&str] = &["authorization", "x-tenant-id", "host", "content-length"];
+/// Headers never forwarded from the client (hop-by-hop ones aside); a
+/// client's own signature header would pass for the gateway's.
+const STRIPPED: &[&str] = &[
+    "authorization",
+    "x-tenant-id",
+    "host",
+    "content-length",
+    SIGNATURE_HEADER,
+];
 
 impl Forward {
     /// Copies the client's request headers for the origin and adds the
@@ -62,7 +78,10 @@ impl Forward {
         let mut headers: Vec<(String, String)> = match client_headers {
             Some(h) => h
                 .entries()
-                .filter(|(name, _)| !STRIPPED.contains(&name.to_ascii_lowercase().as_str()))
+                .filter(|(name, _)| {
+                    let name = name.to_ascii_lowercase();
+                    !STRIPPED.contains(&name.as_str()) && !is_hop_by_hop(&name)
+                })
                 .collect(),
             None => Vec::new(),
         };
@@ -76,11 +95,28 @@ impl Forward {
     }
 }
 
+impl Forward {
+    /// Signs the request for the origin (`ORIGIN_SIGNING_SECRET`): adds
+    /// `X-Idempotency-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>`.
+    pub fn sign(&mut self, secret: &str, tenant: &str, unix_seconds: u64) {
+        let value = origin_signature(
+            secret,
+            unix_seconds,
+            tenant,
+            &self.method,
+            &self.target,
+            &self.body,
+        );
+        self.headers.push((SIGNATURE_HEADER.into(), value));
+    }
+}
+
 impl OriginError {
     /// The class of failure the contract decides on.
     pub fn failure(&self) -> OriginFailure {
         match self {
             OriginError::Unreachable(_) => OriginFailure::Unreachable,
+            OriginError::Incomplete(_) => OriginFailure::Incomplete,
             OriginError::Timeout => OriginFailure::TimedOut,
         }
     }
@@ -106,25 +142,33 @@ impl Origin {
         }
     }
 
-    /// Sends the request and reads the whole response within `timeout`.
-    pub async fn forward(
-        &self,
-        fwd: &Forward,
-        timeout: Duration,
-    ) -> Result<AppResponse, OriginError> {
+    /// Builds the outbound request, method verbatim. An `Err` (a method
+    /// the Fetch API refuses, a header it will not carry) means nothing can
+    /// be sent: callers answer `501 method-not-supported` before claiming.
+    pub fn prepare(&self, fwd: &Forward) -> Result<Request, String> {
         let headers = Headers::new();
         for (name, value) in &fwd.headers {
-            headers.append(name, value).map_err(unreachable)?;
+            headers.append(name, value).map_err(|e| e.to_string())?;
         }
-        let request = outbound_request(&self.url_for(&fwd.target), &fwd.method, headers, &fwd.body)
-            .map_err(unreachable)?;
+        outbound_request(&self.url_for(&fwd.target), &fwd.method, headers, &fwd.body)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Sends a prepared request and reads the whole response within `timeout`.
+    pub async fn send(
+        &self,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<AppResponse, OriginError> {
         let exchange = async {
             let response = match self {
                 Origin::Service(fetcher) => fetcher.fetch_request(request).await,
                 Origin::Url(_) => Fetch::Request(request).send().await,
             }
             .map_err(unreachable)?;
-            read_app_response(response).await.map_err(unreachable)
+            read_app_response(response)
+                .await
+                .map_err(|e| OriginError::Incomplete(e.to_string()))
         };
         match select(Box::pin(exchange), Box::pin(Delay::from(timeout))).await {
             Either::Left((result, _)) => result,

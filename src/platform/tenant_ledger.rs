@@ -2,7 +2,8 @@
 //! and the embedded orders table in its own SQLite database.
 //!
 //! Role: serve RPC v1 (`POST /rpc/v1/{claim,complete,release,lookup,stats,execute}`)
-//! and the unprotected embedded application (`/app/...`); sweep by alarm.
+//! and the unprotected embedded application (`/app`, its target in the
+//! `x-ledger-app-target` header, never in the URL); sweep by alarm.
 //!
 //! What must stay true here:
 //! - The object's own clock (`Date.now()` inside the object) sets every
@@ -38,8 +39,8 @@ use crate::platform::do_store::DoSqlStore;
 use crate::platform::{config_lookup, http, log, now_ms};
 use crate::protocol::{Problem, ProblemKind};
 use crate::rpc::{
-    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, ReplayedCall,
-    ReplayedOutcome, Route,
+    check_claim_windows, ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall,
+    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, APP_PATH, APP_TARGET_HEADER,
 };
 
 /// An absolute alarm time (epoch milliseconds on the object's clock).
@@ -78,6 +79,7 @@ impl DurableObject for TenantLedger {
         let config = Config::from_lookup(&config_lookup(&env));
         if let Ok(c) = &config {
             log::set_level(c.log_level);
+            log::set_hash_key(c.log_hash_key.as_ref().map(|k| k.expose()));
         }
         TenantLedger {
             state,
@@ -170,7 +172,16 @@ impl TenantLedger {
             Ok(b) => b,
             Err(_) => return http::problem(&bad_call("the request body could not be read")),
         };
-        if let Some(app_path) = path.strip_prefix("/app") {
+        if path == APP_PATH {
+            // The target comes from a header, never from the URL.
+            let target = req
+                .headers()
+                .get(APP_TARGET_HEADER)
+                .ok()
+                .flatten()
+                .filter(|t| t.starts_with('/'))
+                .unwrap_or_default();
+            let app_path = path_of(&target);
             return match orders::handle(self.ledger.store(), &method, app_path, &body, now_ms()) {
                 Ok(r) => http::app(r),
                 Err(e) => http::problem(&store_unavailable(&e)),
@@ -218,6 +229,7 @@ impl TenantLedger {
                 let call: ClaimCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
                 let policy = Self::policy(config, call.lease_seconds, call.retention_seconds);
+                check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
                 let out = self
                     .ledger
                     .claim(&call.key, &call.fingerprint, &policy, now)

@@ -37,6 +37,21 @@ test("an invalid variable answers 500 misconfigured naming it", async () => {
   }
 });
 
+test("a retention that does not exceed the lease is refused, naming both", async () => {
+  // With RETENTION_SECONDS=2 and LEASE_SECONDS=20 a slow first run's record
+  // could be swept mid-run and a retry would run it again: refused instead.
+  for (const vars of [{ RETENTION_SECONDS: "2", LEASE_SECONDS: "20" }, { RETENTION_SECONDS: "60" }]) {
+    const gw = await startGateway({ vars });
+    try {
+      const r = await json(await gw.request("/v1/orders", orderInit({ key: "k" })));
+      assert.equal(r.status, 500, JSON.stringify(vars));
+      assert.equal(slug(r.json), "misconfigured");
+      assert.match(r.json.detail, /RETENTION_SECONDS/);
+      assert.match(r.json.detail, /LEASE_SECONDS/);
+    } finally { await gw.dispose(); }
+  }
+});
+
 test("a body over MAX_REQUEST_BODY_BYTES is 413 before anything is claimed", async () => {
   const gw = await startGateway({ vars: { MAX_REQUEST_BODY_BYTES: "64" } });
   try {

@@ -123,8 +123,13 @@ export async function startOrigin(respond) {
       requests.push(record);
       events.emit("request", record);
       try {
-        const { status = 200, headers = {}, body = "" } = (await respond(record, requests.length)) ?? {};
+        const { status = 200, headers = {}, body = "", partial } = (await respond(record, requests.length)) ?? {};
         res.writeHead(status, headers);
+        if (partial !== undefined) {
+          // Headers and the first bytes go out, then the connection dies.
+          res.write(partial, () => res.destroy());
+          return;
+        }
         res.end(body);
       } catch {
         res.destroy();

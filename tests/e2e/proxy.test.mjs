@@ -216,12 +216,12 @@ test("FAILURE_POLICY=closed: an unreachable ledger is 503 and the origin is not 
   } finally { await gw.dispose(); await origin.close(); }
 });
 
-test("FAILURE_POLICY=open: an unreachable ledger runs the request unprotected and logs it", async () => {
+test("FAILURE_POLICY=open: a ledger that was certainly not reached runs the request unprotected and logs it", async () => {
   const origin = await startOrigin(() => ({ status: 200, body: "ran-unprotected" }));
+  // No TENANT_LEDGER binding at all: no stub, nothing sent, nothing applied.
   const gw = await startGateway({
     vars: { ORIGIN_URL: origin.url, FAILURE_POLICY: "open" },
-    workers: [brokenLedger],
-    gateway: { durableObjects: { TENANT_LEDGER: { className: "TenantLedger", scriptName: "broken" } } },
+    gateway: { durableObjects: {} },
   });
   try {
     const r = await read(await gw.request("/charges", post("down-2")));
@@ -230,6 +230,21 @@ test("FAILURE_POLICY=open: an unreachable ledger runs the request unprotected an
     assert.equal(origin.requests.length, 1);
     await eventually(() => gw.events("idempotency.unprotected").length === 1);
     assert.ok(gw.events("idempotency.request").some((e) => e.outcome === "unprotected"));
+  } finally { await gw.dispose(); await origin.close(); }
+});
+
+test("FAILURE_POLICY=open: a ledger that threw may have acted, so it is 503 and the origin is not called", async () => {
+  const origin = await startOrigin(() => ({ status: 200, body: "ran" }));
+  const gw = await startGateway({
+    vars: { ORIGIN_URL: origin.url, FAILURE_POLICY: "open" },
+    workers: [brokenLedger],
+    gateway: { durableObjects: { TENANT_LEDGER: { className: "TenantLedger", scriptName: "broken" } } },
+  });
+  try {
+    const r = await json(await gw.request("/charges", post("down-3")));
+    assert.equal(r.status, 503);
+    assert.equal(slug(r.json), "idempotency-store-unavailable");
+    assert.equal(origin.requests.length, 0, "never a second, unprotected run");
   } finally { await gw.dispose(); await origin.close(); }
 });
 

@@ -85,7 +85,13 @@ test("bad calls are refused with problems and write nothing", async () => {
     ["claim", { key: "", fingerprint: fingerprint("a") }, 400],
     ["claim", { key: "x", fingerprint: { ...fingerprint("a"), digest: "0".repeat(64) } }, 400],
     ["claim", { key: "x", fingerprint: fingerprint("a"), lease_seconds: 0 }, 400],
+    // A record must outlive its lease: a shorter retention is refused.
+    ["claim", { key: "x", fingerprint: fingerprint("a"), lease_seconds: 20, retention_seconds: 2 }, 400],
+    ["claim", { key: "x", fingerprint: fingerprint("a"), retention_seconds: 30 }, 400],
     ["complete", { key: "x", generation: 0, response: stored("a") }, 400],
+    // Only a final status can be replayed (a stored 1xx would break every replay).
+    ["complete", { key: "x", generation: 1, response: { ...stored("a"), status: 101 } }, 400],
+    ["complete", { key: "x", generation: 1, response: { ...stored("a"), status: 600 } }, 400],
     ["complete", { key: "x", generation: 1, response: { status: 200, headers: [["set-cookie", "a=b"]], body: null } }, 400],
     ["release", { key: "x", generation: 1, extra: true }, 400],
     ["nope", {}, 404],

@@ -269,12 +269,15 @@ fn a_5xx_is_stored_unless_release_on_5xx() {
 
 #[test]
 fn an_unusable_ledger_is_503_closed_and_runs_unprotected_only_when_certainly_unreached() {
+    let not_reached = LedgerError::NotReached("no binding".into());
     let unreachable = LedgerError::Unreachable("stub threw".into());
     let undecodable = LedgerError::Undecodable("expected value".into());
     for (error, policy) in [
+        (&not_reached, FailurePolicy::Closed),
         (&unreachable, FailurePolicy::Closed),
         (&undecodable, FailurePolicy::Closed),
-        // The object answered: the call may have been applied.
+        // The object may have run the call: never a second, unprotected run.
+        (&unreachable, FailurePolicy::Open),
         (&undecodable, FailurePolicy::Open),
     ] {
         let LedgerFailure::Answer(answer) = ledger_failure(error, policy) else {
@@ -283,7 +286,7 @@ fn an_unusable_ledger_is_503_closed_and_runs_unprotected_only_when_certainly_unr
         expect_problem(&answer, 503, "idempotency-store-unavailable");
     }
     assert_eq!(
-        ledger_failure(&unreachable, FailurePolicy::Open),
+        ledger_failure(&not_reached, FailurePolicy::Open),
         LedgerFailure::RunUnprotected
     );
 }
@@ -615,4 +618,68 @@ fn the_target_is_the_url_after_its_authority_verbatim() {
     );
     assert_eq!(path_of("/rpc/v1/claim?x=1"), "/rpc/v1/claim");
     assert_eq!(path_of("/"), "/");
+}
+
+#[test]
+fn a_body_that_breaks_off_keeps_the_key_with_502_incomplete() {
+    let after = after_origin(Err(OriginFailure::Incomplete), false, &config(&[]));
+    assert_eq!(after.settle, Settle::Keep, "the origin ran: never released");
+    assert_eq!(after.outcome, Outcome::OriginResponseIncomplete);
+    expect_problem(&after.reply, 502, "origin-response-incomplete");
+    let unprotected = unprotected_answer(Err(OriginFailure::Incomplete));
+    expect_problem(&unprotected, 502, "origin-response-incomplete");
+}
+
+#[test]
+fn a_status_that_cannot_be_passed_on_keeps_the_key_with_502_invalid() {
+    let c = config(&[("RELEASE_ON_5XX", "true")]);
+    for status in [0, 101, 199, 600, 999] {
+        let after = after_origin(Ok(origin_response(status, b"")), false, &c);
+        assert_eq!(after.settle, Settle::Keep, "{status}");
+        assert_eq!(after.outcome, Outcome::OriginInvalidResponse);
+        expect_problem(&after.reply, 502, "origin-invalid-response");
+        expect_problem(
+            &unprotected_answer(Ok(origin_response(status, b""))),
+            502,
+            "origin-invalid-response",
+        );
+    }
+    for status in [200, 204, 599] {
+        assert!(idempotency_ledger::contract::proxy::is_passable_status(
+            status
+        ));
+    }
+}
+
+#[test]
+fn hop_by_hop_headers_are_recognised() {
+    use idempotency_ledger::contract::proxy::is_hop_by_hop;
+    for h in [
+        "connection",
+        "upgrade",
+        "keep-alive",
+        "te",
+        "transfer-encoding",
+        "trailer",
+        "proxy-authorization",
+        "proxy-connection",
+    ] {
+        assert!(is_hop_by_hop(h), "{h}");
+    }
+    for h in [
+        "content-type",
+        "idempotency-key",
+        "x-proxy",
+        "authorization",
+        "tenant",
+    ] {
+        assert!(!is_hop_by_hop(h), "{h}");
+    }
+}
+
+#[test]
+fn a_method_that_cannot_be_forwarded_is_501_and_claims_nothing() {
+    let (answer, outcome) = idempotency_ledger::contract::proxy::not_forwardable("TRACE");
+    assert_eq!(outcome, Outcome::MethodNotSupported);
+    expect_problem(&answer, 501, "method-not-supported");
 }

@@ -9,4 +9,5 @@ mod ledger;
 mod model;
 mod pending;
 mod replay_cache;
+mod signature;
 mod sweep;

@@ -2,6 +2,7 @@
 //! time, through the `expires_at` index.
 
 use crate::support::*;
+use idempotency_ledger::ledger::{ClaimOutcome, Refusal};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 #[test]
@@ -9,6 +10,7 @@ fn the_sweep_deletes_only_expired_records_in_bounded_batches() {
     let l = ledger();
     let mut p = policy();
     p.retention_ms = 1_000;
+    p.lease_ms = 500;
     for i in 0..25 {
         l.claim(&format!("k{i}"), &fp("a"), &p, i * 100).unwrap();
     }
@@ -112,9 +114,9 @@ fn the_sweep_deletes_through_the_expires_at_index() {
     let plan: Vec<String> = {
         let conn = l.store().connection();
         let mut stmt = conn
-            .prepare("EXPLAIN QUERY PLAN SELECT key FROM idempotency_records WHERE expires_at <= ? ORDER BY expires_at LIMIT ?")
+            .prepare("EXPLAIN QUERY PLAN SELECT key FROM idempotency_records WHERE expires_at <= ? AND NOT (state = 'in_flight' AND lease_expires_at > ?) ORDER BY expires_at LIMIT ?")
             .unwrap();
-        stmt.query_map([0i64, 10], |r| r.get::<_, String>(3))
+        stmt.query_map([0i64, 0, 10], |r| r.get::<_, String>(3))
             .unwrap()
             .map(Result::unwrap)
             .collect()
@@ -128,4 +130,27 @@ fn the_sweep_deletes_through_the_expires_at_index() {
         !plan.iter().any(|d| d.contains("TEMP B-TREE")),
         "no sort step: {plan:?}"
     );
+}
+
+#[test]
+fn a_record_whose_lease_is_live_is_never_swept_or_reborn() {
+    let l = ledger();
+    // A caller-chosen retention shorter than the lease (RPC refuses this;
+    // the ledger must hold even so): the record outlives the lease.
+    let mut p = policy();
+    p.retention_ms = 1_000;
+    p.lease_ms = 20_000;
+    l.claim("slow", &fp("a"), &p, 0).unwrap();
+    assert_eq!(l.sweep(4_000, 100).unwrap().deleted, 0, "lease live at 4 s");
+    let retry = l.claim("slow", &fp("a"), &p, 4_000).unwrap();
+    assert!(
+        matches!(
+            retry,
+            ClaimOutcome::Refused(Refusal::InFlight { generation: 1, .. })
+        ),
+        "a retry during the lease is 409, never a second run: {retry:?}"
+    );
+    assert_eq!(l.next_expires_at().unwrap(), Some(20_000));
+    // Once the lease has ended the usual rules apply again.
+    assert_eq!(l.sweep(20_000, 100).unwrap().deleted, 1);
 }

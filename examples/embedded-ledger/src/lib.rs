@@ -163,7 +163,7 @@ fn outcome_json<T: serde::Serialize>(result: std::result::Result<T, LedgerError>
             599,
             &serde_json::json!({ "status": status, "problem": problem }),
         ),
-        Err(LedgerError::Unreachable(m)) => {
+        Err(LedgerError::NotReached(m)) | Err(LedgerError::Unreachable(m)) => {
             http::json(598, &serde_json::json!({ "unreachable": m }))
         }
         Err(LedgerError::Undecodable(m)) => {
