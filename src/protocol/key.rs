@@ -167,10 +167,15 @@ fn check_parameters(mut rest: &str) -> Result<(), KeyError> {
     }
 }
 
-/// Skips one bare item (string, token, number, boolean or byte sequence) and
-/// returns what follows it.
+/// Skips one bare item (string, display string, token, number, boolean,
+/// date or byte sequence) and returns what follows it.
 fn skip_bare_item(input: &str) -> Result<&str, KeyError> {
-    if let Some(body) = input.strip_prefix('"') {
+    // sf-string, or RFC 9651's display string `%"..."` (percent-encoded,
+    // so skipping it as a string is exact).
+    if let Some(body) = input
+        .strip_prefix('"')
+        .or_else(|| input.strip_prefix("%\""))
+    {
         let (_, after) = parse_sf_string_body(body)?;
         return Ok(after);
     }
@@ -178,7 +183,9 @@ fn skip_bare_item(input: &str) -> Result<&str, KeyError> {
         .find(|c: char| c == ';' || c == ',' || is_ows(c))
         .unwrap_or(input.len());
     let item = &input[..end];
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~:/?=".contains(c);
+    // Token, integer, decimal, boolean (`?1`), byte sequence (`:...:`) and
+    // RFC 9651 date (`@1659578233`) characters.
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~:/?=@".contains(c);
     if item.is_empty() || !item.chars().all(allowed) {
         return Err(KeyError::TrailingGarbage);
     }
@@ -188,6 +195,12 @@ fn skip_bare_item(input: &str) -> Result<&str, KeyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc9651_dates_and_display_strings_are_valid_parameters() {
+        assert_eq!(parse_idempotency_key("\"k\";d=@1659578233").unwrap(), "k");
+        assert_eq!(parse_idempotency_key("\"k\";t=%\"f%c3%bc\"").unwrap(), "k");
+    }
 
     #[test]
     fn bare_and_quoted_forms_give_the_same_key() {

@@ -5,6 +5,7 @@ mod support;
 
 mod contract;
 mod execute;
+mod fuzz;
 mod ledger;
 mod model;
 mod pending;
