@@ -132,7 +132,8 @@ impl Rejection {
     }
 }
 
-fn too_large(config: &Config) -> Rejection {
+/// The body is over `MAX_REQUEST_BODY_BYTES`: `413`, before anything is claimed.
+pub fn too_large(config: &Config) -> Rejection {
     Rejection::new(
         Outcome::TooLarge,
         Problem::new(
@@ -152,9 +153,7 @@ fn too_large(config: &Config) -> Rejection {
 /// body's size; the body's real length is then checked by
 /// [`check_body_length`] once it has been read.
 pub fn admit(head: &RequestHead<'_>, config: &Config) -> Result<Protection, Rejection> {
-    let declared = head
-        .content_length
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let declared = head.content_length.and_then(declared_length);
     if declared.is_some_and(|n| n > config.max_request_body_bytes as u64) {
         return Err(too_large(config));
     }
@@ -182,6 +181,11 @@ pub fn admit(head: &RequestHead<'_>, config: &Config) -> Result<Protection, Reje
         )),
         None => Ok(Protection::UnprotectedNoKey),
     }
+}
+
+/// The body size a `Content-Length` value declares, if it is a whole number.
+pub fn declared_length(value: &str) -> Option<u64> {
+    value.trim().parse::<u64>().ok()
 }
 
 /// Checks the body's real length once read (a body may come without a

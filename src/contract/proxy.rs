@@ -18,7 +18,7 @@
 
 use super::Outcome;
 use crate::config::Config;
-use crate::ledger::CompleteOutcome;
+use crate::ledger::{CompleteOutcome, KeyState, RecordState};
 use crate::protocol::{AppResponse, Problem, ProblemKind, StoredResponse};
 use crate::rpc::LedgerError;
 
@@ -185,4 +185,32 @@ pub fn unprotected_answer(result: Result<AppResponse, OriginFailure>) -> AppResp
         )
         .into(),
     }
+}
+
+/// Pauses before the second and third attempt of a completion or release
+/// (three attempts in all, about 1.2 s): long enough to ride out a
+/// momentarily overloaded object, short enough to stay well inside a lease.
+pub const SETTLE_RETRY_DELAYS_MS: [u64; 2] = [200, 1_000];
+
+/// May a failed completion or release be tried again? When nothing came
+/// back (the object may or may not have applied it: trying again is safe,
+/// see [`landed_earlier`]) or the object said it failed (a 5xx it rendered:
+/// nothing was committed). Never after an answer that could not be decoded
+/// (it was applied) or a refusal of the call itself (4xx).
+pub fn is_retryable(error: &LedgerError) -> bool {
+    match error {
+        LedgerError::NotReached(_) | LedgerError::Unreachable(_) => true,
+        LedgerError::Refused { status, .. } => *status >= 500,
+        LedgerError::Undecodable(_) => false,
+    }
+}
+
+/// A retried completion or release answered `fenced_out`: did an earlier
+/// attempt of this owner already land? Only the owner of `generation` can
+/// move its record to `want` at that generation, so finding it there means
+/// the lost answer was a success.
+pub fn landed_earlier(current: &Option<RecordState>, generation: i64, want: KeyState) -> bool {
+    current
+        .as_ref()
+        .is_some_and(|c| c.generation == generation && c.state == want)
 }

@@ -35,7 +35,8 @@ use crate::rpc::{
 
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
 
-/// A client for one tenant's `TenantLedger`.
+/// A client for one tenant's `TenantLedger` (cheap to clone: one JS handle).
+#[derive(Clone)]
 pub struct LedgerClient {
     /// The JS stub object (`stub.fetch(request)`).
     stub: JsValue,

@@ -29,13 +29,13 @@ use worker::worker_sys::web_sys;
 use worker::{event, Context, Env, Headers, Response};
 
 use crate::config::{Config, ConfigError, TokenMap};
-use crate::contract::admission::{self, body_unreadable, check_body_length, misconfigured};
+use crate::contract::admission::{self, body_unreadable, misconfigured};
 use crate::contract::answer::{self, LedgerFailure};
 use crate::contract::proxy;
 use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
 use crate::fields;
 use crate::platform::client::{LedgerClient, LedgerError};
-use crate::platform::http::{body_of, header};
+use crate::platform::http::{body_within, header, Body};
 use crate::platform::origin::{Forward, Origin};
 use crate::platform::protected::Protected;
 use crate::platform::replays::{count_replays, count_replays_when_due, with_replays};
@@ -189,13 +189,12 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         Protection::Keyed(key) => Some(key.clone()),
         Protection::Unprotected | Protection::UnprotectedNoKey => None,
     };
-    let body = match body_of(&req).await {
-        Ok(b) => b,
+    let declared = head_length.as_deref().and_then(admission::declared_length);
+    let body = match body_within(&req, declared, config.max_request_body_bytes).await {
+        Ok(Body::Read(b)) => b,
+        Ok(Body::TooLarge) => return refused(admission::too_large(config), key),
         Err(_) => return refused(body_unreadable(), key),
     };
-    if let Err(rejection) = check_body_length(body.len(), config) {
-        return refused(rejection, key);
-    }
 
     let origin = Origin::from_env(env, config);
     let client_headers = origin.as_ref().map(|_| Headers(req.headers()));
@@ -242,6 +241,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         Err(e) => Err(e.clone()),
         Ok(client) => {
             let protected = Protected {
+                ctx,
                 client,
                 config,
                 tenant: &tenant,

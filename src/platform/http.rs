@@ -8,7 +8,7 @@
 //! response degrades to a plain 500 rather than an `Err` on a request path.
 
 use serde::Serialize;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Headers, Request, Response};
@@ -101,10 +101,59 @@ pub fn header(req: &web_sys::Request, name: &str) -> Option<String> {
     req.headers().get(name).ok().flatten()
 }
 
-/// The whole request body (one `arrayBuffer()`, one copy into wasm).
-pub async fn body_of(req: &web_sys::Request) -> Result<Vec<u8>, JsValue> {
-    let buffer = JsFuture::from(req.array_buffer()?).await?;
-    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+/// A request body, read with a bound.
+pub enum Body {
+    /// The whole body, at most the bound.
+    Read(Vec<u8>),
+    /// The body passed the bound; reading stopped there (the rest was
+    /// never buffered).
+    TooLarge,
+}
+
+/// Reads the request body, at most `max` bytes. Without a `Content-Length`
+/// (`declared` is `None`: chunked, or an unparsable value) the stream is
+/// read chunk by chunk and abandoned as soon as it passes `max`, so a
+/// client cannot make the isolate buffer more than the limit. With one
+/// (already checked against `max`; workerd holds the body to it), one
+/// `arrayBuffer()` and one copy into wasm.
+pub async fn body_within(
+    req: &web_sys::Request,
+    declared: Option<u64>,
+    max: usize,
+) -> Result<Body, JsValue> {
+    if declared.is_some() {
+        let buffer = JsFuture::from(req.array_buffer()?).await?;
+        let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+        return Ok(if bytes.len() > max {
+            Body::TooLarge
+        } else {
+            Body::Read(bytes)
+        });
+    }
+    let Some(stream) = req.body() else {
+        return Ok(Body::Read(Vec::new()));
+    };
+    let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let mut bytes = Vec::new();
+    loop {
+        let step = JsFuture::from(reader.read()).await?;
+        let done = js_sys::Reflect::get(&step, &JsValue::from_str("done"))?
+            .as_bool()
+            .unwrap_or(true);
+        if done {
+            return Ok(Body::Read(bytes));
+        }
+        let chunk =
+            js_sys::Uint8Array::new(&js_sys::Reflect::get(&step, &JsValue::from_str("value"))?);
+        if bytes.len() + chunk.length() as usize > max {
+            // Stop reading; the rest of the body is never buffered.
+            let _ = reader.cancel();
+            return Ok(Body::TooLarge);
+        }
+        let start = bytes.len();
+        bytes.resize(start + chunk.length() as usize, 0);
+        chunk.copy_to(&mut bytes[start..]);
+    }
 }
 
 /// Reads a workers-rs response into an [`AppResponse`] (header names lowercased).

@@ -11,18 +11,31 @@
 //! - The caller whose run produced a response always gets that response.
 //! - A completed record the object replays is remembered by the isolate's
 //!   replay cache.
+//! - Completion and release survive the caller: they run as a future
+//!   registered with `ctx.wait_until` (a client hang-up that cancels the
+//!   request cannot cancel them), retried with backoff as
+//!   `contract::proxy` allows, and the request awaits the same shared
+//!   future for its answer. A completion that finally fails is logged
+//!   `idempotency.complete_failed` at error level.
 
+use std::future::Future;
+use std::rc::Rc;
 use std::time::Duration;
 
-use worker::Response;
+use futures_util::FutureExt;
+use worker::{Context, Delay, Response};
 
 use crate::config::Config;
 use crate::contract::answer;
-use crate::contract::proxy::{self, AfterOrigin, Settle};
+use crate::contract::proxy::{
+    self, is_retryable, landed_earlier, AfterOrigin, Settle, SETTLE_RETRY_DELAYS_MS,
+};
 use crate::contract::replay_cache::Replayable;
 use crate::contract::Outcome;
 use crate::fields;
-use crate::ledger::{ClaimOutcome, ExecuteOutcome, Refusal};
+use crate::ledger::{
+    ClaimOutcome, CompleteOutcome, ExecuteOutcome, KeyState, Refusal, ReleaseOutcome,
+};
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::origin::{Forward, Origin, OriginError};
 use crate::platform::replays::with_replays;
@@ -32,6 +45,7 @@ use crate::rpc::{AppRequest, ClaimCall, CompleteCall, ExecuteCall, ReleaseCall};
 
 /// One protected request on its way through the ledger.
 pub struct Protected<'a> {
+    pub ctx: &'a Context,
     pub client: &'a LedgerClient,
     pub config: &'a Config,
     pub tenant: &'a str,
@@ -139,7 +153,9 @@ impl Protected<'_> {
                     response,
                     retention_seconds: None,
                 };
-                let completion = self.client.complete(&call).await;
+                let completion = self
+                    .outliving(complete_durably(self.client.clone(), call))
+                    .await;
                 if let Err(e) = &completion {
                     log::error(
                         "idempotency.complete_failed",
@@ -150,7 +166,20 @@ impl Protected<'_> {
                 proxy::after_completion(outcome, completion.as_ref())
             }
             Settle::Release => {
-                self.release(generation).await;
+                let call = ReleaseCall {
+                    key: self.key.to_string(),
+                    generation,
+                };
+                // A fenced-out release is logged by the object as idempotency.fenced_out.
+                if let Err(e) = self
+                    .outliving(release_durably(self.client.clone(), call))
+                    .await
+                {
+                    log::error(
+                        "idempotency.release_failed",
+                        fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
+                    );
+                }
                 outcome
             }
             Settle::Keep => outcome,
@@ -159,17 +188,73 @@ impl Protected<'_> {
         Ok((http::app(reply), outcome))
     }
 
-    async fn release(&self, generation: i64) {
-        let call = ReleaseCall {
-            key: self.key.to_string(),
-            generation,
-        };
-        // A fenced-out release is logged by the object as idempotency.fenced_out.
-        if let Err(e) = self.client.release(&call).await {
-            log::error(
-                "idempotency.release_failed",
-                fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
-            );
+    /// Runs `settlement` so that it finishes even if this request is
+    /// cancelled (`ctx.wait_until` holds one handle of the shared future)
+    /// and returns its result to this request (which awaits the other).
+    async fn outliving<T: Clone + 'static>(
+        &self,
+        settlement: impl Future<Output = T> + 'static,
+    ) -> T {
+        let shared = settlement.shared();
+        let detached = shared.clone();
+        self.ctx.wait_until(async move {
+            detached.await;
+        });
+        shared.await
+    }
+}
+
+/// Tries a call up to three times, as `contract::proxy` allows; a retry that
+/// is fenced out by this owner's own earlier success counts as that success.
+async fn settle_with_retries<O>(
+    mut attempt: impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = Result<O, LedgerError>>>>,
+    landed: impl Fn(&O) -> bool,
+    success: O,
+) -> Result<O, LedgerError> {
+    let mut tries = 0;
+    loop {
+        match attempt().await {
+            Ok(out) if tries > 0 && landed(&out) => return Ok(success),
+            Ok(out) => return Ok(out),
+            Err(e) if tries < SETTLE_RETRY_DELAYS_MS.len() && is_retryable(&e) => {
+                Delay::from(Duration::from_millis(SETTLE_RETRY_DELAYS_MS[tries])).await;
+                tries += 1;
+            }
+            Err(e) => return Err(e),
         }
     }
+}
+
+async fn complete_durably(
+    client: LedgerClient,
+    call: CompleteCall,
+) -> Result<CompleteOutcome, LedgerError> {
+    let generation = call.generation;
+    let (client, call) = (Rc::new(client), Rc::new(call));
+    settle_with_retries(
+        move || {
+            let (client, call) = (client.clone(), call.clone());
+            Box::pin(async move { client.complete(&call).await })
+        },
+        |out| matches!(out, CompleteOutcome::FencedOut { current } if landed_earlier(current, generation, KeyState::Completed)),
+        CompleteOutcome::Stored,
+    )
+    .await
+}
+
+async fn release_durably(
+    client: LedgerClient,
+    call: ReleaseCall,
+) -> Result<ReleaseOutcome, LedgerError> {
+    let generation = call.generation;
+    let (client, call) = (Rc::new(client), Rc::new(call));
+    settle_with_retries(
+        move || {
+            let (client, call) = (client.clone(), call.clone());
+            Box::pin(async move { client.release(&call).await })
+        },
+        |out| matches!(out, ReleaseOutcome::FencedOut { current } if landed_earlier(current, generation, KeyState::Released)),
+        ReleaseOutcome::Released,
+    )
+    .await
 }

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { startGateway, startOrigin, json, read, slug, eventually, ACME, DEMO_TOKENS, sha256hex } from "./harness.mjs";
+import { startGateway, startOrigin, deferred, json, read, slug, eventually, ACME, DEMO_TOKENS, sha256hex } from "./harness.mjs";
 
 const post = (key, body = "amount=100") => ({
   method: "POST",
@@ -145,5 +145,56 @@ test("with LOG_HASH_KEY log hashes are keyed HMACs, not plain SHA-256 prefixes",
     assert.equal(line.key, createHmac("sha256", key).update("order-1").digest("hex").slice(0, 12));
     assert.equal(line.tenant, createHmac("sha256", key).update("acme").digest("hex").slice(0, 12));
     assert.notEqual(line.key, sha256hex("order-1").slice(0, 12));
+  } finally { await gw.dispose(); }
+});
+
+test("a client that hangs up mid-request does not stop the completion: the key completes and replays", async () => {
+  const held = deferred();
+  const origin = await startOrigin((_req, n) => (n === 1 ? held.promise : { status: 500, body: "ran twice" }));
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url } });
+  try {
+    const hangUp = new AbortController();
+    const first = gw.request("/charges", { ...post("hangup-1"), signal: hangUp.signal }).catch((e) => e);
+    await origin.waitForRequests(1);
+    hangUp.abort();
+    await first;
+    held.resolve({ status: 201, headers: { "content-type": "text/plain" }, body: "charged once" });
+    await eventually(async () => {
+      const rec = await json(await gw.request("/v1/idempotency-keys/hangup-1", { headers: { authorization: ACME } }));
+      return rec.status === 200 && rec.json.state === "completed";
+    }, { ms: 60_000 });
+    const retry = await read(await gw.request("/charges", post("hangup-1")));
+    assert.equal(retry.status, 201);
+    assert.equal(retry.text, "charged once");
+    assert.equal(retry.headers["idempotent-replayed"], "true");
+    assert.equal(origin.requests.length, 1, "the origin ran once");
+  } finally { await gw.dispose(); await origin.close(); }
+});
+
+test("a chunked body with no Content-Length is refused with 413 as soon as it passes the limit", async () => {
+  const gw = await startGateway({ vars: { MAX_REQUEST_BODY_BYTES: "64" } });
+  const chunked = (parts) => new ReadableStream({
+    start(controller) {
+      for (const p of parts) controller.enqueue(new TextEncoder().encode(p));
+      controller.close();
+    },
+  });
+  try {
+    const big = await json(await gw.request("/v1/orders", {
+      method: "POST", duplex: "half",
+      headers: { authorization: ACME, "idempotency-key": "chunked-big" },
+      body: chunked(['{"sku":"A",', '"quantity":1,', `"pad":"${"p".repeat(100)}"}`]),
+    }));
+    assert.equal(big.status, 413);
+    assert.equal(slug(big.json), "request-too-large");
+    const rec = await gw.request("/v1/idempotency-keys/chunked-big", { headers: { authorization: ACME } });
+    assert.equal(rec.status, 404, "nothing was claimed");
+    const small = await json(await gw.request("/v1/orders", {
+      method: "POST", duplex: "half",
+      headers: { authorization: ACME, "idempotency-key": "chunked-small" },
+      body: chunked(['{"sku":"A",', '"quantity":1}']),
+    }));
+    assert.equal(small.status, 201, "a chunked body within the limit is read whole");
+    assert.equal(small.json.sku, "A");
   } finally { await gw.dispose(); }
 });

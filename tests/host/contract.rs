@@ -683,3 +683,53 @@ fn a_method_that_cannot_be_forwarded_is_501_and_claims_nothing() {
     assert_eq!(outcome, Outcome::MethodNotSupported);
     expect_problem(&answer, 501, "method-not-supported");
 }
+
+#[test]
+fn settlements_retry_only_what_is_safe_to_retry() {
+    use idempotency_ledger::contract::proxy::is_retryable;
+    assert!(is_retryable(&LedgerError::NotReached("x".into())));
+    assert!(is_retryable(&LedgerError::Unreachable("x".into())));
+    let refused = |status| LedgerError::Refused {
+        status,
+        problem: Value::Null,
+    };
+    assert!(is_retryable(&refused(503)));
+    assert!(
+        !is_retryable(&refused(400)),
+        "a refused call fails the same way again"
+    );
+    assert!(
+        !is_retryable(&LedgerError::Undecodable("x".into())),
+        "it was applied"
+    );
+}
+
+#[test]
+fn a_retry_that_finds_its_own_completion_knows_the_first_attempt_landed() {
+    use idempotency_ledger::contract::proxy::landed_earlier;
+    use idempotency_ledger::ledger::{KeyState, RecordState};
+    // A real ledger: the first completion lands, its answer is "lost", the retry is fenced out.
+    let l = ledger();
+    l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+    l.complete("k", 1, &response("r"), RETENTION_MS, 2_000)
+        .unwrap();
+    let CompleteOutcome::FencedOut { current } = l
+        .complete("k", 1, &response("r"), RETENTION_MS, 2_100)
+        .unwrap()
+    else {
+        panic!("a second completion is fenced out")
+    };
+    assert!(landed_earlier(&current, 1, KeyState::Completed));
+    // Taken over by generation 2: not ours.
+    let theirs = Some(RecordState {
+        state: KeyState::InFlight,
+        generation: 2,
+    });
+    assert!(!landed_earlier(&theirs, 1, KeyState::Completed));
+    let later = Some(RecordState {
+        state: KeyState::Completed,
+        generation: 2,
+    });
+    assert!(!landed_earlier(&later, 1, KeyState::Completed));
+    assert!(!landed_earlier(&None, 1, KeyState::Completed));
+}
