@@ -296,6 +296,25 @@ pub enum ReplayedOutcome {
     Counted,
 }
 
+/// An `execute` call that borrows its parts: serialises to exactly the JSON
+/// of [`ExecuteCall`] without copying the request body first (the gateway
+/// keeps the body for a `FAILURE_POLICY=open` fallback).
+#[derive(Debug, Serialize)]
+pub struct ExecuteCallRef<'a> {
+    pub key: &'a str,
+    pub fingerprint: &'a Fingerprint,
+    pub request: AppRequestRef<'a>,
+}
+
+/// The borrowed form of [`AppRequest`].
+#[derive(Debug, Serialize)]
+pub struct AppRequestRef<'a> {
+    pub method: &'a str,
+    pub target: &'a str,
+    #[serde(with = "base64_bytes")]
+    pub body: &'a [u8],
+}
+
 /// The request the embedded application should run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -379,6 +398,33 @@ mod tests {
         assert!(check_claim_windows(5_000, 4_000).is_err());
         assert!(check_claim_windows(5_000, 5_000).is_ok());
         assert!(check_claim_windows(1_000, 86_400_000).is_ok());
+    }
+
+    #[test]
+    fn a_borrowed_execute_call_is_the_same_json() {
+        let fingerprint = Fingerprint::from_components(vec![]);
+        let owned = ExecuteCall {
+            key: "k".into(),
+            fingerprint: fingerprint.clone(),
+            request: AppRequest {
+                method: "POST".into(),
+                target: "/v1/orders".into(),
+                body: vec![0, 255, 10],
+            },
+        };
+        let borrowed = ExecuteCallRef {
+            key: "k",
+            fingerprint: &fingerprint,
+            request: AppRequestRef {
+                method: "POST",
+                target: "/v1/orders",
+                body: &[0, 255, 10],
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(&owned).unwrap(),
+            serde_json::to_value(&borrowed).unwrap()
+        );
     }
 
     #[test]

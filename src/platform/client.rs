@@ -29,8 +29,8 @@ use worker::{Env, Headers, ObjectNamespace, Stub};
 
 use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
 use crate::rpc::{
-    ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall, ReleaseCall, ReplayedCall,
-    ReplayedOutcome, Route,
+    ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, LookupAnswer, LookupCall, ReleaseCall,
+    ReplayedCall, ReplayedOutcome, Route,
 };
 
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
@@ -196,6 +196,14 @@ impl LedgerClient {
     }
 
     pub async fn execute(&self, call: &ExecuteCall) -> Result<ExecuteOutcome, LedgerError> {
+        self.call(Route::Execute, call).await
+    }
+
+    /// `execute` from borrowed parts (no copy of the body before encoding).
+    pub async fn execute_ref(
+        &self,
+        call: &ExecuteCallRef<'_>,
+    ) -> Result<ExecuteOutcome, LedgerError> {
         self.call(Route::Execute, call).await
     }
 }

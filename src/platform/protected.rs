@@ -41,7 +41,7 @@ use crate::platform::origin::{Forward, Origin, OriginError};
 use crate::platform::replays::with_replays;
 use crate::platform::{http, log, now_ms};
 use crate::protocol::{AppResponse, Fingerprint};
-use crate::rpc::{AppRequest, ClaimCall, CompleteCall, ExecuteCall, ReleaseCall};
+use crate::rpc::{AppRequestRef, ClaimCall, CompleteCall, ExecuteCallRef, ReleaseCall};
 
 /// One protected request on its way through the ledger.
 pub struct Protected<'a> {
@@ -84,16 +84,17 @@ impl Protected<'_> {
 
     /// Embedded mode: one hop, claim + orders app + complete in one transaction.
     pub async fn embedded(&self) -> Step {
-        let call = ExecuteCall {
-            key: self.key.to_string(),
-            fingerprint: self.fingerprint.clone(),
-            request: AppRequest {
-                method: self.forward.method.to_ascii_uppercase(),
-                target: self.forward.target.clone(),
-                body: self.forward.body.clone(),
+        let method = self.forward.method.to_ascii_uppercase();
+        let call = ExecuteCallRef {
+            key: self.key,
+            fingerprint: &self.fingerprint,
+            request: AppRequestRef {
+                method: &method,
+                target: &self.forward.target,
+                body: &self.forward.body,
             },
         };
-        let outcome = self.client.execute(&call).await?;
+        let outcome = self.client.execute_ref(&call).await?;
         if let ExecuteOutcome::Refused(refusal) = &outcome {
             self.remember(refusal);
         }
