@@ -3,6 +3,7 @@
 
 mod support;
 
+mod config;
 mod contract;
 mod execute;
 mod fuzz;
@@ -10,5 +11,6 @@ mod ledger;
 mod model;
 mod pending;
 mod replay_cache;
+mod rpc;
 mod signature;
 mod sweep;

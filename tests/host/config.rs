@@ -1,0 +1,141 @@
+//! Configuration (SPEC §5): defaults, loud failures naming the variable,
+//! secrets, the token map.
+
+use std::collections::HashMap;
+
+use idempotency_ledger::config::*;
+use sha2::{Digest, Sha256};
+
+fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(&|name| map.get(name).cloned())
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let c = parse(&[]).unwrap();
+    assert_eq!(c.retention_seconds, 86_400);
+    assert_eq!(c.lease_seconds, 60);
+    assert_eq!(c.max_request_body_bytes, 1_048_576);
+    assert_eq!(c.max_stored_body_bytes, 1_048_576);
+    assert_eq!(c.sweep_batch, 500);
+    assert!(c.idempotency_required);
+    assert_eq!(c.protected_methods, vec!["POST", "PATCH"]);
+    assert_eq!(c.fingerprint_headers, vec!["content-type"]);
+    assert_eq!(
+        c.stored_response_headers,
+        vec!["content-type", "location", "etag"]
+    );
+    assert!(!c.release_on_5xx);
+    assert_eq!(c.max_keys_per_tenant, 1_000_000);
+    assert_eq!(c.failure_policy, FailurePolicy::Closed);
+    assert_eq!(c.origin_timeout_seconds, 30);
+    assert_eq!(c.origin_url, None);
+    assert_eq!(c.log_level, LogLevel::Info);
+    assert_eq!(c.replay_cache_bytes, 8 * 1_048_576);
+    assert!(c.origin_signing_secret.is_none() && c.log_hash_key.is_none());
+    assert!(c.warnings().is_empty());
+}
+
+#[test]
+fn invalid_values_name_their_variable() {
+    for (name, value) in [
+        ("RETENTION_SECONDS", "abc"),
+        ("LEASE_SECONDS", "0"),
+        ("SWEEP_BATCH", "-1"),
+        ("IDEMPOTENCY_REQUIRED", "yes"),
+        ("STORED_RESPONSE_HEADERS", "content-type,Set-Cookie"),
+        ("FAILURE_POLICY", "sometimes"),
+        ("PROTECTED_METHODS", " , "),
+        ("MAX_STORED_BODY_BYTES", "3000000"),
+        ("ORIGIN_URL", "ftp://x"),
+        ("LOG_LEVEL", "debug"),
+        ("REPLAY_CACHE_BYTES", "-1"),
+        ("REPLAY_CACHE_BYTES", "67108865"),
+        ("REPLAY_CACHE_BYTES", "8MiB"),
+        ("ORIGIN_SIGNING_SECRET", "short"),
+        ("LOG_HASH_KEY", "short"),
+        ("LOG_LEVEL", "WARN"),
+    ] {
+        let e = parse(&[(name, value)]).unwrap_err();
+        assert_eq!(e.variable, name, "{value}");
+    }
+}
+
+#[test]
+fn retention_must_exceed_the_lease_naming_both() {
+    for (retention, lease) in [("2", "20"), ("60", "60"), ("1", "2")] {
+        let e = parse(&[("RETENTION_SECONDS", retention), ("LEASE_SECONDS", lease)]).unwrap_err();
+        assert!(e.variable.contains("RETENTION_SECONDS") && e.variable.contains("LEASE_SECONDS"));
+    }
+    // The default lease (60) against a short retention, too.
+    assert!(parse(&[("RETENTION_SECONDS", "30")]).is_err());
+    assert!(parse(&[("RETENTION_SECONDS", "3"), ("LEASE_SECONDS", "2")]).is_ok());
+}
+
+#[test]
+fn secrets_are_checked_for_length_and_never_printed() {
+    let long = "s".repeat(40);
+    let c = parse(&[("ORIGIN_SIGNING_SECRET", &long), ("LOG_HASH_KEY", &long)]).unwrap();
+    assert_eq!(
+        c.origin_signing_secret.as_ref().map(SecretString::expose),
+        Some(long.as_str())
+    );
+    assert!(
+        !format!("{c:?}").contains(&long),
+        "Debug must not print secrets"
+    );
+    let e = parse(&[("ORIGIN_SIGNING_SECRET", "tooshortsecret")]).unwrap_err();
+    assert!(!e.message.contains("tooshortsecret"));
+}
+
+#[test]
+fn log_levels_parse_and_order_by_severity() {
+    assert_eq!(
+        parse(&[("LOG_LEVEL", "warn")]).unwrap().log_level,
+        LogLevel::Warn
+    );
+    assert_eq!(
+        parse(&[("LOG_LEVEL", " error ")]).unwrap().log_level,
+        LogLevel::Error
+    );
+    assert!(LogLevel::Info < LogLevel::Warn && LogLevel::Warn < LogLevel::Error);
+}
+
+#[test]
+fn timeout_not_below_lease_warns_naming_both() {
+    let c = parse(&[("LEASE_SECONDS", "2"), ("ORIGIN_TIMEOUT_SECONDS", "5")]).unwrap();
+    let w = c.warnings();
+    assert_eq!(w.len(), 1);
+    assert!(w[0].contains("ORIGIN_TIMEOUT_SECONDS") && w[0].contains("LEASE_SECONDS"));
+}
+
+#[test]
+fn tokens_map_by_hash_to_tenants() {
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    let map = TokenMap::parse(&format!(r#"{{"{acme}":"acme"}}"#)).unwrap();
+    assert_eq!(map.tenant_for("dev-token-acme"), Some("acme"));
+    assert_eq!(map.tenant_for("dev-token-globex"), None);
+    assert!(TokenMap::parse("[]").is_err());
+    assert!(TokenMap::parse(r#"{"abc":"acme"}"#).is_err());
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad tenant"}}"#)).is_err());
+}
+
+#[test]
+fn repeated_or_case_colliding_token_hashes_are_refused() {
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    let upper = acme.to_ascii_uppercase();
+    for raw in [
+        format!(r#"{{"{acme}":"acme","{acme}":"globex"}}"#),
+        format!(r#"{{"{acme}":"acme","{upper}":"globex"}}"#),
+        format!(r#"{{"{acme}":"acme","{upper}":"acme"}}"#),
+    ] {
+        let e = TokenMap::parse(&raw).unwrap_err();
+        assert_eq!(e.variable, "API_TOKENS");
+    }
+    let map = TokenMap::parse(&format!(r#"{{"{upper}":"acme"}}"#)).unwrap();
+    assert_eq!(map.tenant_for("dev-token-acme"), Some("acme"));
+}

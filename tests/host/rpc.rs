@@ -1,0 +1,109 @@
+//! RPC v1 wire shapes: routes, validation, the JSON each call and outcome
+//! keeps.
+
+use idempotency_ledger::ledger::ClaimOutcome;
+use idempotency_ledger::protocol::Fingerprint;
+use idempotency_ledger::rpc::*;
+
+#[test]
+fn routes_resolve_only_under_v1() {
+    assert_eq!(Route::from_path("/rpc/v1/claim"), Some(Route::Claim));
+    assert_eq!(Route::from_path("/rpc/v2/claim"), None);
+    assert_eq!(Route::from_path("/rpc/v1/nope"), None);
+    for r in [
+        Route::Claim,
+        Route::Complete,
+        Route::Release,
+        Route::Lookup,
+        Route::Stats,
+        Route::Execute,
+        Route::Replayed,
+    ] {
+        assert_eq!(Route::from_path(r.path()), Some(r));
+    }
+}
+
+#[test]
+fn outcomes_are_tagged_json() {
+    let json = serde_json::to_value(ClaimOutcome::Claimed {
+        generation: 2,
+        takeover: true,
+    })
+    .unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"outcome": "claimed", "generation": 2, "takeover": true})
+    );
+}
+
+#[test]
+fn a_claim_retention_shorter_than_its_lease_is_refused() {
+    assert!(check_claim_windows(5_000, 4_000).is_err());
+    assert!(check_claim_windows(5_000, 5_000).is_ok());
+    assert!(check_claim_windows(1_000, 86_400_000).is_ok());
+}
+
+#[test]
+fn a_borrowed_execute_call_is_the_same_json() {
+    let fingerprint = Fingerprint::from_components(vec![]);
+    let owned = ExecuteCall {
+        key: "k".into(),
+        fingerprint: fingerprint.clone(),
+        request: AppRequest {
+            method: "POST".into(),
+            target: "/v1/orders".into(),
+            body: vec![0, 255, 10],
+        },
+    };
+    let borrowed = ExecuteCallRef {
+        key: "k",
+        fingerprint: &fingerprint,
+        request: AppRequestRef {
+            method: "POST",
+            target: "/v1/orders",
+            body: &[0, 255, 10],
+        },
+    };
+    assert_eq!(
+        serde_json::to_value(&owned).unwrap(),
+        serde_json::to_value(&borrowed).unwrap()
+    );
+}
+
+#[test]
+fn replayed_calls_are_bounded() {
+    let entry = |key: &str, generation, count| ReplayCount {
+        key: key.into(),
+        generation,
+        count,
+    };
+    let ok = ReplayedCall {
+        replays: vec![entry("k", 1, 3)],
+    };
+    assert_eq!(ok.validate(), Ok(()));
+    for bad in [
+        entry("", 1, 1),
+        entry("k", 0, 1),
+        entry("k", 1, 0),
+        entry("k", 1, -5),
+    ] {
+        assert!(ReplayedCall { replays: vec![bad] }.validate().is_err());
+    }
+    let too_many = ReplayedCall {
+        replays: vec![entry("k", 1, 1); MAX_REPLAYED_ENTRIES + 1],
+    };
+    assert!(too_many.validate().is_err());
+    assert_eq!(
+        serde_json::to_value(ReplayedOutcome::Counted).unwrap(),
+        serde_json::json!({"outcome": "counted"})
+    );
+}
+
+#[test]
+fn unknown_fields_and_bad_values_are_refused() {
+    assert!(serde_json::from_str::<ReleaseCall>(r#"{"key":"k","generation":1,"x":1}"#).is_err());
+    let call: ReleaseCall = serde_json::from_str(r#"{"key":"k","generation":0}"#).unwrap();
+    assert!(call.validate().is_err());
+    let call: ReleaseCall = serde_json::from_str(r#"{"key":"","generation":1}"#).unwrap();
+    assert!(call.validate().is_err());
+}
