@@ -91,6 +91,8 @@ export interface LedgerStats {
   takeovers: number;
   fenced_out: number;
   swept: number;
+  /** Completions a gateway gave up on after its retries. */
+  complete_failed: number;
   next_sweep_at: string | null;
 }
 
@@ -140,6 +142,8 @@ export declare class LedgerClient {
 export interface ReplayedCall {
   /** At most 1,000 entries; `count` 1..1,000,000; `generation` the one that completed. */
   replays: { key: string; generation: number; count: number }[];
+  /** Completions you gave up on (added to `stats.complete_failed`); 0..1,000,000. */
+  complete_failed?: number;
 }
 
 export interface FingerprintInput {

@@ -271,12 +271,25 @@ pub struct ReplayCount {
 #[serde(deny_unknown_fields)]
 pub struct ReplayedCall {
     pub replays: Vec<ReplayCount>,
+    /// Completions the caller could not store after its retries (added to
+    /// `stats.complete_failed`). Optional; 0 when absent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub complete_failed: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl ReplayedCall {
     pub fn validate(&self) -> Result<(), String> {
         if self.replays.len() > MAX_REPLAYED_ENTRIES {
             return Err(format!("at most {MAX_REPLAYED_ENTRIES} entries per call"));
+        }
+        if !(0..=MAX_REPLAYED_COUNT).contains(&self.complete_failed) {
+            return Err(format!(
+                "complete_failed must be between 0 and {MAX_REPLAYED_COUNT}"
+            ));
         }
         for r in &self.replays {
             check_key(&r.key)?;

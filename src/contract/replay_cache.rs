@@ -55,11 +55,26 @@ struct PendingReplays {
     /// (key, generation) → replays served.
     by_key: HashMap<(String, i64), i64>,
     total: i64,
+    /// Completions given up on (always due at once: they are rare and loud).
+    complete_failed: i64,
     since: Option<Millis>,
 }
 
 /// One record's uncounted replays: key, generation, count.
 pub type ReplayTally = (String, i64, i64);
+
+/// What one tenant's object has not been told yet.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tallies {
+    pub replays: Vec<ReplayTally>,
+    pub complete_failed: i64,
+}
+
+impl Tallies {
+    pub fn is_empty(&self) -> bool {
+        self.replays.is_empty() && self.complete_failed == 0
+    }
+}
 
 /// A completed record as the object answered it.
 #[derive(Debug, Clone, Copy)]
@@ -212,33 +227,45 @@ impl ReplayCache {
     /// Are this tenant's served replays due to be written?
     pub fn is_due(&self, tenant: &str, now: Millis) -> bool {
         self.pending.get(tenant).is_some_and(|p| {
-            p.total >= FLUSH_AFTER_REPLAYS || p.since.is_some_and(|s| now - s >= FLUSH_AFTER_MS)
+            p.complete_failed > 0
+                || p.total >= FLUSH_AFTER_REPLAYS
+                || p.since.is_some_and(|s| now - s >= FLUSH_AFTER_MS)
         })
     }
 
-    /// Takes this tenant's served-but-uncounted replays (empty if none).
-    pub fn take_pending(&mut self, tenant: &str) -> Vec<ReplayTally> {
+    /// Counts a completion this isolate gave up on, for `tenant`'s stats.
+    pub fn count_complete_failure(&mut self, tenant: &str, now: Millis) {
+        let pending = self.pending.entry(tenant.to_string()).or_default();
+        pending.complete_failed += 1;
+        pending.since.get_or_insert(now);
+    }
+
+    /// Takes this tenant's uncounted replays and failures (empty if none).
+    pub fn take_pending(&mut self, tenant: &str) -> Tallies {
         self.pending
             .remove(tenant)
-            .map(|p| {
-                p.by_key
+            .map(|p| Tallies {
+                replays: p
+                    .by_key
                     .into_iter()
                     .map(|((key, generation), n)| (key, generation, n))
-                    .collect()
+                    .collect(),
+                complete_failed: p.complete_failed,
             })
             .unwrap_or_default()
     }
 
     /// Puts counts back after they could not be written.
-    pub fn restore_pending(&mut self, tenant: &str, tallies: Vec<ReplayTally>, now: Millis) {
+    pub fn restore_pending(&mut self, tenant: &str, tallies: Tallies, now: Millis) {
         if tallies.is_empty() {
             return;
         }
         let pending = self.pending.entry(tenant.to_string()).or_default();
-        for (key, generation, n) in tallies {
+        for (key, generation, n) in tallies.replays {
             *pending.by_key.entry((key, generation)).or_insert(0) += n;
             pending.total += n;
         }
+        pending.complete_failed += tallies.complete_failed;
         pending.since.get_or_insert(now);
     }
 }

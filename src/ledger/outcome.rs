@@ -139,10 +139,12 @@ pub enum Counter {
     Takeovers,
     FencedOut,
     Swept,
+    /// Completions a gateway could not store after its retries.
+    CompleteFailed,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 8] = [
+    pub const ALL: [Counter; 9] = [
         Counter::Records,
         Counter::Claims,
         Counter::Replays,
@@ -151,6 +153,7 @@ impl Counter {
         Counter::Takeovers,
         Counter::FencedOut,
         Counter::Swept,
+        Counter::CompleteFailed,
     ];
 
     /// The stored name (the primary key in `ledger_counters`).
@@ -164,6 +167,7 @@ impl Counter {
             Counter::Takeovers => "takeovers",
             Counter::FencedOut => "fenced_out",
             Counter::Swept => "swept",
+            Counter::CompleteFailed => "complete_failed",
         }
     }
 

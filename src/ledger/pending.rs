@@ -54,6 +54,16 @@ impl Pending {
         self.since.get_or_insert(now);
     }
 
+    /// Adds `n` to a counter (counts reported from elsewhere).
+    pub fn add(&mut self, counter: Counter, n: i64, now: Millis) {
+        if n <= 0 {
+            return;
+        }
+        *self.counters.entry(counter).or_insert(0) += n;
+        self.events = self.events.saturating_add(1);
+        self.since.get_or_insert(now);
+    }
+
     /// Adds replays counted elsewhere (a gateway's replay cache).
     pub fn add_replays(&mut self, key: &str, generation: i64, n: i64, now: Millis) {
         if n <= 0 {

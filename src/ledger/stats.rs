@@ -31,6 +31,8 @@ pub struct Stats {
     pub takeovers: i64,
     pub fenced_out: i64,
     pub swept: i64,
+    /// Completions a gateway gave up on (reported over RPC `replayed`).
+    pub complete_failed: i64,
     pub next_sweep_at: Option<String>,
 }
 
@@ -45,6 +47,7 @@ impl Stats {
             Counter::Takeovers => Some(&mut self.takeovers),
             Counter::FencedOut => Some(&mut self.fenced_out),
             Counter::Swept => Some(&mut self.swept),
+            Counter::CompleteFailed => Some(&mut self.complete_failed),
         }
     }
 }
@@ -120,6 +123,12 @@ impl<S: SqlStore> Ledger<S> {
         self.pending
             .borrow_mut()
             .add_replays(key, generation, n, now);
+    }
+
+    /// Adds `n` to `counter` with the next flush (counts reported by a
+    /// caller, such as a gateway's failed completions).
+    pub fn add_count(&self, counter: Counter, n: i64, now: Millis) {
+        self.pending.borrow_mut().add(counter, n, now);
     }
 
     /// Writes the counts kept in memory, in the caller's transaction if it

@@ -162,6 +162,10 @@ impl Protected<'_> {
                         "idempotency.complete_failed",
                         fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
                     );
+                    // Counted in the tenant's stats with the next write-back.
+                    with_replays(self.config.replay_cache_bytes, |c| {
+                        c.count_complete_failure(self.tenant, now_ms())
+                    });
                 }
                 // The object logs idempotency.fenced_out (it sees every caller).
                 proxy::after_completion(outcome, completion.as_ref())

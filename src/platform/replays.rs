@@ -1,8 +1,9 @@
 //! The gateway isolate's replay cache (`contract::replay_cache`) and the
 //! writing of the replays it answers to each tenant's object.
 //!
-//! Role: hold one [`ReplayCache`] per isolate and carry its counts to the
-//! object over RPC `replayed`: after the response (`ctx.wait_until`) once
+//! Role: hold one [`ReplayCache`] per isolate and carry its counts (the
+//! replays it answered, and completions given up on) to the object over RPC
+//! `replayed`: after the response (`ctx.wait_until`) once
 //! they are due, and before any `stats` or key lookup of that tenant, so
 //! what those show is exact.
 //!
@@ -15,7 +16,7 @@ use std::cell::RefCell;
 
 use worker::{Context, Env};
 
-use crate::contract::replay_cache::ReplayCache;
+use crate::contract::replay_cache::{ReplayCache, Tallies};
 use crate::fields;
 use crate::platform::client::LedgerClient;
 use crate::platform::{log, now_ms, LEDGER_BINDING};
@@ -42,9 +43,14 @@ pub fn with_replays<T>(capacity: usize, f: impl FnOnce(&mut ReplayCache) -> T) -
 pub async fn count_replays(client: &LedgerClient, tenant: &str, capacity: usize) {
     let mut tallies = with_replays(capacity, |c| c.take_pending(tenant));
     while !tallies.is_empty() {
-        let rest = tallies.split_off(tallies.len().min(MAX_REPLAYED_ENTRIES));
+        let at = tallies.replays.len().min(MAX_REPLAYED_ENTRIES);
+        let rest = Tallies {
+            replays: tallies.replays.split_off(at),
+            complete_failed: 0,
+        };
         let call = ReplayedCall {
             replays: tallies
+                .replays
                 .iter()
                 .map(|(key, generation, count)| ReplayCount {
                     key: key.clone(),
@@ -52,13 +58,14 @@ pub async fn count_replays(client: &LedgerClient, tenant: &str, capacity: usize)
                     count: (*count).min(MAX_REPLAYED_COUNT),
                 })
                 .collect(),
+            complete_failed: tallies.complete_failed.min(MAX_REPLAYED_COUNT),
         };
         if let Err(e) = client.replayed(&call).await {
             log::warn(
                 "idempotency.replay_count_failed",
                 fields! {"error" => e.to_string(), "tenant" => log::short_hash(tenant)},
             );
-            tallies.extend(rest);
+            tallies.replays.extend(rest.replays);
             with_replays(capacity, |c| c.restore_pending(tenant, tallies, now_ms()));
             return;
         }

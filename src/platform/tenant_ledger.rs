@@ -31,8 +31,8 @@ use crate::contract::admission::{misconfigured, path_of, target_of};
 use crate::contract::answer;
 use crate::fields;
 use crate::ledger::{
-    rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, ExecuteOutcome, Ledger, ReleaseOutcome,
-    StoreError,
+    rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, Counter, ExecuteOutcome, Ledger,
+    ReleaseOutcome, StoreError,
 };
 use crate::orders;
 use crate::platform::do_store::DoSqlStore;
@@ -279,6 +279,8 @@ impl TenantLedger {
                 for r in &call.replays {
                     self.ledger.add_replays(&r.key, r.generation, r.count, now);
                 }
+                self.ledger
+                    .add_count(Counter::CompleteFailed, call.complete_failed, now);
                 // Written now: counts that arrive here are already late.
                 self.ledger
                     .flush_pending()

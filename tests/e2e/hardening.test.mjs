@@ -198,3 +198,54 @@ test("a chunked body with no Content-Length is refused with 413 as soon as it pa
     assert.equal(small.json.sku, "A");
   } finally { await gw.dispose(); }
 });
+
+// A lossy link in front of the real TenantLedger (not a fake ledger: every
+// call that gets through is served by the real object): the first `complete`
+// is dropped before it reaches the object, as a broken connection would.
+const lossyLink = {
+  name: "lossy", modules: true,
+  durableObjects: {
+    LINK: { className: "LossyLink", useSQLite: true },
+    REAL: { className: "TenantLedger", scriptName: "gateway" },
+  },
+  script: `
+    let dropped = 0;
+    export class LossyLink {
+      constructor(state, env) { this.state = state; this.env = env; }
+      async fetch(request) {
+        if (new URL(request.url).pathname === "/rpc/v1/complete" && dropped === 0) {
+          dropped++;
+          console.log("lossy-link: dropped a complete call");
+          throw new Error("connection reset");
+        }
+        const real = this.env.REAL.get(this.env.REAL.idFromName(this.state.id.name));
+        return real.fetch(request);
+      }
+    }
+    export default { fetch() { return new Response("unused"); } }`,
+};
+
+test("a completion whose first attempt is lost is retried: the key completes and replays", async () => {
+  const origin = await startOrigin(() => ({ status: 201, headers: { "content-type": "text/plain" }, body: "charged once" }));
+  const gw = await startGateway({
+    vars: { ORIGIN_URL: origin.url },
+    workers: [lossyLink],
+    gateway: {
+      durableObjects: {
+        TENANT_LEDGER: { className: "LossyLink", scriptName: "lossy" },
+        OWN_LEDGER: { className: "TenantLedger", useSQLite: true },
+      },
+    },
+  });
+  try {
+    const first = await read(await gw.request("/charges", post("lossy-1")));
+    assert.equal(first.status, 201);
+    assert.equal(first.text, "charged once");
+    await eventually(() => gw.logs.some((l) => l.includes("lossy-link: dropped a complete call")));
+    const retry = await read(await gw.request("/charges", post("lossy-1")));
+    assert.equal(retry.headers["idempotent-replayed"], "true");
+    assert.equal(retry.text, "charged once");
+    assert.equal(origin.requests.length, 1);
+    assert.deepEqual(gw.events("idempotency.complete_failed"), []);
+  } finally { await gw.dispose(); await origin.close(); }
+});

@@ -95,3 +95,13 @@ fn replays_answered_elsewhere_are_added_exactly() {
     assert_eq!(l.stats().unwrap().replays, 7);
     assert_eq!(l.lookup("k", 2_000).unwrap().unwrap().replays, 7);
 }
+
+#[test]
+fn counts_reported_by_a_caller_reach_stats() {
+    use idempotency_ledger::ledger::Counter;
+    let l = ledger();
+    l.add_count(Counter::CompleteFailed, 2, 1_000);
+    l.add_count(Counter::CompleteFailed, 0, 1_000);
+    l.add_count(Counter::CompleteFailed, -4, 1_000);
+    assert_eq!(l.stats().unwrap().complete_failed, 2);
+}

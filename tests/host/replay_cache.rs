@@ -64,7 +64,10 @@ fn never_serves_another_tenant_another_key_or_another_fingerprint() {
         "still there"
     );
     assert!(c.take_pending("globex").is_empty());
-    assert_eq!(c.take_pending("acme"), vec![("k".to_string(), 1, 1)]);
+    assert_eq!(
+        c.take_pending("acme").replays,
+        vec![("k".to_string(), 1, 1)]
+    );
 }
 
 #[test]
@@ -126,13 +129,28 @@ fn served_replays_are_due_by_count_or_age_and_handed_back_exactly_once() {
     c.serve("acme", "k", "d1", 2_000).unwrap();
     assert!(c.is_due("acme", 2_000), "by count");
     let taken = c.take_pending("acme");
-    assert_eq!(taken, vec![("k".to_string(), 1, FLUSH_AFTER_REPLAYS)]);
+    assert_eq!(
+        taken.replays,
+        vec![("k".to_string(), 1, FLUSH_AFTER_REPLAYS)]
+    );
     assert!(c.take_pending("acme").is_empty(), "taken once");
     assert!(!c.is_due("acme", 10_000));
     // A failed write puts them back.
     c.restore_pending("acme", taken, 3_000);
     assert_eq!(
-        c.take_pending("acme"),
+        c.take_pending("acme").replays,
         vec![("k".to_string(), 1, FLUSH_AFTER_REPLAYS)]
     );
+}
+
+#[test]
+fn a_completion_given_up_on_is_due_at_once_and_handed_back() {
+    let mut c = ReplayCache::new(0);
+    c.count_complete_failure("acme", 1_000);
+    assert!(c.is_due("acme", 1_000), "rare and loud: written at once");
+    let taken = c.take_pending("acme");
+    assert_eq!((taken.replays.len(), taken.complete_failed), (0, 1));
+    c.restore_pending("acme", taken, 1_000);
+    assert_eq!(c.take_pending("acme").complete_failed, 1);
+    assert!(c.take_pending("acme").is_empty());
 }

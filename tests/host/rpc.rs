@@ -79,18 +79,37 @@ fn replayed_calls_are_bounded() {
     };
     let ok = ReplayedCall {
         replays: vec![entry("k", 1, 3)],
+        complete_failed: 0,
     };
     assert_eq!(ok.validate(), Ok(()));
+    // The optional count is absent from the JSON when zero, and bounded.
+    assert_eq!(
+        serde_json::to_value(&ok).unwrap(),
+        serde_json::json!({"replays": [{"key": "k", "generation": 1, "count": 3}]})
+    );
+    for (n, valid) in [(1, true), (-1, false), (MAX_REPLAYED_COUNT + 1, false)] {
+        let call = ReplayedCall {
+            replays: vec![],
+            complete_failed: n,
+        };
+        assert_eq!(call.validate().is_ok(), valid, "{n}");
+    }
     for bad in [
         entry("", 1, 1),
         entry("k", 0, 1),
         entry("k", 1, 0),
         entry("k", 1, -5),
     ] {
-        assert!(ReplayedCall { replays: vec![bad] }.validate().is_err());
+        assert!(ReplayedCall {
+            replays: vec![bad],
+            complete_failed: 0
+        }
+        .validate()
+        .is_err());
     }
     let too_many = ReplayedCall {
         replays: vec![entry("k", 1, 1); MAX_REPLAYED_ENTRIES + 1],
+        complete_failed: 0,
     };
     assert!(too_many.validate().is_err());
     assert_eq!(
