@@ -115,7 +115,19 @@ export declare class LedgerError extends Error {
   readonly problem: Problem | null;
 }
 
-export declare class IdempotencyKeyError extends Error {}
+export declare class IdempotencyKeyError extends Error {
+  /** Set by `parseIdempotencyKey`: why the field was refused. */
+  code?: "empty" | "too_long" | "non_printable" | "multiple" | "unterminated" | "bad_escape" | "trailing_garbage";
+}
+
+/** Parses an Idempotency-Key field value exactly as the gateway does (sf-string or bare). */
+export declare function parseIdempotencyKey(field: string): string;
+
+/** A header's value, case-insensitive, from any header shape (repeated names joined by ", "). */
+export declare function headerValue(
+  headers: Headers | Map<string, string> | [string, string][] | Record<string, string> | null | undefined,
+  name: string,
+): string | null;
 
 /** Anything with a Durable Object stub's fetch. */
 export interface LedgerStub {

@@ -67,6 +67,106 @@ export class LedgerClient {
   replayed(call) { return this.#call("replayed", call); }
 }
 
+// ---- headers and keys (the gateway's rules) ----
+
+/**
+ * The value of header `name` (case-insensitive) in any header shape: a
+ * `Headers` (or anything with `.get`), a `Map`, an array of `[name, value]`
+ * pairs, or a plain object. Repeated names are joined by ", " as the
+ * runtime merges repeated field lines. `null` when absent.
+ */
+export function headerValue(headers, name) {
+  if (headers == null) return null;
+  const want = name.toLowerCase();
+  if (typeof headers.get === "function" && !(headers instanceof Map)) return headers.get(want) ?? null;
+  const entries = headers instanceof Map ? [...headers] : Array.isArray(headers) ? headers : Object.entries(headers);
+  const values = entries.filter(([n]) => String(n).toLowerCase() === want).map(([, v]) => String(v));
+  return values.length ? values.join(", ") : null;
+}
+
+const isOws = (c) => c === " " || c === "\t";
+const isPrintable = (c) => c >= " " && c <= "~";
+
+function keyError(code, message) {
+  const e = new IdempotencyKeyError(message);
+  e.code = code;
+  return e;
+}
+
+function sfStringBody(input) {
+  let out = "";
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i];
+    if (c === "\\") {
+      const e = input[++i];
+      if (e === undefined) throw keyError("unterminated", "the quoted Idempotency-Key has no closing quote");
+      if (e !== '"' && e !== "\\") throw keyError("bad_escape", 'the quoted Idempotency-Key has an escape other than \\" or \\\\');
+      out += e;
+    } else if (c === '"') {
+      return [out, input.slice(i + 1)];
+    } else if (isPrintable(c)) {
+      out += c;
+    } else {
+      throw keyError("non_printable", "the Idempotency-Key may contain only printable ASCII characters (0x20-0x7E)");
+    }
+  }
+  throw keyError("unterminated", "the quoted Idempotency-Key has no closing quote");
+}
+
+const garbage = () => keyError("trailing_garbage", "the quoted Idempotency-Key is followed by something that is not a parameter");
+
+function skipBareItem(input) {
+  if (input.startsWith('"')) return sfStringBody(input.slice(1))[1];
+  if (input.startsWith('%"')) return sfStringBody(input.slice(2))[1];
+  let end = input.search(/[;,\t ]/);
+  if (end < 0) end = input.length;
+  const item = input.slice(0, end);
+  if (!item || !/^[A-Za-z0-9!#$%&'*+\-.^_`|~:/?=@]+$/.test(item)) throw garbage();
+  return input.slice(end);
+}
+
+function checkParameters(rest) {
+  for (;;) {
+    rest = rest.replace(/^[ \t]+/, "");
+    if (!rest) return;
+    if (rest.startsWith(",")) throw keyError("multiple", "more than one Idempotency-Key was sent (a bare key may not contain a comma; quote it as an sf-string)");
+    if (!rest.startsWith(";")) throw garbage();
+    const param = rest.slice(1).replace(/^ +/, "");
+    const m = /^[a-z*][a-z0-9_\-.*]*/.exec(param);
+    if (!m) throw garbage();
+    rest = param.slice(m[0].length);
+    if (rest.startsWith("=")) rest = skipBareItem(rest.slice(1));
+  }
+}
+
+/**
+ * Parses an `Idempotency-Key` field value exactly as the gateway does: an
+ * RFC 9651 sf-string (parameters ignored) or a bare value (trimmed; no
+ * comma). Returns the key; throws `IdempotencyKeyError` with `code`
+ * (`empty`, `too_long`, `non_printable`, `multiple`, `unterminated`,
+ * `bad_escape`, `trailing_garbage`).
+ */
+export function parseIdempotencyKey(field) {
+  let start = 0;
+  let end = field.length;
+  while (start < end && isOws(field[start])) start++;
+  while (end > start && isOws(field[end - 1])) end--;
+  const value = field.slice(start, end);
+  let key;
+  if (value.startsWith('"')) {
+    const [k, after] = sfStringBody(value.slice(1));
+    checkParameters(after);
+    key = k;
+  } else {
+    if (value.includes(",")) throw keyError("multiple", "more than one Idempotency-Key was sent (a bare key may not contain a comma; quote it as an sf-string)");
+    key = value;
+  }
+  if (!key) throw keyError("empty", "the Idempotency-Key is empty");
+  if (![...key].every(isPrintable)) throw keyError("non_printable", "the Idempotency-Key may contain only printable ASCII characters (0x20-0x7E)");
+  if (key.length > MAX_KEY_LENGTH) throw keyError("too_long", `the Idempotency-Key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`);
+  return key;
+}
+
 // ---- fingerprints (identical to the Rust gateway's) ----
 
 const encoder = new TextEncoder();
@@ -109,7 +209,7 @@ async function componentDigest(value) {
  * (path+query verbatim), each named header (absent != empty) and the raw body.
  */
 export async function fingerprint({ method, target, headers = {}, fingerprintHeaders = ["content-type"], body }) {
-  const get = (name) => (headers instanceof Headers ? headers.get(name) : headers[name] ?? headers[name.toLowerCase()] ?? null);
+  const get = (name) => headerValue(headers, name);
   const components = [
     { name: "method", digest: await componentDigest(method.toUpperCase()) },
     { name: "target", digest: await componentDigest(target) },

@@ -16,8 +16,21 @@ mkdir -p "$TOOLS/bin"
 
 say() { echo "[setup] $*"; }
 
+# Portable helpers (no GNU-only tools: macOS has shasum, not sha256sum, and
+# no `timeout` unless coreutils are installed).
+sha256_of() {
+  if command -v sha256sum > /dev/null; then sha256sum "$1"; else shasum -a 256 "$1"; fi | cut -d' ' -f1
+}
+with_timeout() {
+  local seconds="$1"; shift
+  if command -v timeout > /dev/null; then timeout "$seconds" "$@"
+  elif command -v gtimeout > /dev/null; then gtimeout "$seconds" "$@"
+  else "$@"
+  fi
+}
+
 # 1. npm packages, reinstalled only when package-lock.json changes.
-lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
+lock_sum="$(sha256_of package-lock.json)"
 if [ ! -x node_modules/.bin/wrangler ] || [ "$(cat node_modules/.setup-lock 2>/dev/null)" != "$lock_sum" ]; then
   say "installing npm packages"
   npm ci --no-audit --no-fund --loglevel=error
@@ -64,7 +77,7 @@ if [ -n "${IDEMPOTENCY_LEDGER_FORCE_DEBIAN:-}" ]; then
 elif ! has_wasm32; then
   if command -v rustup > /dev/null; then
     say "adding the wasm32-unknown-unknown target"
-    timeout 180 rustup target add wasm32-unknown-unknown || say "rustup target add failed"
+    with_timeout 180 rustup target add wasm32-unknown-unknown || say "rustup target add failed"
   fi
   has_wasm32 || use_debian_toolchain
 fi

@@ -38,6 +38,22 @@ pub enum KeyError {
     TrailingGarbage,
 }
 
+impl KeyError {
+    /// A stable code for the refusal (shared with the JS client's
+    /// `parseIdempotencyKey`, and with tests/fixtures/idempotency-keys.json).
+    pub fn code(&self) -> &'static str {
+        match self {
+            KeyError::Empty => "empty",
+            KeyError::TooLong(_) => "too_long",
+            KeyError::NonPrintable => "non_printable",
+            KeyError::Multiple => "multiple",
+            KeyError::Unterminated => "unterminated",
+            KeyError::BadEscape => "bad_escape",
+            KeyError::TrailingGarbage => "trailing_garbage",
+        }
+    }
+}
+
 impl fmt::Display for KeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -67,3 +67,34 @@ test("captureResponse and replayResponse round-trip bytes, allowlisted headers o
   const empty = replayResponse(await captureResponse(new Response(null, { status: 204 })));
   assert.equal(empty.status, 204);
 });
+
+test("parseIdempotencyKey agrees with the gateway on every shared vector", async () => {
+  const { parseIdempotencyKey } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const fixture = JSON.parse(readFileSync(new URL("../fixtures/idempotency-keys.json", import.meta.url), "utf8"));
+  assert.ok(fixture.vectors.length >= 20);
+  for (const v of fixture.vectors) {
+    if ("key" in v) {
+      assert.equal(parseIdempotencyKey(v.field), v.key, JSON.stringify(v.field));
+    } else {
+      assert.throws(() => parseIdempotencyKey(v.field), (e) => e instanceof IdempotencyKeyError && e.code === v.error, JSON.stringify(v.field));
+    }
+  }
+});
+
+test("fingerprint() finds headers case-insensitively in every header shape", async () => {
+  const { fingerprint } = await import("../../client/index.js");
+  const base = { method: "POST", target: "/v1/orders", body: "{}" };
+  const reference = await fingerprint({ ...base, headers: new Headers({ "content-type": "application/json" }) });
+  for (const headers of [
+    { "Content-Type": "application/json" },
+    { "CONTENT-TYPE": "application/json" },
+    [["Content-Type", "application/json"]],
+    new Map([["Content-Type", "application/json"]]),
+    new Headers({ "Content-Type": "application/json" }),
+  ]) {
+    assert.equal((await fingerprint({ ...base, headers })).digest, reference.digest, JSON.stringify([...(headers.entries?.() ?? Object.entries(headers))]));
+  }
+  const absent = await fingerprint({ ...base, headers: {} });
+  assert.notEqual(absent.digest, reference.digest, "absent is not the same request");
+});

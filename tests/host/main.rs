@@ -14,3 +14,4 @@ mod replay_cache;
 mod rpc;
 mod signature;
 mod sweep;
+mod vectors;

@@ -10,6 +10,9 @@ import {
   generateIdempotencyKey,
   deriveIdempotencyKey,
   withIdempotencyKey,
+  parseIdempotencyKey,
+  headerValue,
+  IdempotencyKeyError,
   applyIdempotencyKey,
   type ClaimOutcome,
   type LedgerNamespace,
@@ -51,4 +54,14 @@ export async function charge(namespace: LedgerNamespace, tenant: string, request
 export function send(url: string): Promise<Response> {
   const init: RequestInit = withIdempotencyKey({ method: "POST", body: "{}" }, generateIdempotencyKey());
   return fetch(applyIdempotencyKey(new Request(url, init)));
+}
+
+export function keyOf(request: Request): string | null {
+  const field = headerValue(request.headers, "Idempotency-Key");
+  try {
+    return field === null ? null : parseIdempotencyKey(field);
+  } catch (e) {
+    if (e instanceof IdempotencyKeyError && e.code === "multiple") return null;
+    throw e;
+  }
 }

@@ -1,0 +1,28 @@
+//! Shared test vectors (tests/fixtures): the Rust parser must give exactly
+//! what the fixture says — and the JS client's tests hold its own parser to
+//! the same file.
+
+use idempotency_ledger::protocol::parse_idempotency_key;
+use serde_json::Value;
+
+#[test]
+fn the_key_parser_matches_the_shared_vectors() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/idempotency-keys.json"
+    ))
+    .expect("fixture");
+    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
+    let vectors = fixture["vectors"].as_array().expect("vectors");
+    assert!(vectors.len() >= 20);
+    for v in vectors {
+        let field = v["field"].as_str().unwrap();
+        let got = parse_idempotency_key(field).map_err(|e| e.code());
+        let want = match (v.get("key"), v.get("error")) {
+            (Some(k), None) => Ok(k.as_str().unwrap().to_string()),
+            (None, Some(e)) => Err(e.as_str().unwrap()),
+            _ => panic!("a vector has key or error: {v}"),
+        };
+        assert_eq!(got, want, "{field:?}");
+    }
+}
