@@ -98,3 +98,27 @@ test("fingerprint() finds headers case-insensitively in every header shape", asy
   const absent = await fingerprint({ ...base, headers: {} });
   assert.notEqual(absent.digest, reference.digest, "absent is not the same request");
 });
+
+test("fingerprint() reproduces every shared fingerprint vector", async () => {
+  const { fingerprint } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const fixture = JSON.parse(readFileSync(new URL("../fixtures/fingerprints.json", import.meta.url), "utf8"));
+  assert.ok(fixture.vectors.length >= 10);
+  for (const v of fixture.vectors) {
+    const headers = Object.fromEntries(v.headers.filter(([, value]) => value !== null));
+    const got = await fingerprint({
+      method: v.method, target: v.target, headers,
+      fingerprintHeaders: v.headers.map(([name]) => name),
+      body: Buffer.from(v.body_base64, "base64"),
+    });
+    assert.deepEqual(got, { digest: v.digest, components: v.components }, v.about);
+  }
+});
+
+test("npm pack ships exactly the client, its types, the docs and the README", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const root = new URL("../../", import.meta.url).pathname;
+  const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
+  const files = pack.files.map((f) => f.path).sort();
+  assert.deepEqual(files, ["README.md", "client/index.d.ts", "client/index.js", "docs/rpc-v1.md", "package.json"]);
+});

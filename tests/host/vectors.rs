@@ -26,3 +26,42 @@ fn the_key_parser_matches_the_shared_vectors() {
         assert_eq!(got, want, "{field:?}");
     }
 }
+
+#[test]
+fn the_fingerprint_matches_the_shared_vectors() {
+    use base64::{engine::general_purpose::STANDARD, Engine};
+    use idempotency_ledger::protocol::{Fingerprint, RequestParts};
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/fingerprints.json"
+    ))
+    .expect("fixture");
+    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
+    let vectors = fixture["vectors"].as_array().expect("vectors");
+    assert!(vectors.len() >= 10);
+    for v in vectors {
+        let headers: Vec<(String, Option<String>)> = v["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h[0].as_str().unwrap().to_string(),
+                    h[1].as_str().map(str::to_string),
+                )
+            })
+            .collect();
+        let body = STANDARD.decode(v["body_base64"].as_str().unwrap()).unwrap();
+        let fp = Fingerprint::of(&RequestParts {
+            method: v["method"].as_str().unwrap(),
+            target: v["target"].as_str().unwrap(),
+            headers: &headers,
+            body: &body,
+        });
+        let expected: Fingerprint = serde_json::from_value(serde_json::json!({
+            "digest": v["digest"], "components": v["components"]
+        }))
+        .unwrap();
+        assert_eq!(fp, expected, "{}", v["about"]);
+    }
+}
