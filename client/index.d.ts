@@ -184,3 +184,27 @@ export declare function deriveIdempotencyKey(...parts: unknown[]): Promise<strin
 export declare function formatIdempotencyKey(key: string): string;
 export declare function withIdempotencyKey(init: RequestInit | undefined, key: string): RequestInit;
 export declare function applyIdempotencyKey(request: Request, key?: string): Request;
+
+/** The gateway's answer to a refused claim: replay, 409, 422 or 429 (same problem documents). */
+export declare function refusalResponse(claim: Exclude<ClaimOutcome, { outcome: "claimed" }>): Response;
+
+export interface IdempotencyOptions<Env> {
+  /** The ledger to use for this request, e.g. `LedgerClient.forTenant(env.LEDGER, tenantOf(request))`. */
+  ledger: (request: Request, env: Env) => LedgerClient;
+  /** Default `["POST", "PATCH"]`. */
+  protectedMethods?: string[];
+  /** Default `true`: a protected request without a key gets `400 idempotency-key-missing`. */
+  required?: boolean;
+  /** Default `["content-type"]` (as the gateway's FINGERPRINT_HEADERS). */
+  fingerprintHeaders?: string[];
+  /** Default `["content-type", "location", "etag"]`. */
+  storedHeaders?: string[];
+  /** Default 1 MiB; larger responses are stored as tombstones. */
+  maxStoredBodyBytes?: number;
+}
+
+/** Wraps a fetch handler with the Idempotency-Key contract (claim, run once, complete; release on throw). */
+export declare function withIdempotency<Env, Ctx = unknown>(
+  handler: (request: Request, env: Env, ctx: Ctx) => Response | Promise<Response>,
+  options: IdempotencyOptions<Env>,
+): (request: Request, env: Env, ctx: Ctx) => Promise<Response>;

@@ -325,3 +325,92 @@ export function applyIdempotencyKey(request, key) {
   copy.headers.set(IDEMPOTENCY_KEY_HEADER, formatIdempotencyKey(key ?? generateIdempotencyKey()));
   return copy;
 }
+
+// ---- middleware for plain fetch handlers ----
+
+const PROBLEM_BASE = "https://idempotency-ledger.dev/problems/";
+
+function problem(status, slug, title, detail, extra = {}, headers = {}) {
+  return new Response(JSON.stringify({ type: PROBLEM_BASE + slug, title, status, detail, ...extra }), {
+    status,
+    headers: { "content-type": "application/problem+json", ...headers },
+  });
+}
+
+/** The gateway's answer to a refused claim (same slugs, statuses and Retry-After). */
+export function refusalResponse(claim) {
+  switch (claim.outcome) {
+    case "completed":
+      return replayResponse(claim.response);
+    case "in_flight":
+      return problem(409, "idempotency-key-in-use", "A request with this Idempotency-Key is still in flight",
+        "a request with this Idempotency-Key is still being processed; retry shortly",
+        { lease_remaining_ms: claim.retry_after_ms }, { "retry-after": "1" });
+    case "mismatch":
+      return problem(422, "idempotency-key-reused", "This Idempotency-Key was used for a different request",
+        `this Idempotency-Key was used for a different request (${claim.differs.join(", ")} differs)`, { differs: claim.differs });
+    case "ledger_full":
+      return problem(429, "idempotency-ledger-full", "The idempotency ledger is full",
+        "this tenant holds its maximum number of idempotency records", {},
+        { "retry-after": String(Math.max(1, Math.ceil(claim.retry_after_ms / 1000))) });
+    default:
+      throw new TypeError(`not a refusal: ${claim.outcome}`);
+  }
+}
+
+/**
+ * Wraps a fetch handler `(request, env, ctx) => Response` with the
+ * Idempotency-Key contract, as the gateway applies it: parse the key (same
+ * rules), fingerprint (same components), claim, run the handler once,
+ * complete with its response (released instead if it throws, and the error
+ * rethrown), and answer refusals with the gateway's problem documents.
+ *
+ * options.ledger(request, env) must return a `LedgerClient` (e.g.
+ * `LedgerClient.forTenant(env.LEDGER, tenantOf(request))`).
+ */
+export function withIdempotency(handler, {
+  ledger,
+  protectedMethods = ["POST", "PATCH"],
+  required = true,
+  fingerprintHeaders = ["content-type"],
+  storedHeaders = ["content-type", "location", "etag"],
+  maxStoredBodyBytes = 1048576,
+} = {}) {
+  if (typeof ledger !== "function") throw new TypeError("withIdempotency needs options.ledger(request, env)");
+  const methods = new Set(protectedMethods.map((m) => m.toUpperCase()));
+  return async (request, env, ctx) => {
+    if (!methods.has(request.method)) return handler(request, env, ctx);
+    const field = request.headers.get("idempotency-key");
+    if (field === null) {
+      if (!required) return handler(request, env, ctx);
+      return problem(400, "idempotency-key-missing", "An Idempotency-Key is required",
+        `${request.method} requests must carry an Idempotency-Key header`);
+    }
+    let key;
+    try {
+      key = parseIdempotencyKey(field);
+    } catch (e) {
+      if (e instanceof IdempotencyKeyError) return problem(400, "idempotency-key-invalid", "The Idempotency-Key is invalid", e.message);
+      throw e;
+    }
+    const body = new Uint8Array(await request.arrayBuffer());
+    const url = new URL(request.url);
+    const fp = await fingerprint({ method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders, body });
+    const client = ledger(request, env);
+    const claim = await client.claim({ key, fingerprint: fp });
+    if (claim.outcome !== "claimed") return refusalResponse(claim);
+    const replayable = new Request(request, { body: ["GET", "HEAD"].includes(request.method) ? undefined : body });
+    let response;
+    try {
+      response = await handler(replayable, env, ctx);
+    } catch (e) {
+      await client.release({ key, generation: claim.generation });
+      throw e;
+    }
+    const stored = await captureResponse(response.clone(), { storedHeaders, maxStoredBodyBytes });
+    const completion = client.complete({ key, generation: claim.generation, response: stored });
+    ctx?.waitUntil?.(completion.catch(() => {}));
+    await completion;
+    return response;
+  };
+}

@@ -76,3 +76,35 @@ test("the JS fingerprint equals the gateway's: a key completed from JS replays t
   assert.equal(viaGateway.headers["idempotent-replayed"], "true");
   assert.equal(viaGateway.text, "stored-from-js");
 });
+
+test("withIdempotency: one line of middleware gives a fetch handler the gateway's contract", async () => {
+  const send = (key, body, extra = {}) => js.fetch("https://js/wrapped/charge", {
+    method: "POST", headers: { "content-type": "text/plain", ...(key === null ? {} : { "idempotency-key": key }), ...extra }, body,
+  }).then(read);
+  const first = await send('"mw-1"', "10.00");
+  assert.equal(first.status, 201);
+  const run = JSON.parse(first.text).run;
+  // A bare key and the sf-string form are the same key (parsed as the gateway does).
+  const replay = await send("mw-1", "10.00");
+  assert.equal(replay.status, 201);
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.ok(replay.body.equals(first.body));
+  assert.equal(replay.headers.location, `/runs/${run}`);
+  const reused = await send("mw-1", "11.00");
+  assert.equal(reused.status, 422);
+  assert.equal(JSON.parse(reused.text).type, "https://idempotency-ledger.dev/problems/idempotency-key-reused");
+  assert.deepEqual(JSON.parse(reused.text).differs, ["body"]);
+  const missing = await send(null, "1");
+  assert.equal(missing.status, 400);
+  assert.match(JSON.parse(missing.text).type, /idempotency-key-missing$/);
+  const invalid = await send('"open', "1");
+  assert.equal(invalid.status, 400);
+  assert.match(JSON.parse(invalid.text).type, /idempotency-key-invalid$/);
+  // A handler that throws releases the key: the retry runs again.
+  const boom = await send("mw-2", "explode");
+  assert.equal(boom.status, 500);
+  const lookup = await call("lookup", { key: "mw-2" });
+  assert.equal(lookup.state, "released");
+  const unprotected = await js.fetch("https://js/wrapped/charge", { method: "GET" }).then(read);
+  assert.equal(unprotected.status, 201, "GET is not protected: the handler runs");
+});

@@ -12,6 +12,7 @@ import {
   withIdempotencyKey,
   parseIdempotencyKey,
   headerValue,
+  withIdempotency,
   IdempotencyKeyError,
   applyIdempotencyKey,
   type ClaimOutcome,
@@ -65,3 +66,12 @@ export function keyOf(request: Request): string | null {
     throw e;
   }
 }
+
+interface AppEnv {
+  LEDGER: LedgerNamespace;
+}
+
+export const protectedFetch = withIdempotency<AppEnv, { waitUntil(p: Promise<unknown>): void }>(
+  async (request) => Response.json({ ok: await request.text() }, { status: 201 }),
+  { ledger: (_request, env) => LedgerClient.forTenant(env.LEDGER, "acme"), fingerprintHeaders: ["content-type", "x-api-version"] },
+);

@@ -1,10 +1,19 @@
 // A JavaScript Worker that calls a deployed TenantLedger through the npm
 // package's client (bound as LEDGER with script_name). Used by clients.test.mjs.
 import {
-  LedgerClient, LedgerError, fingerprint, captureResponse, replayResponse,
+  LedgerClient, LedgerError, fingerprint, captureResponse, replayResponse, withIdempotency,
 } from "../../../client/index.js";
 
 let charges = 0; // the "side effect" this Worker protects
+let wrappedRuns = 0; // runs of the handler behind withIdempotency
+
+// One line of middleware around a plain fetch handler.
+const wrapped = withIdempotency(async (request) => {
+  wrappedRuns += 1;
+  const text = await request.text();
+  if (text === "explode") throw new Error("the handler failed");
+  return Response.json({ run: wrappedRuns, got: text }, { status: 201, headers: { location: `/runs/${wrappedRuns}` } });
+}, { ledger: (request, env) => LedgerClient.forTenant(env.LEDGER, request.headers.get("x-tenant") ?? "js-tenant") });
 
 async function raw(client, op, call) {
   try {
@@ -26,11 +35,18 @@ async function raw(client, op, call) {
 }
 
 export default {
-  async fetch(request, env) {
+  async fetch(request, env, ctx) {
     const url = new URL(request.url);
     const tenant = request.headers.get("x-tenant") ?? "js-tenant";
     const client = LedgerClient.forTenant(env.LEDGER, tenant);
     if (url.pathname.startsWith("/raw/")) return raw(client, url.pathname.slice(5), await request.json());
+    if (url.pathname.startsWith("/wrapped")) {
+      try {
+        return await wrapped(request, env, ctx);
+      } catch (e) {
+        return new Response(`handler threw: ${e.message}`, { status: 500 });
+      }
+    }
 
     if (url.pathname === "/charge" && request.method === "POST") {
       // The whole contract in a few lines: claim, run once, complete, replay.
