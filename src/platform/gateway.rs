@@ -29,7 +29,7 @@ use worker::worker_sys::web_sys;
 use worker::{event, Context, Env, Headers, Response};
 
 use crate::config::{Config, ConfigError, TokenMap};
-use crate::contract::admission::{self, body_unreadable, misconfigured};
+use crate::contract::admission::{self, body_unreadable, check_body_length};
 use crate::contract::answer::{self, LedgerFailure};
 use crate::contract::proxy;
 use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
@@ -39,7 +39,7 @@ use crate::platform::http::{body_within, header, Body};
 use crate::platform::origin::{Forward, Origin};
 use crate::platform::protected::Protected;
 use crate::platform::replays::{count_replays, count_replays_when_due, with_replays};
-use crate::platform::{config_lookup, http, log, now_ms, LEDGER_BINDING};
+use crate::platform::{config_lookup, http, log, misconfigured, now_ms, LEDGER_BINDING};
 use crate::protocol::{Fingerprint, RequestParts};
 use crate::rpc::LookupCall;
 
@@ -104,14 +104,6 @@ pub async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Res
     Ok(response)
 }
 
-fn configuration_failed(variable: &str, message: &str) -> Response {
-    log::error(
-        "idempotency.misconfigured",
-        fields! {"variable" => variable, "error" => message},
-    );
-    http::problem(&misconfigured(variable))
-}
-
 fn store_unavailable(error: &LedgerError) -> Response {
     log::error(
         "idempotency.store_unavailable",
@@ -134,11 +126,11 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
     let settings = settings(env);
     let settings = match settings.as_ref() {
         Ok(s) => s,
-        Err(e) => return (configuration_failed(&e.variable, &e.message), None),
+        Err(e) => return (misconfigured(&e.variable, &e.message), None),
     };
     let Some(tokens) = &settings.tokens else {
         let message = "the secret is not set; no token can be accepted";
-        return (configuration_failed("API_TOKENS", message), None);
+        return (misconfigured("API_TOKENS", message), None);
     };
     let tenant = match admission::authenticate(header(&req, "authorization").as_deref(), tokens) {
         Ok(t) => t,
@@ -195,6 +187,9 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         Ok(Body::TooLarge) => return refused(admission::too_large(config), key),
         Err(_) => return refused(body_unreadable(), key),
     };
+    if let Err(rejection) = check_body_length(body.len(), config) {
+        return refused(rejection, key);
+    }
 
     let origin = Origin::from_env(env, config);
     let client_headers = origin.as_ref().map(|_| Headers(req.headers()));

@@ -110,12 +110,14 @@ pub enum Body {
     TooLarge,
 }
 
-/// Reads the request body, at most `max` bytes. Without a `Content-Length`
-/// (`declared` is `None`: chunked, or an unparsable value) the stream is
-/// read chunk by chunk and abandoned as soon as it passes `max`, so a
-/// client cannot make the isolate buffer more than the limit. With one
-/// (already checked against `max`; workerd holds the body to it), one
-/// `arrayBuffer()` and one copy into wasm.
+/// Reads the request body. Without a `Content-Length` (`declared` is
+/// `None`: chunked, or an unparsable value) the stream is read chunk by
+/// chunk and abandoned as soon as it passes `max`, so a client cannot make
+/// the isolate buffer more than the limit. With one (already checked
+/// against the limit by `contract::admission::admit`; workerd holds the
+/// body to it), one `arrayBuffer()` and one copy into wasm. Either way the
+/// caller still applies `contract::admission::check_body_length` to what
+/// was read: the limit's rule lives there.
 pub async fn body_within(
     req: &web_sys::Request,
     declared: Option<u64>,
@@ -123,12 +125,7 @@ pub async fn body_within(
 ) -> Result<Body, JsValue> {
     if declared.is_some() {
         let buffer = JsFuture::from(req.array_buffer()?).await?;
-        let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-        return Ok(if bytes.len() > max {
-            Body::TooLarge
-        } else {
-            Body::Read(bytes)
-        });
+        return Ok(Body::Read(js_sys::Uint8Array::new(&buffer).to_vec()));
     }
     let Some(stream) = req.body() else {
         return Ok(Body::Read(Vec::new()));

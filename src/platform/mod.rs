@@ -40,3 +40,14 @@ pub fn config_lookup(env: &worker::Env) -> impl Fn(&str) -> Option<String> + '_ 
             .map(|v| v.to_string())
     }
 }
+
+/// A configuration that cannot be used, as the gateway and the object both
+/// answer it: one error line naming the variable (`idempotency.misconfigured`)
+/// and `500 misconfigured`, which names the variable but never its value.
+pub fn misconfigured(variable: &str, message: &str) -> worker::Response {
+    log::error(
+        "idempotency.misconfigured",
+        crate::fields! {"variable" => variable, "error" => message},
+    );
+    http::problem(&crate::contract::admission::misconfigured(variable))
+}

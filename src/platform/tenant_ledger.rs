@@ -27,7 +27,7 @@ use worker::{
 };
 
 use crate::config::{Config, ConfigError};
-use crate::contract::admission::{misconfigured, path_of, target_of};
+use crate::contract::admission::{path_of, target_of};
 use crate::contract::answer;
 use crate::fields;
 use crate::ledger::{
@@ -36,7 +36,7 @@ use crate::ledger::{
 };
 use crate::orders;
 use crate::platform::do_store::DoSqlStore;
-use crate::platform::{config_lookup, http, log, now_ms};
+use crate::platform::{config_lookup, http, log, misconfigured, now_ms};
 use crate::protocol::{Problem, ProblemKind};
 use crate::rpc::{
     check_claim_windows, ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall,
@@ -152,13 +152,7 @@ impl TenantLedger {
         }
         let config = match &self.config {
             Ok(c) => c,
-            Err(e) => {
-                log::error(
-                    "idempotency.misconfigured",
-                    fields! {"variable" => e.variable, "error" => e.message},
-                );
-                return http::problem(&misconfigured(&e.variable));
-            }
+            Err(e) => return misconfigured(&e.variable, &e.message),
         };
         if !self.started.replace(true) {
             self.ensure_alarm().await;
