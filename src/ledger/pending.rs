@@ -43,15 +43,10 @@ pub struct Pending {
 impl Pending {
     /// Counts one refusal (and, for a replay, the record it replayed).
     pub fn count(&mut self, counter: Counter, replayed: Option<(&str, i64)>, now: Millis) {
-        *self.counters.entry(counter).or_insert(0) += 1;
+        self.add(counter, 1, now);
         if let Some((key, generation)) = replayed {
-            *self
-                .replays
-                .entry((key.to_string(), generation))
-                .or_insert(0) += 1;
+            self.add_to_record(key, generation, 1);
         }
-        self.events += 1;
-        self.since.get_or_insert(now);
     }
 
     /// Adds `n` to a counter (counts reported from elsewhere).
@@ -69,13 +64,15 @@ impl Pending {
         if n <= 0 {
             return;
         }
-        *self.counters.entry(Counter::Replays).or_insert(0) += n;
+        self.add(Counter::Replays, n, now);
+        self.add_to_record(key, generation, n);
+    }
+
+    fn add_to_record(&mut self, key: &str, generation: i64, n: i64) {
         *self
             .replays
             .entry((key.to_string(), generation))
             .or_insert(0) += n;
-        self.events = self.events.saturating_add(1);
-        self.since.get_or_insert(now);
     }
 
     pub fn is_empty(&self) -> bool {
