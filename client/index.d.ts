@@ -29,6 +29,18 @@ export interface ClaimCall {
   lease_seconds?: number;
   /** Defaults to the object's RETENTION_SECONDS. 1..31536000. */
   retention_seconds?: number;
+  /**
+   * If the key is in flight under a live lease, wait up to this many ms for
+   * its outcome (replay, or the key released / its lease ended: claimed)
+   * instead of answering `in_flight` at once. 0..3600000, bounded by the
+   * object's IN_FLIGHT_WAIT_MAX_SECONDS and the lease. Default 0.
+   */
+  wait_ms?: number;
+}
+
+/** Present on a claim's answer when the object parked it: how long, in ms. */
+export interface WaitedAnswer {
+  waited_ms?: number;
 }
 
 export type ClaimOutcome =
@@ -93,6 +105,14 @@ export interface LedgerStats {
   swept: number;
   /** Completions a gateway gave up on after its retries. */
   complete_failed: number;
+  /** Claims that met a live lease and waited for its outcome. */
+  waited: number;
+  /** Waiters answered with the replay of the run they waited for. */
+  waited_replayed: number;
+  /** Waiters whose budget ran out (409). */
+  waited_timed_out: number;
+  /** Requests parked on in-flight keys right now (this object instance). */
+  waiting: number;
   next_sweep_at: string | null;
 }
 
@@ -106,6 +126,7 @@ export interface Problem {
 }
 
 export declare const RPC_V1_PREFIX: "/rpc/v1/";
+export declare const WAITED_HEADER: "ledger-waited-ms";
 export declare const IDEMPOTENCY_KEY_HEADER: "Idempotency-Key";
 export declare const MAX_KEY_LENGTH: 255;
 
@@ -142,7 +163,7 @@ export interface LedgerNamespace {
 export declare class LedgerClient {
   constructor(stub: LedgerStub);
   static forTenant(namespace: LedgerNamespace, tenant: string): LedgerClient;
-  claim(call: ClaimCall): Promise<ClaimOutcome>;
+  claim(call: ClaimCall): Promise<ClaimOutcome & WaitedAnswer>;
   complete(call: CompleteCall): Promise<CompleteOutcome>;
   release(call: ReleaseCall): Promise<ReleaseOutcome>;
   lookup(key: string): Promise<RecordView | null>;
@@ -201,7 +222,14 @@ export interface IdempotencyOptions<Env> {
   storedHeaders?: string[];
   /** Default 1 MiB; larger responses are stored as tombstones. */
   maxStoredBodyBytes?: number;
+  /** Seconds a retry waits for an in-flight first run when it does not send `Prefer: wait=N` (as IN_FLIGHT_WAIT_SECONDS). Default 0. */
+  waitSeconds?: number;
+  /** The most any request waits (as IN_FLIGHT_WAIT_MAX_SECONDS). Default 10; 0..300. */
+  maxWaitSeconds?: number;
 }
+
+/** The `wait` preference of a Prefer header (RFC 7240), in seconds, read as the gateway does; null when absent or unreadable. */
+export declare function preferWait(header: string | null | undefined): number | null;
 
 /** Wraps a fetch handler with the Idempotency-Key contract (claim, run once, complete; release on throw). */
 export declare function withIdempotency<Env, Ctx = unknown>(

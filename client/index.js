@@ -27,6 +27,9 @@ export class IdempotencyKeyError extends Error {
   }
 }
 
+/** The object's answer header naming how long a claim waited (ms). */
+export const WAITED_HEADER = "ledger-waited-ms";
+
 /** Typed RPC v1 calls to one tenant's TenantLedger. */
 export class LedgerClient {
   /** @param stub a DurableObjectStub of the TenantLedger class */
@@ -56,6 +59,9 @@ export class LedgerClient {
     if (res.status !== 200) {
       throw new LedgerError(`ledger refused ${route} (${res.status}): ${body?.detail ?? text}`, { status: res.status, problem: body });
     }
+    // A claim or execute that was parked on an in-flight key says how long.
+    const waited = res.headers.get(WAITED_HEADER);
+    if (waited !== null && body && typeof body === "object") body.waited_ms = Number(waited);
     return body;
   }
 
@@ -328,6 +334,46 @@ export function applyIdempotencyKey(request, key) {
 
 // ---- middleware for plain fetch handlers ----
 
+// ---- waiting for an in-flight result (Prefer: wait=N) ----
+
+/** Splits on `sep` where it is not inside a quoted string. */
+function splitOutsideQuotes(s, sep) {
+  const parts = [];
+  let start = 0, quoted = false, escaped = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (escaped) escaped = false;
+    else if (c === "\\" && quoted) escaped = true;
+    else if (c === '"') quoted = !quoted;
+    else if (c === sep && !quoted) { parts.push(s.slice(start, i)); start = i + 1; }
+  }
+  parts.push(s.slice(start));
+  return parts;
+}
+
+/**
+ * The `wait` preference of a Prefer header value (RFC 7240 §4.3) in
+ * seconds, read exactly as the gateway reads it: only the first `wait`
+ * counts, a quoted value is allowed, and an unreadable one is ignored
+ * (null). Values too large to matter come back as Infinity.
+ */
+export function preferWait(header) {
+  if (header === null || header === undefined) return null;
+  for (const preference of splitOutsideQuotes(String(header), ",")) {
+    const head = splitOutsideQuotes(preference, ";")[0];
+    const eq = head.indexOf("=");
+    const name = (eq === -1 ? head : head.slice(0, eq)).trim();
+    if (name.toLowerCase() !== "wait") continue;
+    if (eq === -1) return null;
+    let value = head.slice(eq + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    if (!/^[0-9]+$/.test(value)) return null;
+    const n = Number(value);
+    return Number.isSafeInteger(n) ? n : Infinity;
+  }
+  return null;
+}
+
 const PROBLEM_BASE = "https://idempotency-ledger.dev/problems/";
 
 function problem(status, slug, title, detail, extra = {}, headers = {}) {
@@ -375,8 +421,14 @@ export function withIdempotency(handler, {
   fingerprintHeaders = ["content-type"],
   storedHeaders = ["content-type", "location", "etag"],
   maxStoredBodyBytes = 1048576,
+  waitSeconds = 0,
+  maxWaitSeconds = 10,
 } = {}) {
   if (typeof ledger !== "function") throw new TypeError("withIdempotency needs options.ledger(request, env)");
+  for (const [name, v] of [["waitSeconds", waitSeconds], ["maxWaitSeconds", maxWaitSeconds]]) {
+    if (!Number.isSafeInteger(v) || v < 0 || v > 300) throw new TypeError(`withIdempotency: ${name} must be a whole number 0..300`);
+  }
+  if (waitSeconds > maxWaitSeconds) throw new TypeError("withIdempotency: waitSeconds exceeds maxWaitSeconds");
   const methods = new Set(protectedMethods.map((m) => m.toUpperCase()));
   return async (request, env, ctx) => {
     if (!methods.has(request.method)) return handler(request, env, ctx);
@@ -397,8 +449,17 @@ export function withIdempotency(handler, {
     const url = new URL(request.url);
     const fp = await fingerprint({ method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders, body });
     const client = ledger(request, env);
-    const claim = await client.claim({ key, fingerprint: fp });
-    if (claim.outcome !== "claimed") return refusalResponse(claim);
+    // As the gateway: wait for an in-flight first run when asked (or by default).
+    const asked = preferWait(request.headers.get("prefer"));
+    const seconds = Math.min(asked ?? waitSeconds, maxWaitSeconds);
+    const claim = await client.claim({ key, fingerprint: fp, ...(seconds > 0 ? { wait_ms: seconds * 1000 } : {}) });
+    const applied = (response) => {
+      if (asked === null || claim.waited_ms === undefined) return response;
+      const out = new Response(response.body, response);
+      out.headers.set("preference-applied", `wait=${seconds}`);
+      return out;
+    };
+    if (claim.outcome !== "claimed") return applied(refusalResponse(claim));
     const replayable = new Request(request, { body: ["GET", "HEAD"].includes(request.method) ? undefined : body });
     let response;
     try {
@@ -411,6 +472,6 @@ export function withIdempotency(handler, {
     const completion = client.complete({ key, generation: claim.generation, response: stored });
     ctx?.waitUntil?.(completion.catch(() => {}));
     await completion;
-    return response;
+    return applied(response);
   };
 }

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
+use crate::contract::waiting::WaitSettings;
 use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
 
@@ -66,6 +67,9 @@ pub struct Config {
     pub origin_signing_secret: Option<SecretString>,
     /// Key that makes log hashes keyed HMACs (`LOG_HASH_KEY`).
     pub log_hash_key: Option<SecretString>,
+    /// Waiting for an in-flight result (`IN_FLIGHT_WAIT_SECONDS`,
+    /// `IN_FLIGHT_WAIT_MAX_SECONDS`, `IN_FLIGHT_MAX_WAITERS`).
+    pub wait: WaitSettings,
 }
 
 /// A secret value: never printed (`Debug` shows `<secret>`).
@@ -127,6 +131,52 @@ pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = 8 * 1_048_576;
 
 /// The most an isolate may spend on replays (a Worker isolate has 128 MB).
 pub const MAX_REPLAY_CACHE_BYTES: u64 = 64 * 1_048_576;
+
+/// The longest wait an operator may allow (`IN_FLIGHT_WAIT_MAX_SECONDS`):
+/// clients and proxies rarely hold a request open longer.
+pub const MAX_WAIT_SECONDS: u64 = 300;
+
+/// The most waiters an operator may let one object park.
+pub const MAX_WAITERS: u64 = 100_000;
+
+fn wait_settings(get: &dyn Fn(&str) -> Option<String>) -> Result<WaitSettings, ConfigError> {
+    let defaults = WaitSettings::default();
+    let max_seconds = number(
+        get,
+        "IN_FLIGHT_WAIT_MAX_SECONDS",
+        defaults.max_seconds,
+        0,
+        MAX_WAIT_SECONDS,
+    )?;
+    let default_seconds = number(
+        get,
+        "IN_FLIGHT_WAIT_SECONDS",
+        defaults.default_seconds,
+        0,
+        MAX_WAIT_SECONDS,
+    )?;
+    // A default longer than the maximum would be silently cut: refuse it.
+    if default_seconds > max_seconds {
+        return Err(err(
+            "IN_FLIGHT_WAIT_SECONDS and IN_FLIGHT_WAIT_MAX_SECONDS",
+            format!(
+                "IN_FLIGHT_WAIT_SECONDS ({default_seconds}) exceeds IN_FLIGHT_WAIT_MAX_SECONDS ({max_seconds})"
+            ),
+        ));
+    }
+    let max_waiters = number(
+        get,
+        "IN_FLIGHT_MAX_WAITERS",
+        defaults.max_waiters as u64,
+        0,
+        MAX_WAITERS,
+    )? as usize;
+    Ok(WaitSettings {
+        default_seconds,
+        max_seconds,
+        max_waiters,
+    })
+}
 
 fn number(
     get: &dyn Fn(&str) -> Option<String>,
@@ -304,6 +354,7 @@ impl Config {
                 0,
                 MAX_REPLAY_CACHE_BYTES,
             )? as usize,
+            wait: wait_settings(get)?,
         })
     }
 

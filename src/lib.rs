@@ -13,6 +13,7 @@
 //!   keep. Host-tested; the edges only convert types.
 //! - [`config`] — the `[vars]` of SPEC §5, parsed and validated.
 //! - [`rpc`] — the versioned fetch RPC (v1) between Workers and the object.
+//! - [`waiters`] — requests parked on an in-flight key until it settles.
 //! - `platform` (wasm32 only) — the thin workers-rs edges: the Durable Object
 //!   store, the `TenantLedger` object and the gateway Worker.
 
@@ -22,6 +23,7 @@ pub mod ledger;
 pub mod orders;
 pub mod protocol;
 pub mod rpc;
+pub mod waiters;
 
 #[cfg(target_arch = "wasm32")]
 pub mod platform;

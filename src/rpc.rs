@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::contract::waiting::{MAX_CALL_WAIT_MS, WAITED_HEADER};
 use crate::ledger::{RecordView, Stats, STORED_BODY_CEILING};
 use crate::protocol::response::base64_bytes;
 use crate::protocol::{validate_key, Fingerprint, StoredResponse};
@@ -140,6 +141,12 @@ pub struct ClaimCall {
     /// Defaults to the object's `RETENTION_SECONDS`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_seconds: Option<u64>,
+    /// If the key is in flight under a live lease, wait up to this many ms
+    /// for its outcome instead of answering `in_flight` at once (bounded by
+    /// the object's `IN_FLIGHT_WAIT_MAX_SECONDS` and the lease). Absent or
+    /// 0: answer at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
 }
 
 impl ClaimCall {
@@ -149,7 +156,17 @@ impl ClaimCall {
             return Err("fingerprint is not well formed (digest must match its components)".into());
         }
         check_window("lease_seconds", self.lease_seconds)?;
-        check_window("retention_seconds", self.retention_seconds)
+        check_window("retention_seconds", self.retention_seconds)?;
+        check_wait(self.wait_ms)
+    }
+}
+
+fn check_wait(wait_ms: Option<u64>) -> Result<(), String> {
+    match wait_ms {
+        Some(ms) if ms > MAX_CALL_WAIT_MS => {
+            Err(format!("wait_ms must be between 0 and {MAX_CALL_WAIT_MS}"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -317,6 +334,8 @@ pub struct ExecuteCallRef<'a> {
     pub key: &'a str,
     pub fingerprint: &'a Fingerprint,
     pub request: AppRequestRef<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
 }
 
 /// The borrowed form of [`AppRequest`].
@@ -355,6 +374,9 @@ pub struct ExecuteCall {
     pub key: String,
     pub fingerprint: Fingerprint,
     pub request: AppRequest,
+    /// As `ClaimCall::wait_ms`: wait for an in-flight key's outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
 }
 
 impl ExecuteCall {
@@ -366,6 +388,6 @@ impl ExecuteCall {
         if !self.request.target.starts_with('/') {
             return Err("request.target must start with /".into());
         }
-        Ok(())
+        check_wait(self.wait_ms)
     }
 }

@@ -123,12 +123,26 @@ pub enum LedgerFailure {
     RunUnprotected,
     /// Answer this (the outcome is always `store_unavailable`).
     Answer(AppResponse),
+    /// A call that was allowed to wait got no answer (the object was
+    /// evicted or restarted while the request was parked): `409`, as if the
+    /// key were still in flight, so the client retries (outcome `in_use`).
+    WaitInterrupted(AppResponse),
 }
 
-/// Decides what a failed ledger call comes to under `policy`.
-pub fn ledger_failure(error: &LedgerError, policy: FailurePolicy) -> LedgerFailure {
+/// Decides what a failed ledger call comes to under `policy`. `waiting`:
+/// the call carried a wait budget, so a lost answer most likely means the
+/// object went away while the request was parked on an in-flight key.
+pub fn ledger_failure(error: &LedgerError, policy: FailurePolicy, waiting: bool) -> LedgerFailure {
     match (error, policy) {
         (LedgerError::NotReached(_), FailurePolicy::Open) => LedgerFailure::RunUnprotected,
+        (LedgerError::Unreachable(_), _) if waiting => LedgerFailure::WaitInterrupted(
+            Problem::new(
+                ProblemKind::KeyInUse,
+                "the ledger went away while this request waited for the key's first run; retry shortly",
+            )
+            .with_header("Retry-After", "1")
+            .into(),
+        ),
         _ => LedgerFailure::Answer(read_failure(error)),
     }
 }

@@ -26,6 +26,7 @@ pub mod outcome;
 pub mod proxy;
 pub mod replay_cache;
 pub mod signature;
+pub mod waiting;
 
 pub use admission::{GatewayRoute, Protection, Rejection, RequestHead};
 pub use answer::LedgerFailure;

@@ -141,10 +141,16 @@ pub enum Counter {
     Swept,
     /// Completions a gateway could not store after its retries.
     CompleteFailed,
+    /// Claims that met a live lease and waited for its outcome.
+    Waited,
+    /// Waiters answered with the replay of the run they waited for.
+    WaitedReplayed,
+    /// Waiters whose budget ran out while the key was still in flight (`409`).
+    WaitedTimedOut,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 9] = [
+    pub const ALL: [Counter; 12] = [
         Counter::Records,
         Counter::Claims,
         Counter::Replays,
@@ -154,6 +160,9 @@ impl Counter {
         Counter::FencedOut,
         Counter::Swept,
         Counter::CompleteFailed,
+        Counter::Waited,
+        Counter::WaitedReplayed,
+        Counter::WaitedTimedOut,
     ];
 
     /// The stored name (the primary key in `ledger_counters`).
@@ -168,6 +177,9 @@ impl Counter {
             Counter::FencedOut => "fenced_out",
             Counter::Swept => "swept",
             Counter::CompleteFailed => "complete_failed",
+            Counter::Waited => "waited",
+            Counter::WaitedReplayed => "waited_replayed",
+            Counter::WaitedTimedOut => "waited_timed_out",
         }
     }
 

@@ -33,6 +33,19 @@ pub struct Stats {
     pub swept: i64,
     /// Completions a gateway gave up on (reported over RPC `replayed`).
     pub complete_failed: i64,
+    /// Claims that met a live lease and waited (absent from older objects).
+    #[serde(default)]
+    pub waited: i64,
+    /// Waiters answered with a replay.
+    #[serde(default)]
+    pub waited_replayed: i64,
+    /// Waiters that gave up with `409`.
+    #[serde(default)]
+    pub waited_timed_out: i64,
+    /// Requests parked on in-flight keys right now (not a counter: filled
+    /// in by the object from its memory; 0 from the ledger alone).
+    #[serde(default)]
+    pub waiting: i64,
     pub next_sweep_at: Option<String>,
 }
 
@@ -48,6 +61,9 @@ impl Stats {
             Counter::FencedOut => Some(&mut self.fenced_out),
             Counter::Swept => Some(&mut self.swept),
             Counter::CompleteFailed => Some(&mut self.complete_failed),
+            Counter::Waited => Some(&mut self.waited),
+            Counter::WaitedReplayed => Some(&mut self.waited_replayed),
+            Counter::WaitedTimedOut => Some(&mut self.waited_timed_out),
         }
     }
 }

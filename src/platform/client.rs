@@ -30,10 +30,18 @@ use worker::{Env, Headers, ObjectNamespace, Stub};
 use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
 use crate::rpc::{
     ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, LookupAnswer, LookupCall, ReleaseCall,
-    ReplayedCall, ReplayedOutcome, Route,
+    ReplayedCall, ReplayedOutcome, Route, WAITED_HEADER,
 };
 
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
+
+/// An answer to a call that may have waited for an in-flight key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waited<T> {
+    pub outcome: T,
+    /// Milliseconds the object kept the call parked; `None`: it never parked.
+    pub waited_ms: Option<u64>,
+}
 
 /// A client for one tenant's `TenantLedger` (cheap to clone: one JS handle).
 #[derive(Clone)]
@@ -119,13 +127,34 @@ impl LedgerClient {
     ) -> Result<A, LedgerError> {
         let body =
             serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
-        let bytes = self.exchange(route, body).await?;
+        let (bytes, _) = self.exchange(route, body, false).await?;
         serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))
+    }
+
+    /// A call that may wait (`wait_ms`): its answer and how long the object
+    /// kept it parked (`ledger-waited-ms`), `None` if it never parked.
+    async fn call_waiting<C: Serialize, A: DeserializeOwned>(
+        &self,
+        route: Route,
+        call: &C,
+        may_wait: bool,
+    ) -> Result<Waited<A>, LedgerError> {
+        let body =
+            serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
+        let (bytes, waited_ms) = self.exchange(route, body, may_wait).await?;
+        let outcome =
+            serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))?;
+        Ok(Waited { outcome, waited_ms })
     }
 
     /// Sends one JSON call and returns the body of a `200` answer. Not
     /// generic, so the request plumbing exists once in the bundle.
-    async fn exchange(&self, route: Route, body: String) -> Result<Vec<u8>, LedgerError> {
+    async fn exchange(
+        &self,
+        route: Route,
+        body: String,
+        read_waited: bool,
+    ) -> Result<(Vec<u8>, Option<u64>), LedgerError> {
         let headers = web_sys::Headers::new().map_err(not_reached)?;
         headers
             .set("content-type", "application/json")
@@ -146,11 +175,30 @@ impl LedgerClient {
             let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
             return Err(LedgerError::Refused { status, problem });
         }
-        Ok(bytes)
+        let waited_ms = if read_waited {
+            response
+                .headers()
+                .get(WAITED_HEADER)
+                .ok()
+                .flatten()
+                .and_then(|v| v.parse().ok())
+        } else {
+            None
+        };
+        Ok((bytes, waited_ms))
     }
 
     pub async fn claim(&self, call: &ClaimCall) -> Result<ClaimOutcome, LedgerError> {
         self.call(Route::Claim, call).await
+    }
+
+    /// `claim` (typically with `wait_ms`), also saying whether it waited.
+    pub async fn claim_waiting(
+        &self,
+        call: &ClaimCall,
+    ) -> Result<Waited<ClaimOutcome>, LedgerError> {
+        let may_wait = call.wait_ms.is_some_and(|ms| ms > 0);
+        self.call_waiting(Route::Claim, call, may_wait).await
     }
 
     pub async fn complete(&self, call: &CompleteCall) -> Result<CompleteOutcome, LedgerError> {
@@ -199,11 +247,13 @@ impl LedgerClient {
         self.call(Route::Execute, call).await
     }
 
-    /// `execute` from borrowed parts (no copy of the body before encoding).
+    /// `execute` from borrowed parts (no copy of the body before encoding),
+    /// also saying whether it waited.
     pub async fn execute_ref(
         &self,
         call: &ExecuteCallRef<'_>,
-    ) -> Result<ExecuteOutcome, LedgerError> {
-        self.call(Route::Execute, call).await
+    ) -> Result<Waited<ExecuteOutcome>, LedgerError> {
+        let may_wait = call.wait_ms.is_some_and(|ms| ms > 0);
+        self.call_waiting(Route::Execute, call, may_wait).await
     }
 }

@@ -32,6 +32,7 @@ use crate::config::{Config, ConfigError, TokenMap};
 use crate::contract::admission::{self, body_unreadable, check_body_length};
 use crate::contract::answer::{self, LedgerFailure};
 use crate::contract::proxy;
+use crate::contract::waiting::{prefer_wait, WaitPlan};
 use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
 use crate::fields;
 use crate::platform::client::{LedgerClient, LedgerError};
@@ -219,6 +220,9 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         headers: &headers,
         body: &forward.body,
     });
+    // How long this request may wait if its key is in flight.
+    let prefer = header(&req, "prefer");
+    let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
     count_replays_when_due(ctx, env, &tenant, cache);
     let cached = with_replays(cache, |c| {
         c.serve(&tenant, &key, &fingerprint.digest, now_ms())
@@ -243,6 +247,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
                 key: &key,
                 fingerprint,
                 forward: &forward,
+                wait,
             };
             match &origin {
                 None => protected.embedded().await,
@@ -254,7 +259,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
     // Answer, whatever the ledger did.
     let (response, outcome) = match step {
         Ok(done) => done,
-        Err(e) => match answer::ledger_failure(&e, config.failure_policy) {
+        Err(e) => match answer::ledger_failure(&e, config.failure_policy, wait.wait_ms > 0) {
             LedgerFailure::RunUnprotected => {
                 log::warn(
                     "idempotency.unprotected",
@@ -270,6 +275,13 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
                     fields! {"error" => e.to_string(), "key" => log::short_hash(&key)},
                 );
                 (http::app(answer), Outcome::StoreUnavailable)
+            }
+            LedgerFailure::WaitInterrupted(answer) => {
+                log::warn(
+                    "idempotency.wait_interrupted",
+                    fields! {"error" => e.to_string(), "key" => log::short_hash(&key)},
+                );
+                (http::app(answer), Outcome::InUse)
             }
         },
     };

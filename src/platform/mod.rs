@@ -22,6 +22,8 @@ pub mod protected;
 pub mod replays;
 #[cfg(feature = "tenant-ledger")]
 pub mod tenant_ledger;
+#[cfg(feature = "tenant-ledger")]
+pub mod waiting;
 
 /// The Durable Object binding name the gateway and clients use.
 pub const LEDGER_BINDING: &str = "TENANT_LEDGER";

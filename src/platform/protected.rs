@@ -19,9 +19,11 @@
 //!   `idempotency.complete_failed` at error level.
 
 use std::future::Future;
+use std::pin::pin;
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures_util::future::{select, Either};
 use futures_util::FutureExt;
 use worker::{Context, Delay, Response};
 
@@ -31,6 +33,7 @@ use crate::contract::proxy::{
     self, is_retryable, landed_earlier, AfterOrigin, Settle, SETTLE_RETRY_DELAYS_MS,
 };
 use crate::contract::replay_cache::Replayable;
+use crate::contract::waiting::{WaitPlan, WAIT_ANSWER_GRACE_MS};
 use crate::contract::Outcome;
 use crate::fields;
 use crate::ledger::{
@@ -52,6 +55,8 @@ pub struct Protected<'a> {
     pub key: &'a str,
     pub fingerprint: Fingerprint,
     pub forward: &'a Forward,
+    /// How long a request that meets an in-flight key may wait for it.
+    pub wait: WaitPlan,
 }
 
 pub type Step = Result<(Response, Outcome), LedgerError>;
@@ -82,6 +87,45 @@ impl Protected<'_> {
         }
     }
 
+    /// The `wait_ms` a call carries (none when the plan does not wait).
+    fn wait_ms(&self) -> Option<u64> {
+        (self.wait.wait_ms > 0).then_some(self.wait.wait_ms)
+    }
+
+    /// Awaits a ledger call; one that may wait is given up after its budget
+    /// and a grace (`contract::waiting::WAIT_ANSWER_GRACE_MS`), so a lost
+    /// object never hangs the request (the gateway then answers `409`).
+    async fn bounded<T>(
+        &self,
+        call: impl Future<Output = Result<T, LedgerError>>,
+    ) -> Result<T, LedgerError> {
+        if self.wait.wait_ms == 0 {
+            return call.await;
+        }
+        let limit = Delay::from(Duration::from_millis(
+            self.wait.wait_ms + WAIT_ANSWER_GRACE_MS,
+        ));
+        match select(pin!(call), limit).await {
+            Either::Left((result, _)) => result,
+            Either::Right(_) => Err(LedgerError::Unreachable(
+                "no answer from the ledger within the wait budget".into(),
+            )),
+        }
+    }
+
+    /// The answer, with `Preference-Applied` if the client asked to wait
+    /// and the request did.
+    fn answered_after(
+        &self,
+        (mut answer, outcome): (AppResponse, Outcome),
+        waited_ms: Option<u64>,
+    ) -> (Response, Outcome) {
+        if let Some((name, value)) = self.wait.applied(waited_ms.is_some()) {
+            answer.headers.push((name.to_string(), value));
+        }
+        (http::app(answer), outcome)
+    }
+
     /// Embedded mode: one hop, claim + orders app + complete in one transaction.
     pub async fn embedded(&self) -> Step {
         let method = self.forward.method.to_ascii_uppercase();
@@ -93,12 +137,13 @@ impl Protected<'_> {
                 target: &self.forward.target,
                 body: &self.forward.body,
             },
+            wait_ms: self.wait_ms(),
         };
-        let outcome = self.client.execute_ref(&call).await?;
-        if let ExecuteOutcome::Refused(refusal) = &outcome {
+        let answer = self.bounded(self.client.execute_ref(&call)).await?;
+        if let ExecuteOutcome::Refused(refusal) = &answer.outcome {
             self.remember(refusal);
         }
-        Ok(answered(answer::execute_answer(outcome)))
+        Ok(self.answered_after(answer::execute_answer(answer.outcome), answer.waited_ms))
     }
 
     /// Proxy mode: claim, forward to the origin, then settle the key as the
@@ -120,15 +165,18 @@ impl Protected<'_> {
             fingerprint: self.fingerprint.clone(),
             lease_seconds: None,
             retention_seconds: None,
+            wait_ms: self.wait_ms(),
         };
-        let (generation, takeover) = match self.client.claim(&claim).await? {
+        let claimed = self.bounded(self.client.claim_waiting(&claim)).await?;
+        let (generation, takeover) = match claimed.outcome {
             ClaimOutcome::Claimed {
                 generation,
                 takeover,
             } => (generation, takeover),
             ClaimOutcome::Refused(refusal) => {
                 self.remember(&refusal);
-                return Ok(answered(answer::refusal_answer(refusal)));
+                let refused = answer::refusal_answer(refusal);
+                return Ok(self.answered_after(refused, claimed.waited_ms));
             }
         };
         let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
@@ -190,7 +238,7 @@ impl Protected<'_> {
             Settle::Keep => outcome,
         };
         // The caller whose run produced this response always gets it.
-        Ok((http::app(reply), outcome))
+        Ok(self.answered_after((reply, outcome), claimed.waited_ms))
     }
 
     /// Runs `settlement` so that it finishes even if this request is

@@ -12,6 +12,10 @@
 //!   is a 400/404/405 problem and changes nothing.
 //! - Requests are single-threaded per object and the ledger work between
 //!   awaits is synchronous, so a claim is never interleaved with another.
+//! - A `claim` or `execute` with `wait_ms` that meets a live lease parks
+//!   (see [`crate::waiters`] and [`super::waiting`]); `complete`, `release`
+//!   and a finished `execute` wake that key's waiters. Parked requests await
+//!   no storage, so other keys are never delayed.
 //! - Sweep runs only in `alarm()`, never on the request path. A claim arms
 //!   the alarm only when this instance has not yet confirmed one exists.
 //!
@@ -31,17 +35,19 @@ use crate::contract::admission::{path_of, target_of};
 use crate::contract::answer;
 use crate::fields;
 use crate::ledger::{
-    rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, Counter, ExecuteOutcome, Ledger,
+    rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, Counter, ExecuteOutcome, Ledger, Refusal,
     ReleaseOutcome, StoreError,
 };
 use crate::orders;
 use crate::platform::do_store::DoSqlStore;
+use crate::platform::waiting::{attempt_waiting, WaitReport};
 use crate::platform::{config_lookup, http, log, misconfigured, now_ms};
 use crate::protocol::{Problem, ProblemKind};
 use crate::rpc::{
     check_claim_windows, ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall,
-    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, APP_PATH, APP_TARGET_HEADER,
+    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER,
 };
+use crate::waiters::Waiters;
 
 /// An absolute alarm time (epoch milliseconds on the object's clock).
 fn at_epoch_ms(ms: i64) -> ScheduledTime {
@@ -66,6 +72,8 @@ pub struct TenantLedger {
     /// False until this instance's first request has checked the alarm: a
     /// restarted workerd may have lost an overdue alarm (workerd #3138, #3566).
     started: Cell<bool>,
+    /// Requests parked on in-flight keys (in memory: gone with the instance).
+    waiters: Waiters,
 }
 
 impl DurableObject for TenantLedger {
@@ -81,7 +89,9 @@ impl DurableObject for TenantLedger {
             log::set_level(c.log_level);
             log::set_hash_key(c.log_hash_key.as_ref().map(|k| k.expose()));
         }
+        let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
         TenantLedger {
+            waiters: Waiters::new(max_waiters),
             state,
             ledger,
             config,
@@ -124,6 +134,22 @@ impl DurableObject for TenantLedger {
         );
         Response::ok("swept")
     }
+}
+
+/// The lease time left when a refusal is "in flight" (what a waiter waits on).
+fn in_flight(refusal: &Refusal) -> Option<i64> {
+    match refusal {
+        Refusal::InFlight { retry_after_ms, .. } => Some(*retry_after_ms),
+        _ => None,
+    }
+}
+
+/// Names the time a call spent parked (`ledger-waited-ms`), if it was.
+fn with_wait(response: Response, report: &WaitReport) -> Response {
+    if let Some(ms) = report.waited_ms {
+        let _ = response.headers().set(WAITED_HEADER, &ms.to_string());
+    }
+    response
 }
 
 fn bad_call(detail: impl Into<String>) -> Problem {
@@ -224,14 +250,28 @@ impl TenantLedger {
                 call.validate().map_err(bad_call)?;
                 let policy = Self::policy(config, call.lease_seconds, call.retention_seconds);
                 check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
-                let out = self
-                    .ledger
-                    .claim(&call.key, &call.fingerprint, &policy, now)
-                    .map_err(|e| store_unavailable(&e))?;
+                let budget = config.wait.bound_ms(call.wait_ms.unwrap_or(0));
+                let (out, report) = attempt_waiting(
+                    &self.waiters,
+                    &call.key,
+                    budget,
+                    |now| {
+                        self.ledger
+                            .claim(&call.key, &call.fingerprint, &policy, now)
+                            .map_err(|e| store_unavailable(&e))
+                    },
+                    |out| match out {
+                        ClaimOutcome::Refused(refusal) => in_flight(refusal),
+                        ClaimOutcome::Claimed { .. } => None,
+                    },
+                )
+                .await?;
                 if let ClaimOutcome::Claimed { .. } = out {
                     self.ensure_alarm().await;
                 }
-                Ok(http::json(200, &out))
+                let replayed = matches!(out, ClaimOutcome::Refused(Refusal::Completed { .. }));
+                self.count_wait(&report, replayed);
+                Ok(with_wait(http::json(200, &out), &report))
             }
             Route::Complete => {
                 let call: CompleteCall = parse_call(body)?;
@@ -241,8 +281,13 @@ impl TenantLedger {
                     .ledger
                     .complete(&call.key, call.generation, &call.response, retention, now)
                     .map_err(|e| store_unavailable(&e))?;
-                if let CompleteOutcome::FencedOut { current } = &out {
-                    log::fenced_out("complete", &call.key, call.generation, current);
+                match &out {
+                    CompleteOutcome::FencedOut { current } => {
+                        log::fenced_out("complete", &call.key, call.generation, current)
+                    }
+                    CompleteOutcome::Stored => {
+                        self.waiters.wake(&call.key);
+                    }
                 }
                 Ok(http::json(200, &out))
             }
@@ -253,8 +298,13 @@ impl TenantLedger {
                     .ledger
                     .release(&call.key, call.generation)
                     .map_err(|e| store_unavailable(&e))?;
-                if let ReleaseOutcome::FencedOut { current } = &out {
-                    log::fenced_out("release", &call.key, call.generation, current);
+                match &out {
+                    ReleaseOutcome::FencedOut { current } => {
+                        log::fenced_out("release", &call.key, call.generation, current)
+                    }
+                    ReleaseOutcome::Released => {
+                        self.waiters.wake(&call.key);
+                    }
                 }
                 Ok(http::json(200, &out))
             }
@@ -282,7 +332,8 @@ impl TenantLedger {
                 Ok(http::json(200, &ReplayedOutcome::Counted))
             }
             Route::Stats => {
-                let stats = self.ledger.stats().map_err(|e| store_unavailable(&e))?;
+                let mut stats = self.ledger.stats().map_err(|e| store_unavailable(&e))?;
+                stats.waiting = self.waiters.parked() as i64;
                 Ok(http::json(200, &stats))
             }
             Route::Execute => {
@@ -291,30 +342,61 @@ impl TenantLedger {
                 let policy = Self::policy(config, None, None);
                 let capture = config.capture_policy();
                 let request = &call.request;
-                let out = self
-                    .ledger
-                    .execute(
-                        &call.key,
-                        &call.fingerprint,
-                        &policy,
-                        &capture,
-                        now,
-                        |store| {
-                            orders::handle(
-                                store,
-                                &request.method,
-                                request.path(),
-                                &request.body,
+                let budget = config.wait.bound_ms(call.wait_ms.unwrap_or(0));
+                let (out, report) = attempt_waiting(
+                    &self.waiters,
+                    &call.key,
+                    budget,
+                    |now| {
+                        self.ledger
+                            .execute(
+                                &call.key,
+                                &call.fingerprint,
+                                &policy,
+                                &capture,
                                 now,
+                                |store| {
+                                    orders::handle(
+                                        store,
+                                        &request.method,
+                                        request.path(),
+                                        &request.body,
+                                        now,
+                                    )
+                                },
                             )
-                        },
-                    )
-                    .map_err(|e: StoreError| store_unavailable(&e))?;
+                            .map_err(|e: StoreError| store_unavailable(&e))
+                    },
+                    |out| match out {
+                        ExecuteOutcome::Refused(refusal) => in_flight(refusal),
+                        ExecuteOutcome::Ran { .. } => None,
+                    },
+                )
+                .await?;
                 if matches!(out, ExecuteOutcome::Ran { .. }) {
+                    // Waiters parked on this key (behind an RPC claim) replay it.
+                    self.waiters.wake(&call.key);
                     self.ensure_alarm().await;
                 }
-                Ok(http::json(200, &out))
+                let replayed = matches!(out, ExecuteOutcome::Refused(Refusal::Completed { .. }));
+                self.count_wait(&report, replayed);
+                Ok(with_wait(http::json(200, &out), &report))
             }
+        }
+    }
+
+    /// Counts one call that was allowed to wait (in memory, like refusals).
+    fn count_wait(&self, report: &WaitReport, replayed: bool) {
+        if report.waited_ms.is_none() {
+            return;
+        }
+        let now = now_ms();
+        self.ledger.add_count(Counter::Waited, 1, now);
+        if replayed {
+            self.ledger.add_count(Counter::WaitedReplayed, 1, now);
+        }
+        if report.timed_out {
+            self.ledger.add_count(Counter::WaitedTimedOut, 1, now);
         }
     }
 

@@ -82,6 +82,23 @@ test("parseIdempotencyKey agrees with the gateway on every shared vector", async
   }
 });
 
+test("preferWait reads Prefer exactly as the gateway does (shared vectors)", async () => {
+  const { preferWait, withIdempotency } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const fixture = JSON.parse(readFileSync(new URL("../fixtures/prefer-wait.json", import.meta.url), "utf8"));
+  assert.ok(fixture.vectors.length >= 20);
+  for (const v of fixture.vectors) {
+    const want = v.wait === "saturated" ? Infinity : v.wait;
+    assert.equal(preferWait(v.header), want, JSON.stringify(v.header));
+  }
+  // Absurd middleware settings are refused when the handler is wrapped.
+  const ledger = () => null;
+  assert.throws(() => withIdempotency(() => new Response(), { ledger, waitSeconds: 11 }), /waitSeconds exceeds/);
+  assert.throws(() => withIdempotency(() => new Response(), { ledger, maxWaitSeconds: 301 }), /0\.\.300/);
+  assert.throws(() => withIdempotency(() => new Response(), { ledger, waitSeconds: -1 }), TypeError);
+  assert.throws(() => withIdempotency(() => new Response(), { ledger, waitSeconds: 1.5 }), TypeError);
+});
+
 test("fingerprint() finds headers case-insensitively in every header shape", async () => {
   const { fingerprint } = await import("../../client/index.js");
   const base = { method: "POST", target: "/v1/orders", body: "{}" };

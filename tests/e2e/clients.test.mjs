@@ -2,7 +2,7 @@
 // npm package's client, bound to the real TenantLedger with script_name.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, read, json, ROOT, ACME } from "./harness.mjs";
+import { startGateway, read, json, eventually, ROOT, ACME } from "./harness.mjs";
 
 const jsWorker = {
   name: "js-client",
@@ -107,4 +107,22 @@ test("withIdempotency: one line of middleware gives a fetch handler the gateway'
   assert.equal(lookup.state, "released");
   const unprotected = await js.fetch("https://js/wrapped/charge", { method: "GET" }).then(read);
   assert.equal(unprotected.status, 201, "GET is not protected: the handler runs");
+});
+
+test("withIdempotency: a retry with Prefer: wait=N waits for the slow first run and gets its replay", async () => {
+  const send = (extra = {}) => js.fetch("https://js/wrapped/charge", {
+    method: "POST", headers: { "content-type": "text/plain", "idempotency-key": "mw-slow", ...extra }, body: "slow 1",
+  }).then(read);
+  const first = send();
+  // The retry is sent once the first run holds the key.
+  await eventually(async () => (await call("lookup", { key: "mw-slow" }))?.state === "in_flight", { every: 50 });
+  const retry = await send({ prefer: "wait=10" });
+  const original = await first;
+  assert.equal(original.status, 201);
+  assert.equal(retry.status, 201, "the waiter gets the answer, not 409");
+  assert.equal(retry.headers["idempotent-replayed"], "true");
+  assert.equal(retry.headers["preference-applied"], "wait=10");
+  assert.ok(retry.body.equals(original.body), "the same bytes as the first run");
+  const noWait = await send();
+  assert.equal(noWait.headers["idempotent-replayed"], "true");
 });

@@ -37,6 +37,9 @@ fn defaults_match_the_spec() {
     assert_eq!(c.log_level, LogLevel::Info);
     assert_eq!(c.replay_cache_bytes, 8 * 1_048_576);
     assert!(c.origin_signing_secret.is_none() && c.log_hash_key.is_none());
+    assert_eq!(c.wait.default_seconds, 0);
+    assert_eq!(c.wait.max_seconds, 10);
+    assert_eq!(c.wait.max_waiters, 1_000);
     assert!(c.warnings().is_empty());
 }
 
@@ -59,6 +62,12 @@ fn invalid_values_name_their_variable() {
         ("ORIGIN_SIGNING_SECRET", "short"),
         ("LOG_HASH_KEY", "short"),
         ("LOG_LEVEL", "WARN"),
+        ("IN_FLIGHT_WAIT_SECONDS", "-1"),
+        ("IN_FLIGHT_WAIT_SECONDS", "2.5"),
+        ("IN_FLIGHT_WAIT_MAX_SECONDS", "301"),
+        ("IN_FLIGHT_WAIT_MAX_SECONDS", "99999999999999999999999"),
+        ("IN_FLIGHT_MAX_WAITERS", "100001"),
+        ("IN_FLIGHT_MAX_WAITERS", "many"),
     ] {
         let e = parse(&[(name, value)]).unwrap_err();
         assert_eq!(e.variable, name, "{value}");
@@ -74,6 +83,27 @@ fn retention_must_exceed_the_lease_naming_both() {
     // The default lease (60) against a short retention, too.
     assert!(parse(&[("RETENTION_SECONDS", "30")]).is_err());
     assert!(parse(&[("RETENTION_SECONDS", "3"), ("LEASE_SECONDS", "2")]).is_ok());
+}
+
+#[test]
+fn the_default_wait_may_not_exceed_the_maximum_naming_both() {
+    let e = parse(&[("IN_FLIGHT_WAIT_SECONDS", "11")]).unwrap_err();
+    assert!(e.variable.contains("IN_FLIGHT_WAIT_SECONDS"));
+    assert!(e.variable.contains("IN_FLIGHT_WAIT_MAX_SECONDS"));
+    let c = parse(&[
+        ("IN_FLIGHT_WAIT_SECONDS", "30"),
+        ("IN_FLIGHT_WAIT_MAX_SECONDS", "30"),
+        ("IN_FLIGHT_MAX_WAITERS", "0"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (
+            c.wait.default_seconds,
+            c.wait.max_seconds,
+            c.wait.max_waiters
+        ),
+        (30, 30, 0)
+    );
 }
 
 #[test]

@@ -280,15 +280,45 @@ fn an_unusable_ledger_is_503_closed_and_runs_unprotected_only_when_certainly_unr
         (&unreachable, FailurePolicy::Open),
         (&undecodable, FailurePolicy::Open),
     ] {
-        let LedgerFailure::Answer(answer) = ledger_failure(error, policy) else {
+        let LedgerFailure::Answer(answer) = ledger_failure(error, policy, false) else {
             panic!("{error:?} under {policy:?} must not run unprotected")
         };
         expect_problem(&answer, 503, "idempotency-store-unavailable");
     }
     assert_eq!(
-        ledger_failure(&not_reached, FailurePolicy::Open),
+        ledger_failure(&not_reached, FailurePolicy::Open, false),
         LedgerFailure::RunUnprotected
     );
+}
+
+#[test]
+fn a_waiting_call_that_loses_its_object_is_409_never_a_run() {
+    let unreachable = LedgerError::Unreachable("Durable Object reset".into());
+    for policy in [FailurePolicy::Closed, FailurePolicy::Open] {
+        let LedgerFailure::WaitInterrupted(answer) = ledger_failure(&unreachable, policy, true)
+        else {
+            panic!("a lost waiting call must answer 409 under {policy:?}")
+        };
+        expect_problem(&answer, 409, "idempotency-key-in-use");
+        assert!(answer
+            .headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("retry-after") && v == "1"));
+    }
+    // Certainly unreached: the usual rules, waiting or not.
+    assert_eq!(
+        ledger_failure(
+            &LedgerError::NotReached("none".into()),
+            FailurePolicy::Open,
+            true
+        ),
+        LedgerFailure::RunUnprotected
+    );
+    let undecodable = LedgerError::Undecodable("x".into());
+    assert!(matches!(
+        ledger_failure(&undecodable, FailurePolicy::Closed, true),
+        LedgerFailure::Answer(_)
+    ));
 }
 
 #[test]
@@ -299,7 +329,7 @@ fn a_problem_the_object_rendered_is_passed_through() {
             "title": "t", "status": 500, "detail": "d"}),
     };
     for policy in [FailurePolicy::Closed, FailurePolicy::Open] {
-        let LedgerFailure::Answer(answer) = ledger_failure(&refused, policy) else {
+        let LedgerFailure::Answer(answer) = ledger_failure(&refused, policy, false) else {
             panic!("a rendered refusal never runs unprotected")
         };
         assert_eq!(slug(&answer), "misconfigured");

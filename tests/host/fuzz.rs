@@ -165,6 +165,7 @@ fn arbitrary_rpc_calls_never_panic_and_valid_ones_round_trip() {
         fingerprint: fp.clone(),
         lease_seconds: Some(5),
         retention_seconds: Some(60),
+        wait_ms: Some(2_000),
     };
     let json = serde_json::to_vec(&claim).unwrap();
     let back: ClaimCall = serde_json::from_slice(&json).unwrap();

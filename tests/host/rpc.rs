@@ -54,6 +54,7 @@ fn a_borrowed_execute_call_is_the_same_json() {
             target: "/v1/orders".into(),
             body: vec![0, 255, 10],
         },
+        wait_ms: Some(5_000),
     };
     let borrowed = ExecuteCallRef {
         key: "k",
@@ -63,11 +64,42 @@ fn a_borrowed_execute_call_is_the_same_json() {
             target: "/v1/orders",
             body: &[0, 255, 10],
         },
+        wait_ms: Some(5_000),
     };
     assert_eq!(
         serde_json::to_value(&owned).unwrap(),
         serde_json::to_value(&borrowed).unwrap()
     );
+}
+
+#[test]
+fn a_wait_is_optional_and_bounded() {
+    let fingerprint = Fingerprint::of(&idempotency_ledger::protocol::RequestParts {
+        method: "POST",
+        target: "/v1/orders",
+        headers: &[],
+        body: b"{}",
+    });
+    let call = |wait_ms| ClaimCall {
+        key: "k".into(),
+        fingerprint: fingerprint.clone(),
+        lease_seconds: None,
+        retention_seconds: None,
+        wait_ms,
+    };
+    assert_eq!(call(None).validate(), Ok(()));
+    assert_eq!(call(Some(0)).validate(), Ok(()));
+    assert_eq!(call(Some(MAX_CALL_WAIT_MS)).validate(), Ok(()));
+    assert!(call(Some(MAX_CALL_WAIT_MS + 1)).validate().is_err());
+    // Absent from the JSON when not set: RPC v1 calls are unchanged.
+    assert!(serde_json::to_value(call(None))
+        .unwrap()
+        .get("wait_ms")
+        .is_none());
+    let negative: Result<ClaimCall, _> = serde_json::from_value(serde_json::json!({
+        "key": "k", "fingerprint": fingerprint, "wait_ms": -1
+    }));
+    assert!(negative.is_err());
 }
 
 #[test]

@@ -65,3 +65,25 @@ fn the_fingerprint_matches_the_shared_vectors() {
         assert_eq!(fp, expected, "{}", v["about"]);
     }
 }
+
+#[test]
+fn the_prefer_wait_reader_matches_the_shared_vectors() {
+    use idempotency_ledger::contract::waiting::prefer_wait;
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/prefer-wait.json"
+    ))
+    .expect("fixture");
+    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
+    let vectors = fixture["vectors"].as_array().expect("vectors");
+    assert!(vectors.len() >= 20);
+    for v in vectors {
+        let header = v["header"].as_str();
+        let want = match &v["wait"] {
+            Value::Null => None,
+            Value::String(s) if s == "saturated" => Some(u64::MAX),
+            n => Some(n.as_u64().expect("a whole number")),
+        };
+        assert_eq!(prefer_wait(header), want, "{header:?}");
+    }
+}

@@ -193,6 +193,7 @@ async fn ledger_route(env: &Env, tenant: &str, op: &str, call: LedgerCall) -> Re
                     fingerprint,
                     lease_seconds: None,
                     retention_seconds: None,
+                    wait_ms: None,
                 })
                 .await,
         ),

@@ -12,6 +12,8 @@ const wrapped = withIdempotency(async (request) => {
   wrappedRuns += 1;
   const text = await request.text();
   if (text === "explode") throw new Error("the handler failed");
+  // A slow first run (its own timer), for retries that wait for it.
+  if (text.startsWith("slow")) await new Promise((r) => setTimeout(r, 3_000));
   return Response.json({ run: wrappedRuns, got: text }, { status: 201, headers: { location: `/runs/${wrappedRuns}` } });
 }, { ledger: (request, env) => LedgerClient.forTenant(env.LEDGER, request.headers.get("x-tenant") ?? "js-tenant") });
 

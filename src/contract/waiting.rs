@@ -1,0 +1,258 @@
+//! Waiting for an in-flight result instead of answering `409` at once.
+//!
+//! Role: the rules of the wait, as pure functions — what a client asked for
+//! (`Prefer: wait=N`, RFC 7240), how long a request may wait
+//! ([`WaitSettings`]: `IN_FLIGHT_WAIT_SECONDS`, `IN_FLIGHT_WAIT_MAX_SECONDS`),
+//! what it says it applied (`Preference-Applied`), and when a parked waiter
+//! next wakes on its own ([`next_wake`]). The parking itself lives in
+//! [`crate::waiters`] and the object.
+//!
+//! What must stay true here:
+//! - A wait never outlives the owner's lease: a waiter wakes at the lease's
+//!   end at the latest and claims again, so it takes the key over exactly
+//!   as a retry arriving at that moment would.
+//! - A wait never outlives its budget: past its deadline a waiter answers
+//!   what a claim answers then (`409` if the key is still in flight).
+//! - A `Prefer` the server cannot read is ignored, as RFC 7240 §2 says
+//!   (no `400`): the request then waits the operator's default.
+
+use crate::ledger::Millis;
+
+/// The response header that names the preferences a server honoured.
+pub const PREFERENCE_APPLIED: &str = "Preference-Applied";
+
+/// The object's answer header naming how long a claim or execute waited.
+pub const WAITED_HEADER: &str = "ledger-waited-ms";
+
+/// The largest `wait_ms` an RPC call may carry (one hour); the object then
+/// bounds it by its own `IN_FLIGHT_WAIT_MAX_SECONDS`.
+pub const MAX_CALL_WAIT_MS: u64 = 3_600_000;
+
+/// How much longer than its budget the gateway waits for a waiting call's
+/// answer before it gives up on it (`409`): the object answers by its
+/// deadline, so only a lost object (evicted, restarted, wedged) gets here.
+pub const WAIT_ANSWER_GRACE_MS: u64 = 5_000;
+
+/// The operator's waiting rules (SPEC §5 additions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitSettings {
+    /// Seconds a request waits when it does not say (`IN_FLIGHT_WAIT_SECONDS`, default 0).
+    pub default_seconds: u64,
+    /// The most any request waits (`IN_FLIGHT_WAIT_MAX_SECONDS`, default 10).
+    pub max_seconds: u64,
+    /// Waiters one object parks at once (`IN_FLIGHT_MAX_WAITERS`, default 1,000).
+    pub max_waiters: usize,
+}
+
+impl Default for WaitSettings {
+    fn default() -> Self {
+        WaitSettings {
+            default_seconds: 0,
+            max_seconds: 10,
+            max_waiters: 1_000,
+        }
+    }
+}
+
+impl WaitSettings {
+    /// The object's bound on a call's `wait_ms`.
+    pub fn bound_ms(&self, asked_ms: u64) -> u64 {
+        asked_ms.min(self.max_seconds.saturating_mul(1000))
+    }
+}
+
+/// How long one gateway request may wait, and what it tells the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitPlan {
+    /// The budget sent to the object as `wait_ms` (0: answer `409` at once).
+    pub wait_ms: u64,
+    /// `Some(seconds)` when the client asked (`Prefer: wait`): the value of
+    /// `Preference-Applied: wait=…` if the request waited.
+    pub asked: Option<u64>,
+}
+
+impl WaitPlan {
+    /// The plan for a request whose `Prefer` asked `preferred` seconds.
+    pub fn new(preferred: Option<u64>, settings: &WaitSettings) -> WaitPlan {
+        let seconds = preferred
+            .unwrap_or(settings.default_seconds)
+            .min(settings.max_seconds);
+        WaitPlan {
+            wait_ms: seconds.saturating_mul(1000),
+            asked: preferred.map(|_| seconds),
+        }
+    }
+
+    /// `Preference-Applied`, when the client asked and the request did wait.
+    pub fn applied(&self, waited: bool) -> Option<(&'static str, String)> {
+        match (self.asked, waited) {
+            (Some(seconds), true) => Some((PREFERENCE_APPLIED, format!("wait={seconds}"))),
+            _ => None,
+        }
+    }
+}
+
+/// When a waiter parked at `now` wakes by itself, in ms from now: at the
+/// lease's end (one ms after, so the claim sees it ended) or at its
+/// deadline, whichever is first. `None`: the deadline has passed, stop.
+pub fn next_wake(now: Millis, deadline: Millis, lease_remaining_ms: Millis) -> Option<Millis> {
+    if now >= deadline {
+        return None;
+    }
+    Some((deadline - now).min(lease_remaining_ms.max(0).saturating_add(1)))
+}
+
+/// The `wait` preference of the `Prefer` header values (RFC 7240 §4.3:
+/// `wait = "wait" BWS "=" BWS delta-seconds`), in seconds. Several `Prefer`
+/// headers arrive joined by commas. Only the first `wait` counts (§2); a
+/// value that is not delta-seconds makes it unreadable and ignored.
+/// Absurdly long values saturate (the plan bounds them anyway).
+pub fn prefer_wait(header: Option<&str>) -> Option<u64> {
+    let header = header?;
+    for preference in split_outside_quotes(header, ',') {
+        // The preference's own token=value comes before any `;` parameter.
+        let head = split_outside_quotes(preference, ';')
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let (name, value) = match head.split_once('=') {
+            Some((n, v)) => (n.trim(), Some(v.trim())),
+            None => (head.trim(), None),
+        };
+        if !name.eq_ignore_ascii_case("wait") {
+            continue;
+        }
+        let value = value?;
+        // A quoted word is allowed by the grammar of preferences.
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        return Some(value.parse::<u64>().unwrap_or(u64::MAX));
+    }
+    None
+}
+
+/// Splits on `sep` where it is not inside a quoted string.
+fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            c if c == sep && !quoted => {
+                parts.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_first_wait_preference() {
+        assert_eq!(prefer_wait(Some("wait=5")), Some(5));
+        assert_eq!(prefer_wait(Some("WAIT = 7")), Some(7));
+        assert_eq!(prefer_wait(Some("respond-async, wait=10")), Some(10));
+        assert_eq!(prefer_wait(Some("wait=3, wait=9")), Some(3));
+        assert_eq!(prefer_wait(Some("wait=\"4\"")), Some(4));
+        assert_eq!(prefer_wait(Some("wait=2; foo=bar")), Some(2));
+        assert_eq!(prefer_wait(Some("x=\"a, wait=1\", wait=6")), Some(6));
+        assert_eq!(
+            prefer_wait(Some("wait=99999999999999999999999")),
+            Some(u64::MAX)
+        );
+    }
+
+    #[test]
+    fn unreadable_or_absent_waits_are_ignored() {
+        for h in [
+            None,
+            Some(""),
+            Some("respond-async"),
+            Some("wait"),
+            Some("wait="),
+            Some("wait=-1"),
+            Some("wait=1.5"),
+            Some("wait=5s"),
+            Some("waiting=5"),
+            Some("return=minimal"),
+        ] {
+            assert_eq!(prefer_wait(h), None, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn the_plan_is_bounded_by_the_maximum() {
+        let s = WaitSettings::default();
+        assert_eq!(
+            WaitPlan::new(None, &s),
+            WaitPlan {
+                wait_ms: 0,
+                asked: None
+            }
+        );
+        assert_eq!(
+            WaitPlan::new(Some(5), &s),
+            WaitPlan {
+                wait_ms: 5000,
+                asked: Some(5)
+            }
+        );
+        assert_eq!(
+            WaitPlan::new(Some(u64::MAX), &s),
+            WaitPlan {
+                wait_ms: 10_000,
+                asked: Some(10)
+            }
+        );
+        let by_default = WaitSettings {
+            default_seconds: 3,
+            ..s
+        };
+        assert_eq!(WaitPlan::new(None, &by_default).wait_ms, 3000);
+        // An explicit wait=0 opts out of the operator's default.
+        assert_eq!(WaitPlan::new(Some(0), &by_default).wait_ms, 0);
+        assert_eq!(s.bound_ms(60_000), 10_000);
+        assert_eq!(s.bound_ms(200), 200);
+    }
+
+    #[test]
+    fn preference_applied_only_when_asked_and_waited() {
+        let s = WaitSettings::default();
+        let asked = WaitPlan::new(Some(30), &s);
+        assert_eq!(
+            asked.applied(true),
+            Some((PREFERENCE_APPLIED, "wait=10".into()))
+        );
+        assert_eq!(asked.applied(false), None);
+        let by_default = WaitPlan::new(
+            None,
+            &WaitSettings {
+                default_seconds: 2,
+                ..s
+            },
+        );
+        assert_eq!(by_default.applied(true), None);
+    }
+
+    #[test]
+    fn a_waiter_wakes_at_the_lease_end_or_its_deadline() {
+        assert_eq!(next_wake(1_000, 6_000, 2_000), Some(2_001));
+        assert_eq!(next_wake(1_000, 2_000, 60_000), Some(1_000));
+        assert_eq!(next_wake(2_000, 2_000, 60_000), None);
+        assert_eq!(next_wake(3_000, 2_000, 1), None);
+        assert_eq!(next_wake(0, 10, -5), Some(1));
+    }
+}

@@ -1,0 +1,193 @@
+//! Requests parked on an in-flight key until its owner settles it.
+//!
+//! Role: the object's in-memory registry of waiters, per key. A waiter
+//! parks ([`Waiters::park`]) and awaits its [`Parked`] future; `complete`,
+//! `release` and a run that finished in the object wake every waiter of
+//! that key ([`Waiters::wake`]), which then claims again. Pure Rust (a
+//! `futures-channel` oneshot per waiter): no timers, no JS, host-tested.
+//!
+//! What must stay true here:
+//! - At most `max` waiters are parked per registry (one object); beyond it
+//!   `park` refuses at once, and the caller answers `409`.
+//! - A waiter leaves the registry when it is woken or when its future is
+//!   dropped (its deadline passed, its request was cancelled), so the count
+//!   never leaks.
+//! - Waking one key never touches another key's waiters.
+//! - Nothing here survives the object: an evicted or restarted object has
+//!   no waiters, and its callers see a failed call (the gateway answers a
+//!   waiting request whose call failed with `409`, see `contract::answer`).
+//!
+//! How this meets workers-rs 0.8.7 (read in worker-macros `async_export.rs`
+//! and wasm-bindgen-futures): every Durable Object method is a wasm-bindgen
+//! `async fn(&self)` turned into a JS promise; the object's requests share
+//! one instance (shared `&self` borrows), and a woken waker queues the
+//! task as a microtask in the same isolate. A Durable Object's requests
+//! share one I/O context, so request B's `complete` may resolve request A's
+//! parked future. A parked request awaits only this channel and a timer —
+//! no storage call — so it never holds the object's input gate and never
+//! delays another key.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use futures_channel::oneshot;
+
+#[derive(Default)]
+struct Registry {
+    max: usize,
+    parked: usize,
+    next_id: u64,
+    by_key: HashMap<String, Vec<(u64, oneshot::Sender<()>)>>,
+}
+
+/// The waiters of one object.
+#[derive(Clone, Default)]
+pub struct Waiters {
+    registry: Rc<RefCell<Registry>>,
+}
+
+/// One parked waiter: resolves when its key is woken.
+pub struct Parked {
+    registry: Rc<RefCell<Registry>>,
+    key: String,
+    id: u64,
+    woken: oneshot::Receiver<()>,
+}
+
+impl Waiters {
+    /// A registry that parks at most `max` waiters at once.
+    pub fn new(max: usize) -> Waiters {
+        Waiters {
+            registry: Rc::new(RefCell::new(Registry {
+                max,
+                ..Registry::default()
+            })),
+        }
+    }
+
+    /// Parks a waiter on `key`; `None` when `max` waiters are parked already.
+    pub fn park(&self, key: &str) -> Option<Parked> {
+        let mut r = self.registry.borrow_mut();
+        if r.parked >= r.max {
+            return None;
+        }
+        r.parked += 1;
+        r.next_id += 1;
+        let id = r.next_id;
+        let (tx, rx) = oneshot::channel();
+        r.by_key.entry(key.to_string()).or_default().push((id, tx));
+        Some(Parked {
+            registry: self.registry.clone(),
+            key: key.to_string(),
+            id,
+            woken: rx,
+        })
+    }
+
+    /// Wakes every waiter parked on `key`; returns how many.
+    pub fn wake(&self, key: &str) -> usize {
+        let woken = {
+            let mut r = self.registry.borrow_mut();
+            let Some(waiters) = r.by_key.remove(key) else {
+                return 0;
+            };
+            r.parked -= waiters.len();
+            waiters
+        };
+        let n = woken.len();
+        for (_, tx) in woken {
+            // A receiver already dropped has nobody left to wake.
+            let _ = tx.send(());
+        }
+        n
+    }
+
+    /// Waiters parked now, over every key.
+    pub fn parked(&self) -> usize {
+        self.registry.borrow().parked
+    }
+}
+
+impl Future for Parked {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // Woken (Ok) or its sender gone (Canceled): either way, claim again.
+        Pin::new(&mut self.woken).poll(cx).map(|_| ())
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        let mut r = self.registry.borrow_mut();
+        let Some(waiters) = r.by_key.get_mut(&self.key) else {
+            return;
+        };
+        let before = waiters.len();
+        waiters.retain(|(id, _)| *id != self.id);
+        let removed = before - waiters.len();
+        if waiters.is_empty() {
+            r.by_key.remove(&self.key);
+        }
+        r.parked -= removed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Waker;
+
+    fn ready(p: &mut Parked) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        Pin::new(p).poll(&mut cx).is_ready()
+    }
+
+    #[test]
+    fn waking_a_key_resolves_its_waiters_only() {
+        let w = Waiters::new(10);
+        let mut a1 = w.park("a").unwrap();
+        let mut a2 = w.park("a").unwrap();
+        let mut b = w.park("b").unwrap();
+        assert_eq!(w.parked(), 3);
+        assert!(!ready(&mut a1) && !ready(&mut b));
+        assert_eq!(w.wake("a"), 2);
+        assert!(ready(&mut a1) && ready(&mut a2));
+        assert!(!ready(&mut b));
+        assert_eq!(w.parked(), 1);
+        assert_eq!(w.wake("a"), 0);
+        assert_eq!(w.wake("nobody"), 0);
+    }
+
+    #[test]
+    fn the_bound_refuses_at_once_and_frees_on_drop() {
+        let w = Waiters::new(2);
+        let a = w.park("k").unwrap();
+        let _b = w.park("other").unwrap();
+        assert!(w.park("k").is_none());
+        drop(a);
+        assert_eq!(w.parked(), 1);
+        let _c = w.park("k").expect("a dropped waiter frees its place");
+        assert!(w.park("k").is_none());
+    }
+
+    #[test]
+    fn a_woken_waiter_dropped_later_is_not_counted_twice() {
+        let w = Waiters::new(3);
+        let a = w.park("k").unwrap();
+        let _b = w.park("j").unwrap();
+        w.wake("k");
+        assert_eq!(w.parked(), 1);
+        drop(a);
+        assert_eq!(w.parked(), 1);
+    }
+
+    #[test]
+    fn a_zero_bound_parks_nobody() {
+        assert!(Waiters::new(0).park("k").is_none());
+    }
+}
