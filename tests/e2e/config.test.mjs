@@ -12,6 +12,7 @@ test("wrangler.toml publishes the SPEC defaults", () => {
     STORED_RESPONSE_HEADERS: "content-type,location,etag", RELEASE_ON_5XX: "false",
     MAX_KEYS_PER_TENANT: "1000000", FAILURE_POLICY: "closed", ORIGIN_TIMEOUT_SECONDS: "30",
     LOG_LEVEL: "info", REPLAY_CACHE_BYTES: "8388608",
+    IN_FLIGHT_WAIT_SECONDS: "0", IN_FLIGHT_WAIT_MAX_SECONDS: "10", IN_FLIGHT_MAX_WAITERS: "1000",
   });
 });
 
@@ -26,7 +27,7 @@ test("without API_TOKENS the Worker is misconfigured and never accepts the demo 
 });
 
 test("an invalid variable answers 500 misconfigured naming it", async () => {
-  for (const vars of [{ LEASE_SECONDS: "soon" }, { STORED_RESPONSE_HEADERS: "content-type,set-cookie" }, { FAILURE_POLICY: "maybe" }, { LOG_LEVEL: "debug" }, { REPLAY_CACHE_BYTES: "lots" }]) {
+  for (const vars of [{ LEASE_SECONDS: "soon" }, { STORED_RESPONSE_HEADERS: "content-type,set-cookie" }, { FAILURE_POLICY: "maybe" }, { LOG_LEVEL: "debug" }, { REPLAY_CACHE_BYTES: "lots" }, { IN_FLIGHT_MAX_WAITERS: "-5" }]) {
     const gw = await startGateway({ vars });
     try {
       const r = await json(await gw.request("/v1/orders", orderInit({ key: "k" })));
