@@ -170,6 +170,53 @@ export declare class LedgerClient {
   stats(): Promise<LedgerStats>;
   /** Counts replays you answered from your own cache, so `stats` stays exact. */
   replayed(call: ReplayedCall): Promise<{ outcome: "counted" }>;
+  /** Claim + the embedded orders app + complete, in one transaction (the gateway's own TenantLedger). */
+  execute(call: ExecuteCall): Promise<ExecuteOutcome & WaitedAnswer>;
+}
+
+/** The request `execute` runs on the embedded orders application. */
+export interface AppRequest {
+  /** Uppercase method. */
+  method: string;
+  /** Path plus query, starting with "/". */
+  target: string;
+  /** Base64 body bytes. */
+  body: string;
+}
+
+export interface ExecuteCall {
+  key: string;
+  fingerprint: Fingerprint;
+  request: AppRequest;
+  /** As `ClaimCall.wait_ms`. */
+  wait_ms?: number;
+}
+
+export type ExecuteOutcome =
+  | {
+      outcome: "ran"; generation: number; takeover: boolean;
+      /** false: the response was too large to keep (a tombstone). */
+      retained: boolean;
+      response: { status: number; headers: [string, string][]; body: string };
+    }
+  | Exclude<ClaimOutcome, { outcome: "claimed" }>;
+
+/**
+ * The JS RPC entrypoint `LedgerService` of the deployed script, as another
+ * Worker sees it through a service binding:
+ * `services = [{ binding = "LEDGER", service = "idempotency-ledger", entrypoint = "LedgerService" }]`.
+ * Every method is RPC v1 with the tenant as first argument (1-64 of
+ * [A-Za-z0-9._-]; anything else throws a TypeError). A refusal by the object
+ * (a bad call) rejects with an Error whose message starts
+ * `ledger refused <op> (<status>)`.
+ */
+export interface LedgerServiceRpc {
+  claim(tenant: string, call: ClaimCall): Promise<ClaimOutcome & WaitedAnswer>;
+  complete(tenant: string, call: CompleteCall): Promise<CompleteOutcome>;
+  release(tenant: string, call: ReleaseCall): Promise<ReleaseOutcome>;
+  lookup(tenant: string, key: string): Promise<RecordView | null>;
+  stats(tenant: string): Promise<LedgerStats>;
+  execute(tenant: string, call: ExecuteCall): Promise<ExecuteOutcome & WaitedAnswer>;
 }
 
 export interface ReplayedCall {
@@ -230,6 +277,24 @@ export interface IdempotencyOptions<Env> {
 
 /** The `wait` preference of a Prefer header (RFC 7240), in seconds, read as the gateway does; null when absent or unreadable. */
 export declare function preferWait(header: string | null | undefined): number | null;
+
+/** What a framework adapter's `next(body)` resolves to: the route's response, and whether it failed (then the key is released). */
+export interface RouteResult {
+  response: Response;
+  failed: boolean;
+}
+
+/** The contract shared by `withIdempotency` and `idempotency-ledger/hono`, for framework adapters. Throws a TypeError on invalid options. */
+export declare function idempotencyContract<Env>(options: IdempotencyOptions<Env>): {
+  protects(method: string): boolean;
+  run(args: {
+    request: Request;
+    env: Env;
+    ctx?: { waitUntil(promise: Promise<unknown>): void };
+    readBody(): Promise<Uint8Array>;
+    next(body: Uint8Array | undefined): Promise<RouteResult>;
+  }): Promise<Response>;
+};
 
 /** Wraps a fetch handler with the Idempotency-Key contract (claim, run once, complete; release on throw). */
 export declare function withIdempotency<Env, Ctx = unknown>(

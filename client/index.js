@@ -71,6 +71,8 @@ export class LedgerClient {
   async lookup(key) { return (await this.#call("lookup", { key })).record; }
   stats() { return this.#call("stats", {}); }
   replayed(call) { return this.#call("replayed", call); }
+  /** `execute`: claim + the embedded orders app + complete in one transaction (the gateway's own object). */
+  execute(call) { return this.#call("execute", call); }
 }
 
 // ---- headers and keys (the gateway's rules) ----
@@ -405,16 +407,20 @@ export function refusalResponse(claim) {
 }
 
 /**
- * Wraps a fetch handler `(request, env, ctx) => Response` with the
- * Idempotency-Key contract, as the gateway applies it: parse the key (same
- * rules), fingerprint (same components), claim, run the handler once,
- * complete with its response (released instead if it throws, and the error
- * rethrown), and answer refusals with the gateway's problem documents.
+ * The Idempotency-Key contract as the gateway applies it, for middleware:
+ * `withIdempotency` (plain fetch handlers) and `idempotency-ledger/hono`
+ * share it. Options are checked here, once, when the middleware is made.
  *
- * options.ledger(request, env) must return a `LedgerClient` (e.g.
- * `LedgerClient.forTenant(env.LEDGER, tenantOf(request))`).
+ * `run({ request, env, ctx, readBody, next })` answers one request whose
+ * method is protected: parse the key (same rules), fingerprint (same
+ * components), claim (waiting if asked), call `next(body)` once — which
+ * resolves to `{ response, failed }` — then complete with its response, or
+ * release the key when it failed (threw, or the framework turned an error
+ * into a response), and answer refusals with the gateway's problem
+ * documents. Exported for framework adapters; most code wants
+ * `withIdempotency` or the Hono middleware.
  */
-export function withIdempotency(handler, {
+export function idempotencyContract({
   ledger,
   protectedMethods = ["POST", "PATCH"],
   required = true,
@@ -424,54 +430,87 @@ export function withIdempotency(handler, {
   waitSeconds = 0,
   maxWaitSeconds = 10,
 } = {}) {
-  if (typeof ledger !== "function") throw new TypeError("withIdempotency needs options.ledger(request, env)");
+  if (typeof ledger !== "function") throw new TypeError("idempotency middleware needs options.ledger(request, env)");
   for (const [name, v] of [["waitSeconds", waitSeconds], ["maxWaitSeconds", maxWaitSeconds]]) {
-    if (!Number.isSafeInteger(v) || v < 0 || v > 300) throw new TypeError(`withIdempotency: ${name} must be a whole number 0..300`);
+    if (!Number.isSafeInteger(v) || v < 0 || v > 300) throw new TypeError(`idempotency middleware: ${name} must be a whole number 0..300`);
   }
-  if (waitSeconds > maxWaitSeconds) throw new TypeError("withIdempotency: waitSeconds exceeds maxWaitSeconds");
-  const methods = new Set(protectedMethods.map((m) => m.toUpperCase()));
+  if (waitSeconds > maxWaitSeconds) throw new TypeError("idempotency middleware: waitSeconds exceeds maxWaitSeconds");
+  if (!Number.isSafeInteger(maxStoredBodyBytes) || maxStoredBodyBytes < 0) throw new TypeError("idempotency middleware: maxStoredBodyBytes must be a whole number");
+  const methods = new Set(protectedMethods.map((m) => String(m).toUpperCase()));
+  return {
+    protects: (method) => methods.has(String(method).toUpperCase()),
+    async run({ request, env, ctx, readBody, next }) {
+      const field = request.headers.get("idempotency-key");
+      if (field === null) {
+        if (!required) return (await next(undefined)).response;
+        return problem(400, "idempotency-key-missing", "An Idempotency-Key is required",
+          `${request.method} requests must carry an Idempotency-Key header`);
+      }
+      let key;
+      try {
+        key = parseIdempotencyKey(field);
+      } catch (e) {
+        if (e instanceof IdempotencyKeyError) return problem(400, "idempotency-key-invalid", "The Idempotency-Key is invalid", e.message);
+        throw e;
+      }
+      const body = await readBody();
+      const url = new URL(request.url);
+      const fp = await fingerprint({ method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders, body });
+      const client = ledger(request, env);
+      // As the gateway: wait for an in-flight first run when asked (or by default).
+      const asked = preferWait(request.headers.get("prefer"));
+      const seconds = Math.min(asked ?? waitSeconds, maxWaitSeconds);
+      const claim = await client.claim({ key, fingerprint: fp, ...(seconds > 0 ? { wait_ms: seconds * 1000 } : {}) });
+      const applied = (response) => {
+        if (asked === null || claim.waited_ms === undefined) return response;
+        const out = new Response(response.body, response);
+        out.headers.set("preference-applied", `wait=${seconds}`);
+        return out;
+      };
+      if (claim.outcome !== "claimed") return applied(refusalResponse(claim));
+      let result;
+      try {
+        result = await next(body);
+      } catch (e) {
+        await client.release({ key, generation: claim.generation });
+        throw e;
+      }
+      if (result.failed) {
+        await client.release({ key, generation: claim.generation });
+        return result.response;
+      }
+      const stored = await captureResponse(result.response.clone(), { storedHeaders, maxStoredBodyBytes });
+      const completion = client.complete({ key, generation: claim.generation, response: stored });
+      ctx?.waitUntil?.(completion.catch(() => {}));
+      await completion;
+      return applied(result.response);
+    },
+  };
+}
+
+/**
+ * Wraps a fetch handler `(request, env, ctx) => Response` with the
+ * Idempotency-Key contract, as the gateway applies it: parse the key (same
+ * rules), fingerprint (same components), claim, run the handler once,
+ * complete with its response (released instead if it throws, and the error
+ * rethrown), and answer refusals with the gateway's problem documents.
+ *
+ * options.ledger(request, env) must return a `LedgerClient` (e.g.
+ * `LedgerClient.forTenant(env.LEDGER, tenantOf(request))`).
+ */
+export function withIdempotency(handler, options) {
+  const contract = idempotencyContract(options);
   return async (request, env, ctx) => {
-    if (!methods.has(request.method)) return handler(request, env, ctx);
-    const field = request.headers.get("idempotency-key");
-    if (field === null) {
-      if (!required) return handler(request, env, ctx);
-      return problem(400, "idempotency-key-missing", "An Idempotency-Key is required",
-        `${request.method} requests must carry an Idempotency-Key header`);
-    }
-    let key;
-    try {
-      key = parseIdempotencyKey(field);
-    } catch (e) {
-      if (e instanceof IdempotencyKeyError) return problem(400, "idempotency-key-invalid", "The Idempotency-Key is invalid", e.message);
-      throw e;
-    }
-    const body = new Uint8Array(await request.arrayBuffer());
-    const url = new URL(request.url);
-    const fp = await fingerprint({ method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders, body });
-    const client = ledger(request, env);
-    // As the gateway: wait for an in-flight first run when asked (or by default).
-    const asked = preferWait(request.headers.get("prefer"));
-    const seconds = Math.min(asked ?? waitSeconds, maxWaitSeconds);
-    const claim = await client.claim({ key, fingerprint: fp, ...(seconds > 0 ? { wait_ms: seconds * 1000 } : {}) });
-    const applied = (response) => {
-      if (asked === null || claim.waited_ms === undefined) return response;
-      const out = new Response(response.body, response);
-      out.headers.set("preference-applied", `wait=${seconds}`);
-      return out;
-    };
-    if (claim.outcome !== "claimed") return applied(refusalResponse(claim));
-    const replayable = new Request(request, { body: ["GET", "HEAD"].includes(request.method) ? undefined : body });
-    let response;
-    try {
-      response = await handler(replayable, env, ctx);
-    } catch (e) {
-      await client.release({ key, generation: claim.generation });
-      throw e;
-    }
-    const stored = await captureResponse(response.clone(), { storedHeaders, maxStoredBodyBytes });
-    const completion = client.complete({ key, generation: claim.generation, response: stored });
-    ctx?.waitUntil?.(completion.catch(() => {}));
-    await completion;
-    return applied(response);
+    if (!contract.protects(request.method)) return handler(request, env, ctx);
+    return contract.run({
+      request, env, ctx,
+      readBody: async () => new Uint8Array(await request.arrayBuffer()),
+      // The handler gets a request whose body can still be read.
+      next: async (body) => {
+        const replayable = body === undefined ? request
+          : new Request(request, { body: ["GET", "HEAD"].includes(request.method) ? undefined : body });
+        return { response: await handler(replayable, env, ctx), failed: false };
+      },
+    });
   };
 }

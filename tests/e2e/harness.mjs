@@ -1,4 +1,4 @@
-// End-to-end harness: runs the *built* Worker (build/index.js + wasm) in
+// End-to-end harness: runs the *built* Worker (worker/entry.mjs over build/index.js + wasm) in
 // workerd through Miniflare, with real SQLite-backed Durable Objects.
 // Variables start from wrangler.toml's [vars], so tests run what `wrangler
 // dev` and `wrangler deploy` run; each test overrides only what it studies.
@@ -49,10 +49,13 @@ export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_
     workers: [
       {
         name: "gateway",
-        modulesRoot: `${ROOT}build`,
+        // The deployed entry: the Rust build plus the JS RPC entrypoint.
+        modulesRoot: ROOT,
         modules: [
+          { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
           { type: "ESModule", path: `${ROOT}build/index.js` },
           { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
+          { type: "ESModule", path: `${ROOT}client/index.js` },
         ],
         compatibilityDate: "2026-11-01",
         bindings,

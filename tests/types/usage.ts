@@ -75,3 +75,18 @@ export const protectedFetch = withIdempotency<AppEnv, { waitUntil(p: Promise<unk
   async (request) => Response.json({ ok: await request.text() }, { status: 201 }),
   { ledger: (_request, env) => LedgerClient.forTenant(env.LEDGER, "acme"), fingerprintHeaders: ["content-type", "x-api-version"] },
 );
+
+// The package's subpath export and JS RPC types, as a TypeScript user imports them.
+import { idempotency } from "idempotency-ledger/hono";
+import type { LedgerServiceRpc } from "idempotency-ledger";
+
+export const honoMiddleware = idempotency<AppEnv>({
+  ledger: (_request, env) => LedgerClient.forTenant(env.LEDGER, "acme"),
+  waitSeconds: 2,
+});
+
+export async function viaRpc(ledger: LedgerServiceRpc, fp: Awaited<ReturnType<typeof fingerprint>>): Promise<number | undefined> {
+  const claim = await ledger.claim("acme", { key: "k", fingerprint: fp, wait_ms: 1_000 });
+  if (claim.outcome === "claimed") return claim.generation;
+  return claim.waited_ms;
+}
