@@ -14,8 +14,11 @@ echo "== building the library-mode example (examples/embedded-ledger)"
 # rlib without a hash and a shared dir would mix the two feature sets.
 (cd examples/embedded-ledger && CARGO_TARGET_DIR="$ROOT/target/embedded-ledger-example" worker-build --release)
 echo "== checking the deployable bundle (wrangler deploy --dry-run, no network)"
+rm -rf "$ROOT/target/deploy-dry-run"
 wrangler deploy --dry-run --outdir "$ROOT/target/deploy-dry-run" 2>&1 | grep -E "Total Upload|dry-run" || true
-test -s "$ROOT/target/deploy-dry-run/index.js"
+# The entry (worker/entry.mjs: the Rust build plus the JS RPC entrypoint) was bundled.
+test -s "$ROOT/target/deploy-dry-run/entry.js"
+grep -q "LedgerService" "$ROOT/target/deploy-dry-run/entry.js"
 echo "== type-checking the TypeScript declarations"
 tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"
