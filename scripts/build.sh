@@ -2,7 +2,8 @@
 # Builds the Worker into build/ (worker-build: cargo → wasm-bindgen → wasm-opt → esbuild).
 # Also wrangler's [build] command, so `wrangler dev` and `wrangler deploy` use it.
 # Skips the build when build/ is newer than every Rust input (wasm-opt alone
-# takes most of a minute on 2 cores); IDEMPOTENCY_LEDGER_REBUILD=1 forces it.
+# takes most of a minute on 2 cores; docs/openapi.json is compiled in too);
+# IDEMPOTENCY_LEDGER_REBUILD=1 forces it.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
@@ -13,7 +14,7 @@ out=build/index_bg.wasm
 variant="names=${IDEMPOTENCY_LEDGER_KEEP_NAMES:-0}"
 if [ -z "${IDEMPOTENCY_LEDGER_REBUILD:-}" ] && [ -s "$out" ] && [ -s build/index.js ] \
   && [ "$(cat build/.variant 2>/dev/null)" = "$variant" ] \
-  && [ -z "$(find src Cargo.toml Cargo.lock scripts/build.sh -newer "$out" -print -quit)" ]; then
+  && [ -z "$(find src docs/openapi.json Cargo.toml Cargo.lock scripts/build.sh -newer "$out" -print -quit)" ]; then
   echo "[build] build/ is up to date"
   exit 0
 fi

@@ -23,3 +23,5 @@ echo "== type-checking the TypeScript declarations"
 tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"
 node --test --test-concurrency=1 --test-timeout=120000 'tests/e2e/*.test.mjs'
+echo "== OpenAPI: validated, and fuzzed by Schemathesis against npm run dev"
+bash scripts/fuzz.sh

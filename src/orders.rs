@@ -60,7 +60,13 @@ pub fn parse_new_order(body: &[u8]) -> Result<NewOrder, String> {
         None => return Err("sku is required".into()),
     };
     let quantity = match obj.get("quantity") {
-        Some(Value::Number(n)) => match n.as_i64() {
+        // JSON has one number type: `2.0` is the integer 2 (as JSON Schema's
+        // `integer` says); `1.5` is not.
+        Some(Value::Number(n)) => match n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() <= 1e15)
+                .map(|f| f as i64)
+        }) {
             Some(q) if (1..=1000).contains(&q) => q,
             Some(_) => return Err("quantity must be between 1 and 1000".into()),
             None => return Err("quantity must be an integer".into()),
@@ -203,6 +209,14 @@ mod tests {
         assert!(parse_new_order(br#"{"sku":"A","quantity":0}"#).is_err());
         assert!(parse_new_order(br#"{"sku":"A","quantity":1001}"#).is_err());
         assert!(parse_new_order(br#"{"sku":"A","quantity":1.5}"#).is_err());
+        assert_eq!(
+            parse_new_order(br#"{"sku":"A","quantity":120.0}"#)
+                .unwrap()
+                .quantity,
+            120
+        );
+        assert!(parse_new_order(br#"{"sku":"A","quantity":1e300}"#).is_err());
+        assert!(parse_new_order(br#"{"sku":"A","quantity":1000.0000001}"#).is_err());
         assert!(parse_new_order(br#"{"sku":"A","quantity":"2"}"#).is_err());
         assert!(parse_new_order(br#"{"sku":"A"}"#).is_err());
     }

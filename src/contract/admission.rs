@@ -27,6 +27,8 @@ pub enum GatewayRoute<'a> {
     KeyIntrospection(&'a str),
     /// `GET /v1/idempotency/stats`.
     Stats,
+    /// `GET|HEAD /openapi.json`: the gateway's OpenAPI document (no auth).
+    OpenApi,
     /// Everything else: the application (embedded or origin).
     Application,
 }
@@ -51,6 +53,7 @@ pub fn path_of(target: &str) -> &str {
 pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
     match method {
         "GET" | "HEAD" if path == "/health" => GatewayRoute::Health,
+        "GET" | "HEAD" if path == "/openapi.json" => GatewayRoute::OpenApi,
         "GET" => match path.strip_prefix("/v1/idempotency-keys/") {
             Some(encoded) => GatewayRoute::KeyIntrospection(encoded),
             None if path == "/v1/idempotency/stats" => GatewayRoute::Stats,
@@ -224,6 +227,19 @@ pub fn introspection_key(encoded: &str) -> Result<String, Problem> {
     crate::protocol::validate_key(&key)
         .map_err(|e| Problem::new(ProblemKind::KeyInvalid, e.to_string()))?;
     Ok(key)
+}
+
+/// The gateway's OpenAPI 3.1 document (`docs/openapi.json`, kept in the
+/// repository and compiled in, so the served document is the reviewed one).
+pub const OPENAPI_DOCUMENT: &str = include_str!("../../docs/openapi.json");
+
+/// The answer to `GET /openapi.json`.
+pub fn openapi() -> crate::protocol::AppResponse {
+    crate::protocol::AppResponse {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: OPENAPI_DOCUMENT.as_bytes().to_vec(),
+    }
 }
 
 /// The configuration could not be used: the variable is named in the log

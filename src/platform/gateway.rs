@@ -119,8 +119,12 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
     let target = admission::target_of(&url).to_string();
     let path = admission::path_of(&target);
     let route = admission::route(&method, path);
-    if route == GatewayRoute::Health {
-        return (http::json(200, &serde_json::json!({"status": "ok"})), None);
+    match route {
+        GatewayRoute::Health => {
+            return (http::json(200, &serde_json::json!({"status": "ok"})), None)
+        }
+        GatewayRoute::OpenApi => return (http::app(admission::openapi()), None),
+        _ => {}
     }
 
     // Who is asking: the tenant comes from the bearer token alone.
@@ -155,7 +159,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         (GatewayRoute::KeyIntrospection(_) | GatewayRoute::Stats, Err(e)) => {
             return (store_unavailable(e), None)
         }
-        (GatewayRoute::Health | GatewayRoute::Application, _) => {}
+        (GatewayRoute::Health | GatewayRoute::OpenApi | GatewayRoute::Application, _) => {}
     }
 
     // Admit: the declared size and (for protected methods) the key.

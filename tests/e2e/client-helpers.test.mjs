@@ -137,5 +137,5 @@ test("npm pack ships exactly the client, its types, the docs and the README", as
   const root = new URL("../../", import.meta.url).pathname;
   const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
   const files = pack.files.map((f) => f.path).sort();
-  assert.deepEqual(files, ["README.md", "client/hono.d.ts", "client/hono.js", "client/index.d.ts", "client/index.js", "docs/rpc-v1.md", "package.json"]);
+  assert.deepEqual(files, ["README.md", "client/hono.d.ts", "client/hono.js", "client/index.d.ts", "client/index.js", "docs/openapi.json", "docs/rpc-v1.md", "package.json"]);
 });

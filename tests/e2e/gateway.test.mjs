@@ -14,6 +14,17 @@ test("health answers without auth", async () => {
   assert.equal(r.json.status, "ok");
 });
 
+test("GET /openapi.json serves docs/openapi.json without auth", async () => {
+  const { readFileSync } = await import("node:fs");
+  const r = await read(await gw.request("/openapi.json"));
+  assert.equal(r.status, 200);
+  assert.equal(r.headers["content-type"], "application/json");
+  assert.ok(r.body.equals(readFileSync(new URL("../../docs/openapi.json", import.meta.url))), "byte for byte the reviewed file");
+  assert.equal(JSON.parse(r.text).openapi, "3.1.0");
+  const posted = await read(await gw.request("/openapi.json", { method: "POST", headers: { authorization: ACME } }));
+  assert.notEqual(posted.status, 200, "only GET and HEAD serve the document");
+});
+
 test("the first request creates an order: 201 with Location", async () => {
   const r = await json(await gw.request("/v1/orders", orderInit({ key: "first-201" })));
   assert.equal(r.status, 201);

@@ -514,6 +514,62 @@ fn only_get_and_head_health_skip_authentication() {
         admission::route("POST", "/v1/idempotency/stats"),
         GatewayRoute::Application
     );
+    assert_eq!(
+        admission::route("GET", "/openapi.json"),
+        GatewayRoute::OpenApi
+    );
+    assert_eq!(
+        admission::route("POST", "/openapi.json"),
+        GatewayRoute::Application
+    );
+}
+
+#[test]
+fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
+    let doc: Value = serde_json::from_str(admission::OPENAPI_DOCUMENT).expect("valid JSON");
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    for path in [
+        "/v1/orders",
+        "/v1/orders/{id}",
+        "/v1/idempotency-keys/{key}",
+        "/v1/idempotency/stats",
+        "/health",
+        "/openapi.json",
+    ] {
+        assert!(paths.contains_key(path), "{path} is documented");
+    }
+    let create = &paths["/v1/orders"]["post"]["responses"];
+    for status in [
+        "201", "400", "401", "409", "413", "422", "429", "500", "503",
+    ] {
+        assert!(
+            create.get(status).is_some(),
+            "POST /v1/orders documents {status}"
+        );
+    }
+    // Every slug the gateway can answer in embedded mode is named.
+    let text = admission::OPENAPI_DOCUMENT;
+    for slug in [
+        "unauthorized",
+        "misconfigured",
+        "idempotency-key-missing",
+        "idempotency-key-invalid",
+        "request-too-large",
+        "request-body-unreadable",
+        "idempotency-key-in-use",
+        "idempotency-key-reused",
+        "idempotency-response-not-retained",
+        "idempotency-store-unavailable",
+        "idempotency-ledger-full",
+        "invalid-order",
+        "not-found",
+    ] {
+        assert!(text.contains(&format!("`{slug}`")), "{slug} is documented");
+    }
+    let served = admission::openapi();
+    assert_eq!(served.status, 200);
+    assert_eq!(served.body, text.as_bytes());
 }
 
 fn head<'a>(method: &'a str, length: Option<&'a str>, key: Option<&'a str>) -> RequestHead<'a> {
