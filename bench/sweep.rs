@@ -31,11 +31,13 @@ fn ledger_with(backlog: usize) -> (Ledger<RusqliteStore>, tempdir::Dir) {
         lease_ms: 1_000,
         retention_ms: 1_000,
         max_keys: u64::MAX,
+        max_db_bytes: u64::MAX,
     };
     let live = ClaimPolicy {
         lease_ms: 1_000,
         retention_ms: 86_400_000,
         max_keys: u64::MAX,
+        max_db_bytes: u64::MAX,
     };
     // One transaction for the whole fill keeps set-up fast; the sweep below
     // runs batch by batch as alarms would.

@@ -113,6 +113,8 @@ export interface LedgerStats {
   waited_timed_out: number;
   /** Requests parked on in-flight keys right now (this object instance). */
   waiting: number;
+  /** The object's SQLite database size in bytes (summed for a sharded tenant). */
+  db_bytes: number;
   next_sweep_at: string | null;
 }
 
@@ -126,6 +128,13 @@ export interface Problem {
 }
 
 export declare const RPC_V1_PREFIX: "/rpc/v1/";
+export declare const MAX_SHARDS: 128;
+/** The shard of `key` among `shards` (first 8 bytes of SHA-256(key), big-endian, mod N), as the gateway computes it. */
+export declare function shardOf(key: string, shards: number): Promise<number>;
+/** The Durable Object name of shard `index` of `tenant` over `shards` (the tenant itself for one shard). */
+export declare function shardObjectName(tenant: string, index: number, shards: number): string;
+/** TENANT_SHARDS parsed as the gateway parses it; throws a TypeError when invalid. */
+export declare function parseTenantShards(raw: string | null | undefined): Map<string, { shards: number; previous: number | null }>;
 export declare const WAITED_HEADER: "ledger-waited-ms";
 export declare const IDEMPOTENCY_KEY_HEADER: "Idempotency-Key";
 export declare const MAX_KEY_LENGTH: 255;

@@ -75,6 +75,56 @@ export class LedgerClient {
   execute(call) { return this.#call("execute", call); }
 }
 
+// ---- sharded tenants (TENANT_SHARDS) ----
+
+/** The most objects one tenant may be spread over. */
+export const MAX_SHARDS = 128;
+const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The shard of `key` among `shards`: the first 8 bytes of SHA-256(key), big-endian, modulo N (as the gateway). */
+export async function shardOf(key, shards) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(key)));
+  let n = 0n;
+  for (const b of digest.subarray(0, 8)) n = (n << 8n) | BigInt(b);
+  return Number(n % BigInt(Math.max(1, shards)));
+}
+
+/** The object name of shard `index` of a tenant spread over `shards` (the tenant itself for one shard). */
+export function shardObjectName(tenant, index, shards) {
+  return shards <= 1 ? tenant : `${tenant}/shard-${index}-of-${shards}`;
+}
+
+/**
+ * Parses TENANT_SHARDS exactly as the gateway does
+ * (`{"acme": 8, "globex": {"shards": 8, "previous": 1}}`) into
+ * `tenant → { shards, previous }`; throws a TypeError naming what is wrong.
+ */
+export function parseTenantShards(raw) {
+  const out = new Map();
+  if (raw === undefined || raw === null || String(raw).trim() === "") return out;
+  let value;
+  try { value = JSON.parse(raw); } catch (e) { throw new TypeError(`TENANT_SHARDS is not valid JSON: ${e.message}`); }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError("TENANT_SHARDS must be a JSON object of tenant → shard count");
+  const count = (v, what) => {
+    if (!Number.isInteger(v) || v < 1 || v > MAX_SHARDS) throw new TypeError(`TENANT_SHARDS: ${what} must be a whole number 1..=${MAX_SHARDS}`);
+    return v;
+  };
+  for (const [tenant, v] of Object.entries(value)) {
+    if (!TENANT_ID.test(tenant)) throw new TypeError(`TENANT_SHARDS: ${JSON.stringify(tenant)} is not a valid tenant id`);
+    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
+      const extra = Object.keys(v).find((k) => k !== "shards" && k !== "previous");
+      if (extra !== undefined) throw new TypeError(`TENANT_SHARDS: ${tenant}: unknown field ${JSON.stringify(extra)}`);
+      const shards = count(v.shards, `${tenant}.shards`);
+      const previous = v.previous === undefined ? null : count(v.previous, `${tenant}.previous`);
+      if (previous === shards) throw new TypeError(`TENANT_SHARDS: ${tenant}: previous equals shards`);
+      out.set(tenant, { shards, previous });
+    } else {
+      out.set(tenant, { shards: count(v, tenant), previous: null });
+    }
+  }
+  return out;
+}
+
 // ---- headers and keys (the gateway's rules) ----
 
 /**

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
+use crate::contract::shards::ShardMap;
 use crate::contract::waiting::WaitSettings;
 use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
@@ -55,6 +56,9 @@ pub struct Config {
     pub stored_response_headers: Vec<String>,
     pub release_on_5xx: bool,
     pub max_keys_per_tenant: u64,
+    /// Bytes one object's SQLite database may reach before new keys get
+    /// `429` (`MAX_DB_BYTES_PER_OBJECT`).
+    pub max_db_bytes_per_object: u64,
     pub failure_policy: FailurePolicy,
     pub origin_timeout_seconds: u64,
     /// Base URL of the origin in proxy mode, if configured by variable.
@@ -70,6 +74,8 @@ pub struct Config {
     /// Waiting for an in-flight result (`IN_FLIGHT_WAIT_SECONDS`,
     /// `IN_FLIGHT_WAIT_MAX_SECONDS`, `IN_FLIGHT_MAX_WAITERS`).
     pub wait: WaitSettings,
+    /// Tenants spread over several objects by key hash (`TENANT_SHARDS`).
+    pub tenant_shards: ShardMap,
 }
 
 /// A secret value: never printed (`Debug` shows `<secret>`).
@@ -131,6 +137,17 @@ pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = 8 * 1_048_576;
 
 /// The most an isolate may spend on replays (a Worker isolate has 128 MB).
 pub const MAX_REPLAY_CACHE_BYTES: u64 = 64 * 1_048_576;
+
+/// A SQLite-backed Durable Object's storage limit (10 GB).
+pub const PLATFORM_DB_BYTES: u64 = 10_000_000_000;
+
+/// `MAX_DB_BYTES_PER_OBJECT` by default: 9 GB, so the largest write a claim
+/// and its completion can add (a record with a 1.9 MB body, its indexes and
+/// the journal) always fits under the platform's limit.
+pub const DEFAULT_MAX_DB_BYTES: u64 = 9_000_000_000;
+
+/// The smallest byte quota accepted (64 KiB: an empty ledger is ~40 KiB).
+pub const MIN_MAX_DB_BYTES: u64 = 65_536;
 
 /// The longest wait an operator may allow (`IN_FLIGHT_WAIT_MAX_SECONDS`):
 /// clients and proxies rarely hold a request open longer.
@@ -341,6 +358,13 @@ impl Config {
                 1,
                 1_000_000_000_000,
             )?,
+            max_db_bytes_per_object: number(
+                get,
+                "MAX_DB_BYTES_PER_OBJECT",
+                DEFAULT_MAX_DB_BYTES,
+                MIN_MAX_DB_BYTES,
+                PLATFORM_DB_BYTES,
+            )?,
             failure_policy,
             origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
             origin_url,
@@ -355,6 +379,11 @@ impl Config {
                 MAX_REPLAY_CACHE_BYTES,
             )? as usize,
             wait: wait_settings(get)?,
+            tenant_shards: match get("TENANT_SHARDS").map(|s| s.trim().to_string()) {
+                None => ShardMap::default(),
+                Some(s) if s.is_empty() => ShardMap::default(),
+                Some(s) => ShardMap::parse(&s).map_err(|m| err("TENANT_SHARDS", m))?,
+            },
         })
     }
 

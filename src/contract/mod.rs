@@ -25,6 +25,7 @@ pub mod answer;
 pub mod outcome;
 pub mod proxy;
 pub mod replay_cache;
+pub mod shards;
 pub mod signature;
 pub mod waiting;
 

@@ -54,8 +54,13 @@ pub struct ClaimPolicy {
     pub lease_ms: Millis,
     /// How long a record is kept after its last claim or its completion.
     pub retention_ms: Millis,
-    /// Records a tenant may hold; a new key beyond this is refused.
+    /// Records one object may hold; a new key beyond this is refused.
     pub max_keys: u64,
+    /// Bytes one object's database may reach before new keys are refused
+    /// (`MAX_DB_BYTES_PER_OBJECT`), so a write never meets the platform's
+    /// own limit (10 GB per object). Engines that cannot tell their size
+    /// are not held to it.
+    pub max_db_bytes: u64,
 }
 
 impl ClaimPolicy {
@@ -146,6 +151,16 @@ impl<S: SqlStore> Ledger<S> {
         })
     }
 
+    /// Does this ledger hold `key` — a record not yet past its window? (A
+    /// retired shard answers only for the keys it holds.)
+    pub fn holds(&self, key: &str, now: Millis) -> Result<bool, StoreError> {
+        Ok(self.read(key)?.is_some_and(|record| {
+            let lease_live = record.state == KeyState::InFlight
+                && record.lease_expires_at.is_some_and(|end| end > now);
+            !is_expired(record.expires_at, lease_live, now)
+        }))
+    }
+
     /// Claims `key` for the request with fingerprint `fp`.
     pub fn claim(
         &self,
@@ -203,7 +218,11 @@ impl<S: SqlStore> Ledger<S> {
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
         let held = self.counter(Counter::Records)?;
-        if held >= 0 && held as u64 >= policy.max_keys {
+        let too_big = self
+            .store
+            .database_size()
+            .is_some_and(|bytes| bytes >= policy.max_db_bytes);
+        if (held >= 0 && held as u64 >= policy.max_keys) || too_big {
             let next = self.next_expires_at()?.unwrap_or(now + 1000);
             return Ok(ClaimOutcome::Refused(Refusal::LedgerFull {
                 retry_after_ms: (next - now).max(1000),

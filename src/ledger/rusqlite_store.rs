@@ -81,6 +81,17 @@ impl SqlStore for RusqliteStore {
         Ok(out)
     }
 
+    fn database_size(&self) -> Option<u64> {
+        self.conn
+            .query_row(
+                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .ok()
+            .map(|n| n.max(0) as u64)
+    }
+
     fn atomically<T, E: From<StoreError>>(
         &self,
         body: impl FnOnce() -> Result<T, E>,

@@ -46,10 +46,46 @@ pub struct Stats {
     /// in by the object from its memory; 0 from the ledger alone).
     #[serde(default)]
     pub waiting: i64,
+    /// The object's SQLite database size in bytes (0 when the engine cannot
+    /// tell); new keys are refused once it reaches `MAX_DB_BYTES_PER_OBJECT`.
+    #[serde(default)]
+    pub db_bytes: i64,
     pub next_sweep_at: Option<String>,
 }
 
 impl Stats {
+    /// Adds another object's stats (a sharded tenant's sum): counts add up,
+    /// the next sweep is the earliest.
+    pub fn add(&mut self, other: &Stats) {
+        let pairs = [
+            (&mut self.records, other.records),
+            (&mut self.in_flight, other.in_flight),
+            (&mut self.completed, other.completed),
+            (&mut self.released, other.released),
+            (&mut self.claims, other.claims),
+            (&mut self.replays, other.replays),
+            (&mut self.in_use, other.in_use),
+            (&mut self.reused, other.reused),
+            (&mut self.takeovers, other.takeovers),
+            (&mut self.fenced_out, other.fenced_out),
+            (&mut self.swept, other.swept),
+            (&mut self.complete_failed, other.complete_failed),
+            (&mut self.waited, other.waited),
+            (&mut self.waited_replayed, other.waited_replayed),
+            (&mut self.waited_timed_out, other.waited_timed_out),
+            (&mut self.waiting, other.waiting),
+            (&mut self.db_bytes, other.db_bytes),
+        ];
+        for (mine, theirs) in pairs {
+            *mine += theirs;
+        }
+        // RFC 3339 UTC strings of one format order as their times do.
+        self.next_sweep_at = match (self.next_sweep_at.take(), other.next_sweep_at.clone()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
     fn slot(&mut self, counter: Counter) -> Option<&mut i64> {
         match counter {
             Counter::Records => None,
@@ -215,6 +251,7 @@ impl<S: SqlStore> Ledger<S> {
         }
         stats.records = stats.in_flight + stats.completed + stats.released;
         stats.next_sweep_at = self.next_expires_at()?.map(rfc3339);
+        stats.db_bytes = self.store.database_size().unwrap_or(0) as i64;
         Ok(stats)
     }
 

@@ -87,6 +87,12 @@ pub trait SqlStore {
         body: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E>;
 
+    /// The database's size in bytes, when the engine can tell (the byte
+    /// quota, `MAX_DB_BYTES_PER_OBJECT`, and `stats.db_bytes`).
+    fn database_size(&self) -> Option<u64> {
+        None
+    }
+
     /// Runs a statement whose rows are not needed.
     fn execute(&self, sql: &str, params: &[SqlValue]) -> Result<(), StoreError> {
         self.query(sql, params).map(|_| ())

@@ -41,11 +41,6 @@ impl DoSqlStore {
         }
     }
 
-    /// Database size in bytes (for stats and benchmarks).
-    pub fn database_size(&self) -> usize {
-        self.sql.database_size()
-    }
-
     fn transaction_sync(&self) -> Result<Function, StoreError> {
         js_sys::Reflect::get(&self.storage, &JsValue::from_str("transactionSync"))
             .ok()
@@ -98,6 +93,10 @@ impl SqlStore for DoSqlStore {
             rows.push(row.into_iter().map(from_storage_value).collect());
         }
         Ok(rows)
+    }
+
+    fn database_size(&self) -> Option<u64> {
+        Some(self.sql.database_size() as u64)
     }
 
     fn atomically<T, E: From<StoreError>>(

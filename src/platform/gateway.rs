@@ -32,9 +32,11 @@ use crate::config::{Config, ConfigError, TokenMap};
 use crate::contract::admission::{self, body_unreadable, check_body_length};
 use crate::contract::answer::{self, LedgerFailure};
 use crate::contract::proxy;
+use crate::contract::shards::{object_name, Layout};
 use crate::contract::waiting::{prefer_wait, WaitPlan};
 use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
 use crate::fields;
+use crate::ledger::Stats;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{body_within, header, Body};
 use crate::platform::origin::{Forward, Origin};
@@ -142,19 +144,32 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         Err(p) => return (http::problem(&p), None),
     };
     let config = &settings.config;
+    let origin = Origin::from_env(env, config);
+    // A tenant spread over several objects (TENANT_SHARDS): only in proxy
+    // mode — the embedded orders must commit with the one ledger they share.
+    let layout = config.tenant_shards.layout(&tenant);
+    if layout.is_sharded() && origin.is_none() {
+        let message = "a tenant is sharded but the gateway runs the embedded application; shard only proxy-mode tenants";
+        return (misconfigured("TENANT_SHARDS", message), None);
+    }
     // No client (no binding, no stub) is a ledger that was certainly not
-    // reached: protected requests then follow FAILURE_POLICY below.
-    let ledger = LedgerClient::for_tenant(env, LEDGER_BINDING, &tenant);
+    // reached: protected requests then follow FAILURE_POLICY below. A
+    // sharded tenant's counts go to its shard 0.
+    let base = object_name(&tenant, 0, layout.shards);
+    let ledger = LedgerClient::for_tenant(env, LEDGER_BINDING, &base);
     let cache = config.replay_cache_bytes;
     match (route, &ledger) {
         // Replays answered by this isolate are counted before any read.
         (GatewayRoute::KeyIntrospection(encoded), Ok(client)) => {
             count_replays(client, &tenant, cache).await;
-            return (introspect(client, encoded).await, None);
+            return (
+                introspect(env, client, &tenant, layout, encoded).await,
+                None,
+            );
         }
         (GatewayRoute::Stats, Ok(client)) => {
             count_replays(client, &tenant, cache).await;
-            return (stats(client).await, None);
+            return (stats(env, client, &tenant, layout).await, None);
         }
         (GatewayRoute::KeyIntrospection(_) | GatewayRoute::Stats, Err(e)) => {
             return (store_unavailable(e), None)
@@ -196,7 +211,6 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         return refused(rejection, key);
     }
 
-    let origin = Origin::from_env(env, config);
     let client_headers = origin.as_ref().map(|_| Headers(req.headers()));
     let mut forward = Forward::new(&method, &target, client_headers.as_ref(), &tenant, body);
     if let (Some(secret), Some(_)) = (&config.origin_signing_secret, &origin) {
@@ -227,7 +241,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
     // How long this request may wait if its key is in flight.
     let prefer = header(&req, "prefer");
     let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
-    count_replays_when_due(ctx, env, &tenant, cache);
+    count_replays_when_due(ctx, env, &tenant, &base, cache);
     let cached = with_replays(cache, |c| {
         c.serve(&tenant, &key, &fingerprint.digest, now_ms())
     });
@@ -240,12 +254,15 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         };
         return (http::replay(stored), Some(line));
     }
-    let step = match &ledger {
+    // The key's object (and, while resharding, its object in the previous layout).
+    let homes = key_homes(env, ledger.as_ref(), &tenant, layout, &key);
+    let step = match &homes {
         Err(e) => Err(e.clone()),
-        Ok(client) => {
+        Ok((client, previous)) => {
             let protected = Protected {
                 ctx,
                 client,
+                previous: previous.as_ref(),
                 config,
                 tenant: &tenant,
                 key: &key,
@@ -297,22 +314,80 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
     (response, Some(line))
 }
 
-async fn introspect(client: &LedgerClient, encoded: &str) -> Response {
+/// The client of `key`'s object and, while the tenant is resharded, of its
+/// object in the previous layout. An unsharded tenant's key lives in the
+/// tenant's one object (`base`).
+fn key_homes(
+    env: &Env,
+    base: Result<&LedgerClient, &LedgerError>,
+    tenant: &str,
+    layout: Layout,
+    key: &str,
+) -> Result<(LedgerClient, Option<LedgerClient>), LedgerError> {
+    if !layout.is_sharded() {
+        return base.cloned().map_err(Clone::clone).map(|c| (c, None));
+    }
+    let current = LedgerClient::for_tenant(env, LEDGER_BINDING, &layout.home(tenant, key))?;
+    let previous = layout
+        .previous_home(tenant, key)
+        .map(|name| LedgerClient::for_tenant(env, LEDGER_BINDING, &name))
+        .transpose()?;
+    Ok((current, previous))
+}
+
+async fn introspect(
+    env: &Env,
+    base: &LedgerClient,
+    tenant: &str,
+    layout: Layout,
+    encoded: &str,
+) -> Response {
     let key = match admission::introspection_key(encoded) {
         Ok(k) => k,
         Err(p) => return http::problem(&p),
     };
-    match client.lookup(&LookupCall { key }).await {
-        Ok(found) => http::app(answer::lookup_answer(found.record)),
-        Err(e) => store_unavailable(&e),
+    let (current, previous) = match key_homes(env, Ok(base), tenant, layout, &key) {
+        Ok(homes) => homes,
+        Err(e) => return store_unavailable(&e),
+    };
+    // While resharding, the previous layout answers for the keys it holds.
+    for client in previous.iter().chain(std::iter::once(&current)) {
+        match client.lookup(&LookupCall { key: key.clone() }).await {
+            Ok(found) if found.record.is_some() => {
+                return http::app(answer::lookup_answer(found.record))
+            }
+            Ok(_) => {}
+            Err(e) => return store_unavailable(&e),
+        }
     }
+    http::app(answer::lookup_answer(None))
 }
 
-async fn stats(client: &LedgerClient) -> Response {
-    match client.stats().await {
-        Ok(stats) => http::json(200, &stats),
-        Err(e) => store_unavailable(&e),
+/// The tenant's stats: its one object's, or the sum over every object of
+/// its current (and previous) layout.
+async fn stats(env: &Env, base: &LedgerClient, tenant: &str, layout: Layout) -> Response {
+    if !layout.is_sharded() {
+        return match base.stats().await {
+            Ok(stats) => http::json(200, &stats),
+            Err(e) => store_unavailable(&e),
+        };
     }
+    let mut clients = Vec::new();
+    for name in layout.objects(tenant) {
+        match LedgerClient::for_tenant(env, LEDGER_BINDING, &name) {
+            Ok(c) => clients.push(c),
+            Err(e) => return store_unavailable(&e),
+        }
+    }
+    let answers = futures_util::future::join_all(clients.iter().map(|c| c.stats())).await;
+    let mut total = Stats::default();
+    for answer in answers {
+        match answer {
+            Ok(s) => total.add(&s),
+            Err(e) => return store_unavailable(&e),
+        }
+    }
+    http::json(200, &total)
 }
 
 /// Runs a request without the ledger: on the origin in proxy mode, else on

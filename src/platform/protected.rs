@@ -39,7 +39,7 @@ use crate::fields;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, ExecuteOutcome, KeyState, Refusal, ReleaseOutcome,
 };
-use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::client::{LedgerClient, LedgerError, Waited};
 use crate::platform::origin::{Forward, Origin, OriginError};
 use crate::platform::replays::with_replays;
 use crate::platform::{http, log, now_ms};
@@ -49,7 +49,12 @@ use crate::rpc::{AppRequestRef, ClaimCall, CompleteCall, ExecuteCallRef, Release
 /// One protected request on its way through the ledger.
 pub struct Protected<'a> {
     pub ctx: &'a Context,
+    /// The key's object.
     pub client: &'a LedgerClient,
+    /// While the tenant is resharded: the key's object in the previous
+    /// layout, asked first (it answers for the keys it holds, and `421
+    /// idempotency-key-moved` for any other).
+    pub previous: Option<&'a LedgerClient>,
     pub config: &'a Config,
     pub tenant: &'a str,
     pub key: &'a str,
@@ -113,6 +118,24 @@ impl Protected<'_> {
         }
     }
 
+    /// Claims at the key's object. While resharding, the previous layout's
+    /// object is asked first: it answers for a key it holds (and the run
+    /// settles there), or refuses with `421` for any other, and only then is
+    /// the key claimed in the current layout.
+    async fn claim_at_home(
+        &self,
+        claim: &ClaimCall,
+    ) -> Result<(Waited<ClaimOutcome>, &LedgerClient), LedgerError> {
+        if let Some(previous) = self.previous {
+            match self.bounded(previous.claim_waiting(claim)).await {
+                Err(LedgerError::Refused { status: 421, .. }) => {}
+                answered => return answered.map(|outcome| (outcome, previous)),
+            }
+        }
+        let outcome = self.bounded(self.client.claim_waiting(claim)).await?;
+        Ok((outcome, self.client))
+    }
+
     /// The answer, with `Preference-Applied` if the client asked to wait
     /// and the request did.
     fn answered_after(
@@ -167,7 +190,7 @@ impl Protected<'_> {
             retention_seconds: None,
             wait_ms: self.wait_ms(),
         };
-        let claimed = self.bounded(self.client.claim_waiting(&claim)).await?;
+        let (claimed, client) = self.claim_at_home(&claim).await?;
         let (generation, takeover) = match claimed.outcome {
             ClaimOutcome::Claimed {
                 generation,
@@ -202,9 +225,7 @@ impl Protected<'_> {
                     response,
                     retention_seconds: None,
                 };
-                let completion = self
-                    .outliving(complete_durably(self.client.clone(), call))
-                    .await;
+                let completion = self.outliving(complete_durably(client.clone(), call)).await;
                 if let Err(e) = &completion {
                     log::error(
                         "idempotency.complete_failed",
@@ -224,10 +245,7 @@ impl Protected<'_> {
                     generation,
                 };
                 // A fenced-out release is logged by the object as idempotency.fenced_out.
-                if let Err(e) = self
-                    .outliving(release_durably(self.client.clone(), call))
-                    .await
-                {
+                if let Err(e) = self.outliving(release_durably(client.clone(), call)).await {
                     log::error(
                         "idempotency.release_failed",
                         fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},

@@ -74,13 +74,20 @@ pub async fn count_replays(client: &LedgerClient, tenant: &str, capacity: usize)
 }
 
 /// Writes `tenant`'s cache-served replays after the response, when they are due.
-pub fn count_replays_when_due(ctx: &Context, env: &Env, tenant: &str, capacity: usize) {
+/// `object` is the tenant's object that takes its counts (shard 0 when sharded).
+pub fn count_replays_when_due(
+    ctx: &Context,
+    env: &Env,
+    tenant: &str,
+    object: &str,
+    capacity: usize,
+) {
     if !with_replays(capacity, |c| c.is_due(tenant, now_ms())) {
         return;
     }
-    let (env, tenant) = (env.clone(), tenant.to_string());
+    let (env, tenant, object) = (env.clone(), tenant.to_string(), object.to_string());
     ctx.wait_until(async move {
-        if let Ok(client) = LedgerClient::for_tenant(&env, LEDGER_BINDING, &tenant) {
+        if let Ok(client) = LedgerClient::for_tenant(&env, LEDGER_BINDING, &object) {
             count_replays(&client, &tenant, capacity).await;
         }
     });

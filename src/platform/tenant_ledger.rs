@@ -33,6 +33,7 @@ use worker::{
 use crate::config::{Config, ConfigError};
 use crate::contract::admission::{path_of, target_of};
 use crate::contract::answer;
+use crate::contract::shards::{parse_object_name, Role};
 use crate::fields;
 use crate::ledger::{
     rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, Counter, ExecuteOutcome, Ledger, Refusal,
@@ -74,6 +75,9 @@ pub struct TenantLedger {
     started: Cell<bool>,
     /// Requests parked on in-flight keys (in memory: gone with the instance).
     waiters: Waiters,
+    /// This object's name (`idFromName`): its tenant and, when the tenant is
+    /// sharded, its place in a layout (see `contract::shards`).
+    name: Option<String>,
 }
 
 impl DurableObject for TenantLedger {
@@ -90,7 +94,9 @@ impl DurableObject for TenantLedger {
             log::set_hash_key(c.log_hash_key.as_ref().map(|k| k.expose()));
         }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
+        let name = state.id().name();
         TenantLedger {
+            name,
             waiters: Waiters::new(max_waiters),
             state,
             ledger,
@@ -226,14 +232,22 @@ impl TenantLedger {
     }
 
     fn policy(
+        &self,
         config: &Config,
         lease_seconds: Option<u64>,
         retention_seconds: Option<u64>,
     ) -> ClaimPolicy {
+        // MAX_KEYS_PER_TENANT stays a tenant's quota: each of a sharded
+        // tenant's N objects holds at most its N-th part (rounded up).
+        let shards = self
+            .name
+            .as_deref()
+            .map_or(1, |n| parse_object_name(n).shards);
         ClaimPolicy {
             lease_ms: lease_seconds.map_or(config.lease_ms(), |s| s as i64 * 1000),
             retention_ms: retention_seconds.map_or(config.retention_ms(), |s| s as i64 * 1000),
-            max_keys: config.max_keys_per_tenant,
+            max_keys: config.max_keys_per_tenant.div_ceil(u64::from(shards)),
+            max_db_bytes: config.max_db_bytes_per_object,
         }
     }
 
@@ -248,7 +262,7 @@ impl TenantLedger {
             Route::Claim => {
                 let call: ClaimCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
-                let policy = Self::policy(config, call.lease_seconds, call.retention_seconds);
+                let policy = self.policy(config, call.lease_seconds, call.retention_seconds);
                 check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
                 let budget = config.wait.bound_ms(call.wait_ms.unwrap_or(0));
                 let (out, report) = attempt_waiting(
@@ -256,6 +270,7 @@ impl TenantLedger {
                     &call.key,
                     budget,
                     |now| {
+                        self.check_home(config, &call.key, now)?;
                         self.ledger
                             .claim(&call.key, &call.fingerprint, &policy, now)
                             .map_err(|e| store_unavailable(&e))
@@ -276,7 +291,9 @@ impl TenantLedger {
             Route::Complete => {
                 let call: CompleteCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
-                let retention = Self::policy(config, None, call.retention_seconds).retention_ms;
+                let retention = self
+                    .policy(config, None, call.retention_seconds)
+                    .retention_ms;
                 let out = self
                     .ledger
                     .complete(&call.key, call.generation, &call.response, retention, now)
@@ -339,7 +356,7 @@ impl TenantLedger {
             Route::Execute => {
                 let call: ExecuteCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
-                let policy = Self::policy(config, None, None);
+                let policy = self.policy(config, None, None);
                 let capture = config.capture_policy();
                 let request = &call.request;
                 let budget = config.wait.bound_ms(call.wait_ms.unwrap_or(0));
@@ -348,6 +365,7 @@ impl TenantLedger {
                     &call.key,
                     budget,
                     |now| {
+                        self.check_home(config, &call.key, now)?;
                         self.ledger
                             .execute(
                                 &call.key,
@@ -383,6 +401,31 @@ impl TenantLedger {
                 Ok(with_wait(http::json(200, &out), &report))
             }
         }
+    }
+
+    /// A retired shard (the tenant is being resharded, see
+    /// `contract::shards`) answers only for the keys it holds: for any other
+    /// key it refuses with `421 idempotency-key-moved` and claims nothing, so
+    /// no caller — not even a gateway still running the old configuration —
+    /// can create a key here while another creates it in its current object.
+    fn check_home(&self, config: &Config, key: &str, now: i64) -> Result<(), Problem> {
+        let Some(name) = &self.name else {
+            return Ok(());
+        };
+        if config.tenant_shards.role_of(name) == Role::Current {
+            return Ok(());
+        }
+        if self
+            .ledger
+            .holds(key, now)
+            .map_err(|e| store_unavailable(&e))?
+        {
+            return Ok(());
+        }
+        Err(Problem::new(
+            ProblemKind::KeyMoved,
+            "this object belongs to a retired shard layout and does not hold the key; ask the key's object in the current layout",
+        ))
     }
 
     /// Counts one call that was allowed to wait (in memory, like refusals).

@@ -42,6 +42,8 @@ pub enum ProblemKind {
     NotFound,
     MethodNotAllowed,
     InvalidRpc,
+    /// A retired shard (resharding) does not hold the key: ask its current object.
+    KeyMoved,
 }
 
 impl ProblemKind {
@@ -68,6 +70,7 @@ impl ProblemKind {
             ProblemKind::NotFound => "not-found",
             ProblemKind::MethodNotAllowed => "method-not-allowed",
             ProblemKind::InvalidRpc => "invalid-rpc",
+            ProblemKind::KeyMoved => "idempotency-key-moved",
         }
     }
 
@@ -91,6 +94,7 @@ impl ProblemKind {
             ProblemKind::InvalidOrder | ProblemKind::InvalidRpc => 400,
             ProblemKind::NotFound => 404,
             ProblemKind::MethodNotAllowed => 405,
+            ProblemKind::KeyMoved => 421,
         }
     }
 
@@ -117,6 +121,7 @@ impl ProblemKind {
             ProblemKind::NotFound => "Not found",
             ProblemKind::MethodNotAllowed => "Method not allowed",
             ProblemKind::InvalidRpc => "The ledger RPC call is invalid",
+            ProblemKind::KeyMoved => "This key lives in another ledger object",
         }
     }
 }

@@ -139,3 +139,23 @@ test("npm pack ships exactly the client, its types, the docs and the README", as
   const files = pack.files.map((f) => f.path).sort();
   assert.deepEqual(files, ["README.md", "client/hono.d.ts", "client/hono.js", "client/index.d.ts", "client/index.js", "docs/openapi.json", "docs/rpc-v1.md", "package.json"]);
 });
+
+test("shardOf / shardObjectName place keys exactly as the gateway (shared vectors); parseTenantShards validates like it", async () => {
+  const { shardOf, shardObjectName, parseTenantShards } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const fixture = JSON.parse(readFileSync(new URL("../fixtures/shards.json", import.meta.url), "utf8"));
+  assert.ok(fixture.vectors.length >= 50);
+  for (const v of fixture.vectors) {
+    const index = await shardOf(v.key, v.shards);
+    assert.equal(index, v.index, `${v.key} over ${v.shards}`);
+    assert.equal(shardObjectName("acme", index, v.shards), v.object);
+  }
+  const map = parseTenantShards('{"acme": 8, "globex": {"shards": 4, "previous": 1}}');
+  assert.deepEqual(map.get("acme"), { shards: 8, previous: null });
+  assert.deepEqual(map.get("globex"), { shards: 4, previous: 1 });
+  assert.equal(parseTenantShards(undefined).size, 0);
+  for (const bad of ["[]", "{", '{"acme": 0}', '{"acme": 129}', '{"acme": 2.5}', '{"acme": "8"}', '{"bad tenant": 2}',
+    '{"acme": {"shards": 4, "previous": 4}}', '{"acme": {"previous": 4}}', '{"acme": {"shards": 4, "since": 1}}']) {
+    assert.throws(() => parseTenantShards(bad), TypeError, bad);
+  }
+});

@@ -40,6 +40,8 @@ fn defaults_match_the_spec() {
     assert_eq!(c.wait.default_seconds, 0);
     assert_eq!(c.wait.max_seconds, 10);
     assert_eq!(c.wait.max_waiters, 1_000);
+    assert_eq!(c.max_db_bytes_per_object, 9_000_000_000);
+    assert!(!c.tenant_shards.any_sharded());
     assert!(c.warnings().is_empty());
 }
 
@@ -68,6 +70,14 @@ fn invalid_values_name_their_variable() {
         ("IN_FLIGHT_WAIT_MAX_SECONDS", "99999999999999999999999"),
         ("IN_FLIGHT_MAX_WAITERS", "100001"),
         ("IN_FLIGHT_MAX_WAITERS", "many"),
+        ("TENANT_SHARDS", "{\"acme\": 0}"),
+        ("TENANT_SHARDS", "8"),
+        (
+            "TENANT_SHARDS",
+            "{\"acme\": {\"shards\": 2, \"previous\": 2}}",
+        ),
+        ("MAX_DB_BYTES_PER_OBJECT", "1000"),
+        ("MAX_DB_BYTES_PER_OBJECT", "10000000001"),
     ] {
         let e = parse(&[(name, value)]).unwrap_err();
         assert_eq!(e.variable, name, "{value}");

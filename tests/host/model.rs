@@ -143,6 +143,7 @@ fn run_one_seed(seed: u64, steps: usize) {
         lease_ms: 1_000,
         retention_ms: 5_000,
         max_keys: 4,
+        max_db_bytes: u64::MAX,
     };
     let keys = ["a", "b", "c", "d", "e", "f"];
     let mut model = Model::default();

@@ -20,6 +20,7 @@ pub fn policy() -> ClaimPolicy {
         lease_ms: LEASE_MS,
         retention_ms: RETENTION_MS,
         max_keys: 1_000_000,
+        max_db_bytes: u64::MAX,
     }
 }
 

@@ -87,3 +87,64 @@ fn the_prefer_wait_reader_matches_the_shared_vectors() {
         assert_eq!(prefer_wait(header), want, "{header:?}");
     }
 }
+
+#[test]
+fn the_shard_layout_matches_the_shared_vectors() {
+    use idempotency_ledger::contract::shards::{object_name, shard_of, Layout};
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/shards.json"
+    ))
+    .expect("fixture");
+    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
+    let vectors = fixture["vectors"].as_array().expect("vectors");
+    assert!(vectors.len() >= 50);
+    for v in vectors {
+        let key = v["key"].as_str().unwrap();
+        let n = v["shards"].as_u64().unwrap() as u32;
+        let index = shard_of(key, n);
+        assert_eq!(
+            u64::from(index),
+            v["index"].as_u64().unwrap(),
+            "{key} over {n}"
+        );
+        assert_eq!(object_name("acme", index, n), v["object"].as_str().unwrap());
+        let layout = Layout {
+            shards: n,
+            previous: None,
+        };
+        assert_eq!(layout.home("acme", key), v["object"].as_str().unwrap());
+    }
+}
+
+#[test]
+fn keys_spread_evenly_and_never_move_while_n_is_fixed() {
+    use idempotency_ledger::contract::shards::shard_of;
+    let mut counts = [0u32; 8];
+    for i in 0..10_000 {
+        let key = format!("order-{i}");
+        let shard = shard_of(&key, 8);
+        counts[shard as usize] += 1;
+        // Stable: the same key always lands on the same shard.
+        assert_eq!(shard_of(&key, 8), shard);
+    }
+    for (shard, n) in counts.iter().enumerate() {
+        assert!(
+            (1_125..=1_375).contains(n),
+            "shard {shard} holds {n} of 10,000 (±10% of 1,250)"
+        );
+    }
+    // Random UUID-like keys too.
+    let mut counts = [0u32; 8];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..10_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        counts[shard_of(&format!("{x:016x}-{:x}", x.rotate_left(17)), 8) as usize] += 1;
+    }
+    assert!(
+        counts.iter().all(|n| (1_125..=1_375).contains(n)),
+        "{counts:?}"
+    );
+}

@@ -88,6 +88,7 @@ impl DurableObject for Wallet {
             lease_ms: 60_000,
             retention_ms: 86_400_000,
             max_keys: 1_000_000,
+            max_db_bytes: u64::MAX,
         };
         let capture = CapturePolicy {
             stored_headers: vec!["content-type".into()],

@@ -1,0 +1,289 @@
+//! Sharding a tenant over several objects by key hash (`TENANT_SHARDS`).
+//!
+//! Role: the layout rules, as pure functions — which object holds a key
+//! ([`shard_of`], [`object_name`]), what an object is ([`parse_object_name`]),
+//! the operator's map ([`ShardMap`]), and, while a tenant is being
+//! resharded, which layout answers ([`Role`]).
+//!
+//! What must stay true here:
+//! - A key lives in exactly one object of a layout: `shard_of` is a pure
+//!   function of the key and the shard count (the first 8 bytes of the
+//!   key's SHA-256, big-endian, modulo N). It never changes: changing it
+//!   would move every key of every sharded tenant.
+//! - One shard (the default) is today's single object, named by the tenant
+//!   alone, so nothing moves for an unsharded tenant.
+//! - Layouts of different N never share an object (`{tenant}/shard-{i}-of-{n}`),
+//!   so resharding never mixes two layouts' records in one database.
+//! - While a tenant is resharded (`{"shards": N, "previous": M}`), the
+//!   previous layout stays **authoritative for the keys it holds** and takes
+//!   no new key: an object of the previous layout answers `421
+//!   idempotency-key-moved` for a key it does not hold, and callers then ask
+//!   the key's object in the current layout. An object decides this from its
+//!   own name and the configuration, so a gateway still running the old
+//!   configuration (a deploy rolling out) can never create the key in the
+//!   old layout while a new gateway creates it in the new one.
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
+
+/// The most objects one tenant may be spread over.
+pub const MAX_SHARDS: u32 = 128;
+
+/// The shard of `key` among `shards` (0-based).
+pub fn shard_of(key: &str, shards: u32) -> u32 {
+    let digest = Sha256::digest(key.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(first) % u64::from(shards.max(1))) as u32
+}
+
+/// The object name of shard `index` of a tenant spread over `shards`.
+pub fn object_name(tenant: &str, index: u32, shards: u32) -> String {
+    if shards <= 1 {
+        tenant.to_string()
+    } else {
+        format!("{tenant}/shard-{index}-of-{shards}")
+    }
+}
+
+/// A parsed object name: its tenant and its place in a layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectPlace {
+    pub tenant: String,
+    pub index: u32,
+    pub shards: u32,
+}
+
+/// Reads an object name written by [`object_name`]; a name without a
+/// shard suffix is the tenant's single object (1 shard).
+pub fn parse_object_name(name: &str) -> ObjectPlace {
+    let parsed = name.rsplit_once("/shard-").and_then(|(tenant, rest)| {
+        let (index, shards) = rest.split_once("-of-")?;
+        let (index, shards) = (index.parse().ok()?, shards.parse().ok()?);
+        (index < shards && shards > 1).then(|| ObjectPlace {
+            tenant: tenant.to_string(),
+            index,
+            shards,
+        })
+    });
+    parsed.unwrap_or_else(|| ObjectPlace {
+        tenant: name.to_string(),
+        index: 0,
+        shards: 1,
+    })
+}
+
+/// One tenant's layout: its shard count, and the previous count while it
+/// is being resharded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub shards: u32,
+    pub previous: Option<u32>,
+}
+
+impl Layout {
+    pub const SINGLE: Layout = Layout {
+        shards: 1,
+        previous: None,
+    };
+
+    /// Spread over more than one object, now or while resharding?
+    pub fn is_sharded(&self) -> bool {
+        self.shards > 1 || self.previous.is_some()
+    }
+
+    /// The key's object in the current layout.
+    pub fn home(&self, tenant: &str, key: &str) -> String {
+        object_name(tenant, shard_of(key, self.shards), self.shards)
+    }
+
+    /// The key's object in the previous layout, while there is one.
+    pub fn previous_home(&self, tenant: &str, key: &str) -> Option<String> {
+        self.previous
+            .map(|m| object_name(tenant, shard_of(key, m), m))
+    }
+
+    /// Every object of the current and previous layouts (for `stats`).
+    pub fn objects(&self, tenant: &str) -> Vec<String> {
+        let mut names: Vec<String> = (0..self.shards)
+            .map(|i| object_name(tenant, i, self.shards))
+            .collect();
+        if let Some(m) = self.previous {
+            names.extend((0..m).map(|i| object_name(tenant, i, m)));
+        }
+        names
+    }
+}
+
+/// What an object is in its tenant's configured layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An object of the current layout: it takes new keys.
+    Current,
+    /// An object of any other layout (the previous one while resharding, or
+    /// an older one): it answers only for keys it holds.
+    Retired,
+}
+
+/// The operator's `TENANT_SHARDS`: tenant → layout (absent: one shard).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardMap {
+    tenants: HashMap<String, Layout>,
+}
+
+impl ShardMap {
+    /// Parses `{"acme": 8, "globex": {"shards": 8, "previous": 1}}`.
+    pub fn parse(raw: &str) -> Result<ShardMap, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(raw).map_err(|e| format!("not valid JSON: {e}"))?;
+        let Some(map) = value.as_object() else {
+            return Err("must be a JSON object of tenant → shard count".into());
+        };
+        let count = |v: &serde_json::Value, what: &str| -> Result<u32, String> {
+            v.as_u64()
+                .filter(|n| (1..=u64::from(MAX_SHARDS)).contains(n))
+                .map(|n| n as u32)
+                .ok_or_else(|| format!("{what} must be a whole number 1..={MAX_SHARDS}"))
+        };
+        let mut tenants = HashMap::new();
+        for (tenant, v) in map {
+            if !crate::config::is_valid_tenant_id(tenant) {
+                return Err(format!("{tenant:?} is not a valid tenant id"));
+            }
+            let layout = match v {
+                serde_json::Value::Object(o) => {
+                    if let Some(extra) = o.keys().find(|k| *k != "shards" && *k != "previous") {
+                        return Err(format!("{tenant}: unknown field {extra:?}"));
+                    }
+                    let shards = count(
+                        o.get("shards").unwrap_or(&serde_json::Value::Null),
+                        &format!("{tenant}.shards"),
+                    )?;
+                    let previous = o
+                        .get("previous")
+                        .map(|p| count(p, &format!("{tenant}.previous")))
+                        .transpose()?;
+                    if previous == Some(shards) {
+                        return Err(format!("{tenant}: previous equals shards"));
+                    }
+                    Layout { shards, previous }
+                }
+                other => Layout {
+                    shards: count(other, tenant)?,
+                    previous: None,
+                },
+            };
+            tenants.insert(tenant.clone(), layout);
+        }
+        Ok(ShardMap { tenants })
+    }
+
+    /// The tenant's layout (one shard unless configured).
+    pub fn layout(&self, tenant: &str) -> Layout {
+        self.tenants.get(tenant).copied().unwrap_or(Layout::SINGLE)
+    }
+
+    /// Is any tenant spread over more than one object?
+    pub fn any_sharded(&self) -> bool {
+        self.tenants
+            .values()
+            .any(|l| l.shards > 1 || l.previous.is_some_and(|m| m > 1))
+    }
+
+    /// The role of the object named `name` under this map.
+    pub fn role_of(&self, name: &str) -> Role {
+        let place = parse_object_name(name);
+        if place.shards == self.layout(&place.tenant).shards {
+            Role::Current
+        } else {
+            Role::Retired
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_shard_is_the_tenant_itself() {
+        assert_eq!(object_name("acme", 0, 1), "acme");
+        assert_eq!(Layout::SINGLE.home("acme", "any-key"), "acme");
+        assert_eq!(
+            parse_object_name("acme"),
+            ObjectPlace {
+                tenant: "acme".into(),
+                index: 0,
+                shards: 1
+            }
+        );
+        assert_eq!(ShardMap::default().role_of("acme"), Role::Current);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for (i, n) in [(0, 2), (7, 8), (127, 128)] {
+            let name = object_name("a.b-c_d", i, n);
+            assert_eq!(
+                parse_object_name(&name),
+                ObjectPlace {
+                    tenant: "a.b-c_d".into(),
+                    index: i,
+                    shards: n
+                }
+            );
+        }
+        // Not a shard name: the whole string is the tenant.
+        assert_eq!(parse_object_name("x/shard-9-of-4").shards, 1);
+        assert_eq!(parse_object_name("x/shard-a-of-4").shards, 1);
+    }
+
+    #[test]
+    fn the_map_is_validated() {
+        let m = ShardMap::parse(r#"{"acme": 8, "globex": {"shards": 4, "previous": 1}}"#).unwrap();
+        assert_eq!(
+            m.layout("acme"),
+            Layout {
+                shards: 8,
+                previous: None
+            }
+        );
+        assert_eq!(
+            m.layout("globex"),
+            Layout {
+                shards: 4,
+                previous: Some(1)
+            }
+        );
+        assert_eq!(m.layout("other"), Layout::SINGLE);
+        assert!(m.any_sharded());
+        for bad in [
+            "[]",
+            "{",
+            r#"{"acme": 0}"#,
+            r#"{"acme": 129}"#,
+            r#"{"acme": 2.5}"#,
+            r#"{"acme": "8"}"#,
+            r#"{"bad tenant": 2}"#,
+            r#"{"acme": {"shards": 4, "previous": 4}}"#,
+            r#"{"acme": {"previous": 4}}"#,
+            r#"{"acme": {"shards": 4, "since": 1}}"#,
+        ] {
+            assert!(ShardMap::parse(bad).is_err(), "{bad}");
+        }
+        assert!(!ShardMap::parse(r#"{"acme": 1}"#).unwrap().any_sharded());
+    }
+
+    #[test]
+    fn objects_know_their_role() {
+        let m = ShardMap::parse(r#"{"acme": {"shards": 4, "previous": 1}}"#).unwrap();
+        assert_eq!(m.role_of("acme/shard-2-of-4"), Role::Current);
+        assert_eq!(m.role_of("acme"), Role::Retired);
+        assert_eq!(m.role_of("acme/shard-0-of-2"), Role::Retired);
+        assert_eq!(m.role_of("globex"), Role::Current);
+        let l = m.layout("acme");
+        assert_eq!(l.previous_home("acme", "k"), Some("acme".into()));
+        assert_eq!(l.objects("acme").len(), 5);
+    }
+}

@@ -1,0 +1,242 @@
+// A tenant bigger than one object: key-hash sharding (TENANT_SHARDS) in
+// proxy mode and over JS RPC, resharding under live traffic, the byte quota
+// (MAX_DB_BYTES_PER_OBJECT). Real origin, real TenantLedger objects.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  startGateway, startOrigin, deferred, read, json, slug, orderInit, wranglerVars, eventually,
+  ROOT, ACME, DEMO_TOKENS,
+} from "./harness.mjs";
+import { shardOf, shardObjectName, fingerprint } from "../../client/index.js";
+
+const post = (key, headers = {}) => ({
+  method: "POST",
+  headers: { authorization: ACME, "content-type": "text/plain", "idempotency-key": key, ...headers },
+  body: `charge ${key}`,
+});
+const stats = async (request) => (await json(await request("/v1/idempotency/stats", { headers: { authorization: ACME } }))).json;
+const lookupAt = async (gw, name, key) => {
+  const stub = await gw.ledger(name);
+  const r = await stub.fetch("https://l/rpc/v1/lookup", { method: "POST", body: JSON.stringify({ key }) });
+  return (await r.json()).record;
+};
+/** An origin that answers each key's run with its own body and counts runs per key. */
+async function countingOrigin(hold = () => null) {
+  const runs = new Map();
+  const origin = await startOrigin(async (req) => {
+    const key = req.headers["idempotency-key"];
+    runs.set(key, (runs.get(key) ?? 0) + 1);
+    await hold(key);
+    return { status: 201, headers: { "content-type": "text/plain" }, body: `ran ${key} #${runs.get(key)}` };
+  });
+  return { origin, runs };
+}
+
+test("a sharded tenant: keys spread over its objects, every guarantee holds, stats sum, introspection routes by key", async () => {
+  const held = deferred();
+  const { origin, runs } = await countingOrigin((key) => (key === "busy" ? held.promise : null));
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 4}' } });
+  try {
+    const keys = Array.from({ length: 40 }, (_, i) => `sharded-${i}`);
+    for (const key of keys) assert.equal((await read(await gw.request("/charges", post(key)))).status, 201);
+    for (const key of keys.slice(0, 10)) {
+      const replay = await read(await gw.request("/charges", post(key)));
+      assert.equal(replay.headers["idempotent-replayed"], "true");
+      assert.equal(replay.text, `ran ${key} #1`);
+    }
+    // Each key is in exactly the object the layout names, and nowhere else.
+    const perShard = [0, 0, 0, 0];
+    for (const key of keys) {
+      const index = await shardOf(key, 4);
+      perShard[index] += 1;
+      assert.equal((await lookupAt(gw, shardObjectName("acme", index, 4), key))?.state, "completed");
+      assert.equal(await lookupAt(gw, shardObjectName("acme", (index + 1) % 4, 4), key), null);
+      assert.equal(await lookupAt(gw, "acme", key), null, "the unsharded object holds nothing");
+    }
+    assert.ok(perShard.every((n) => n > 0), `every shard holds keys: ${perShard}`);
+    // Introspection finds any key; stats are the sum over the four objects.
+    assert.equal((await json(await gw.request("/v1/idempotency-keys/sharded-7", { headers: { authorization: ACME } }))).json.state, "completed");
+    const s = await stats(gw.request);
+    assert.equal(s.completed, 40);
+    assert.equal(s.replays, 10);
+    assert.ok(s.db_bytes > 0);
+    // 409, 422 and waiting on a sharded key.
+    const first = gw.request("/charges", post("busy")).then(read);
+    await origin.waitForRequests(41);
+    assert.equal((await read(await gw.request("/charges", post("busy")))).status, 409);
+    const waiter = gw.request("/charges", post("busy", { prefer: "wait=10" })).then(read);
+    await eventually(async () => (await stats(gw.request)).waiting === 1);
+    held.resolve();
+    assert.equal((await first).status, 201);
+    assert.equal((await waiter).headers["idempotent-replayed"], "true");
+    const reused = await json(await gw.request("/charges", { ...post("sharded-1"), body: "other" }));
+    assert.equal(reused.status, 422);
+    for (const [key, n] of runs) assert.equal(n, 1, `${key} ran once`);
+  } finally { held.resolve(); await gw.dispose(); await origin.close(); }
+});
+
+test("sharding an embedded tenant is refused loudly; bad TENANT_SHARDS is misconfigured", async () => {
+  for (const vars of [{ TENANT_SHARDS: '{"acme": 2}' }, { TENANT_SHARDS: '{"acme": 0}' }, { TENANT_SHARDS: "eight" }]) {
+    const gw = await startGateway({ vars });
+    try {
+      const r = await json(await gw.request("/v1/orders", orderInit({ key: "emb-1" })));
+      assert.equal(r.status, 500, JSON.stringify(vars));
+      assert.equal(slug(r.json), "misconfigured");
+      assert.match(r.json.detail, /TENANT_SHARDS/);
+      assert.ok(gw.events("idempotency.misconfigured").length >= 1);
+    } finally { await gw.dispose(); }
+  }
+});
+
+test("raising a tenant's shard count under live traffic never runs a key twice; completed keys still replay", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-"));
+  const held = deferred();
+  const { origin, runs } = await countingOrigin((key) => (key === "old-busy" ? held.promise : null));
+  try {
+    // Before: one object per tenant. Ten keys complete; one stays in flight.
+    const before = await startGateway({ vars: { ORIGIN_URL: origin.url }, shared: { resourcePersistencePath: dir } });
+    const old = Array.from({ length: 10 }, (_, i) => `old-${i}`);
+    try {
+      for (const key of old) assert.equal((await read(await before.request("/charges", post(key)))).status, 201);
+      before.request("/charges", post("old-busy")).catch(() => {});
+      await origin.waitForRequests(11);
+    } finally { await before.dispose(); }
+
+    // After: four shards, the single object as the previous layout. A
+    // gateway still on the old configuration (a deploy rolling out) sends
+    // traffic to the same objects at the same time.
+    const oldGateway = {
+      name: "old-gateway",
+      modulesRoot: ROOT,
+      modules: [
+        { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
+        { type: "ESModule", path: `${ROOT}build/index.js` },
+        { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
+        { type: "ESModule", path: `${ROOT}client/index.js` },
+      ],
+      compatibilityDate: "2026-11-01",
+      bindings: { ...wranglerVars(), ORIGIN_URL: origin.url, API_TOKENS: JSON.stringify(DEMO_TOKENS) },
+      durableObjects: { TENANT_LEDGER: { className: "TenantLedger", scriptName: "gateway" } },
+    };
+    const after = await startGateway({
+      vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": {"shards": 4, "previous": 1}}' },
+      shared: { resourcePersistencePath: dir },
+      workers: [oldGateway],
+    });
+    try {
+      const stale = await after.mf.getWorker("old-gateway");
+      const viaOld = (path, init) => stale.fetch(new URL(path, "http://old.test"), init);
+      const fresh = Array.from({ length: 20 }, (_, i) => `new-${i}`);
+      // Live traffic: every key, several times, through both gateways at once.
+      const sends = [];
+      for (const key of [...old, ...fresh]) {
+        for (let i = 0; i < 2; i++) {
+          sends.push(after.request("/charges", post(key)).then(read).then((r) => ({ key, via: "new", ...r })));
+          sends.push(viaOld("/charges", post(key)).then(read).then((r) => ({ key, via: "old", ...r })));
+        }
+      }
+      const answers = await Promise.all(sends);
+      for (const a of answers) {
+        if (a.via === "new") {
+          assert.ok([201, 409].includes(a.status), `${a.key} via the new gateway: ${a.status}`);
+        } else {
+          // The old configuration asks only the single object: it answers
+          // for its own keys and sends new ones elsewhere (421).
+          if (a.key.startsWith("new-")) {
+            assert.equal(a.status, 421, `${a.key} via the old gateway`);
+            assert.match(JSON.parse(a.text).type, /idempotency-key-moved$/);
+          } else {
+            assert.equal(a.status, 201, `${a.key} via the old gateway`);
+            assert.equal(a.headers["idempotent-replayed"], "true");
+          }
+        }
+      }
+      for (const key of [...old, ...fresh]) {
+        assert.equal(runs.get(key), 1, `${key} ran exactly once`);
+        const replay = await read(await after.request("/charges", post(key)));
+        assert.equal(replay.headers["idempotent-replayed"], "true", key);
+        assert.equal(replay.text, `ran ${key} #1`);
+      }
+      // Old keys stay in the previous layout; new keys live in the new one only.
+      for (const key of old) assert.equal((await lookupAt(after, "acme", key))?.state, "completed");
+      for (const key of fresh) {
+        assert.equal(await lookupAt(after, "acme", key), null, `${key} was never created in the retired object`);
+        const home = shardObjectName("acme", await shardOf(key, 4), 4);
+        assert.equal((await lookupAt(after, home, key))?.state, "completed");
+      }
+      // The key in flight in the previous layout is still its owner's: 409, no second run.
+      assert.equal((await read(await after.request("/charges", post("old-busy")))).status, 409);
+      assert.equal(runs.get("old-busy"), 1);
+      const s = await stats(after.request);
+      assert.equal(s.completed, 30);
+      assert.equal(s.in_flight, 1);
+    } finally { await after.dispose(); }
+  } finally { held.resolve(); await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("JS RPC routes a sharded tenant's keys like the gateway (claim, complete, lookup, stats)", async () => {
+  const tsLike = {
+    name: "rpc-caller", modules: true, compatibilityDate: "2026-11-01",
+    serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },
+    script: `export default { async fetch(request, env) {
+      const { op, args } = await request.json();
+      try { return Response.json(await env.LEDGER[op](...args)); }
+      catch (e) { return Response.json({ error: e.message }, { status: 599 }); }
+    } }`,
+  };
+  const { origin } = await countingOrigin();
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 4}' }, workers: [tsLike] });
+  try {
+    const caller = await gw.mf.getWorker("rpc-caller");
+    const rpc = async (op, ...args) => (await caller.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();
+    const fp = await fingerprint({ method: "POST", target: "/charges", headers: { "content-type": "text/plain" }, body: new TextEncoder().encode("charge rpc-1") });
+    const claim = await rpc("claim", "acme", { key: "rpc-1", fingerprint: fp });
+    assert.equal(claim.outcome, "claimed", JSON.stringify(claim));
+    const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("via rpc").toString("base64") };
+    assert.equal((await rpc("complete", "acme", { key: "rpc-1", generation: claim.generation, response: stored })).outcome, "stored");
+    const home = shardObjectName("acme", await shardOf("rpc-1", 4), 4);
+    assert.equal((await lookupAt(gw, home, "rpc-1"))?.state, "completed");
+    assert.equal((await rpc("lookup", "acme", "rpc-1")).state, "completed");
+    // The gateway finds the same object: the key completed over RPC replays through it.
+    const viaGateway = await read(await gw.request("/charges", post("rpc-1")));
+    assert.equal(viaGateway.headers["idempotent-replayed"], "true");
+    assert.equal(viaGateway.text, "via rpc");
+    assert.equal((await rpc("stats", "acme")).completed, 1);
+    assert.match((await rpc("execute", "acme", {})).error, /sharded tenant/);
+  } finally { await gw.dispose(); await origin.close(); }
+});
+
+test("the byte quota: new keys get 429 once an object's database reaches MAX_DB_BYTES_PER_OBJECT; known keys still replay", async () => {
+  const gw = await startGateway({ vars: { MAX_DB_BYTES_PER_OBJECT: "65536" } });
+  try {
+    let full = null;
+    for (let i = 0; i < 2_000 && !full; i++) {
+      const r = await json(await gw.request("/v1/orders", orderInit({ key: `quota-${i}`, body: JSON.stringify({ sku: "Q".repeat(64), quantity: 1 }) })));
+      if (r.status === 429) full = { i, r };
+      else assert.equal(r.status, 201);
+    }
+    assert.ok(full, "the byte quota refused a new key");
+    assert.ok(full.i > 0);
+    assert.equal(slug(full.r.json), "idempotency-ledger-full");
+    assert.match(full.r.headers["retry-after"], /^[1-9][0-9]*$/);
+    const replay = await read(await gw.request("/v1/orders", orderInit({ key: "quota-0", body: JSON.stringify({ sku: "Q".repeat(64), quantity: 1 }) })));
+    assert.equal(replay.headers["idempotent-replayed"], "true", "a known key is still answered");
+    assert.ok((await stats(gw.request)).db_bytes >= 65_536);
+  } finally { await gw.dispose(); }
+});
+
+test("MAX_KEYS_PER_TENANT stays a tenant's quota when sharded: each object holds its share", async () => {
+  const { origin } = await countingOrigin();
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 4}', MAX_KEYS_PER_TENANT: "8" } });
+  try {
+    const statuses = [];
+    for (let i = 0; i < 40; i++) statuses.push((await read(await gw.request("/charges", post(`cap-${i}`)))).status);
+    const created = statuses.filter((s) => s === 201).length;
+    assert.ok(created <= 8 && created >= 2, `created ${created}`);
+    assert.ok(statuses.every((s) => s === 201 || s === 429), JSON.stringify(statuses));
+    assert.equal((await stats(gw.request)).records, created);
+  } finally { await gw.dispose(); await origin.close(); }
+});
