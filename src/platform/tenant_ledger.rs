@@ -264,28 +264,24 @@ impl TenantLedger {
                 call.validate().map_err(bad_call)?;
                 let policy = self.policy(config, call.lease_seconds, call.retention_seconds);
                 check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
-                let budget = config.wait.bound_ms(call.wait_ms.unwrap_or(0));
-                let (out, report) = attempt_waiting(
-                    &self.waiters,
-                    &call.key,
-                    budget,
-                    |now| {
-                        self.check_home(config, &call.key, now)?;
-                        self.ledger
-                            .claim(&call.key, &call.fingerprint, &policy, now)
-                            .map_err(|e| store_unavailable(&e))
-                    },
-                    |out| match out {
-                        ClaimOutcome::Refused(refusal) => in_flight(refusal),
-                        ClaimOutcome::Claimed { .. } => None,
-                    },
-                )
-                .await?;
+                let (out, report) = self
+                    .keyed(
+                        config,
+                        &call.key,
+                        call.wait_ms,
+                        |now| {
+                            self.ledger
+                                .claim(&call.key, &call.fingerprint, &policy, now)
+                        },
+                        |out| match out {
+                            ClaimOutcome::Refused(refusal) => Some(refusal),
+                            ClaimOutcome::Claimed { .. } => None,
+                        },
+                    )
+                    .await?;
                 if let ClaimOutcome::Claimed { .. } = out {
                     self.ensure_alarm().await;
                 }
-                let replayed = matches!(out, ClaimOutcome::Refused(Refusal::Completed { .. }));
-                self.count_wait(&report, replayed);
                 Ok(with_wait(http::json(200, &out), &report))
             }
             Route::Complete => {
@@ -359,48 +355,63 @@ impl TenantLedger {
                 let policy = self.policy(config, None, None);
                 let capture = config.capture_policy();
                 let request = &call.request;
-                let budget = config.wait.bound_ms(call.wait_ms.unwrap_or(0));
-                let (out, report) = attempt_waiting(
-                    &self.waiters,
-                    &call.key,
-                    budget,
-                    |now| {
-                        self.check_home(config, &call.key, now)?;
-                        self.ledger
-                            .execute(
-                                &call.key,
-                                &call.fingerprint,
-                                &policy,
-                                &capture,
-                                now,
-                                |store| {
-                                    orders::handle(
-                                        store,
-                                        &request.method,
-                                        request.path(),
-                                        &request.body,
-                                        now,
-                                    )
-                                },
-                            )
-                            .map_err(|e: StoreError| store_unavailable(&e))
-                    },
-                    |out| match out {
-                        ExecuteOutcome::Refused(refusal) => in_flight(refusal),
-                        ExecuteOutcome::Ran { .. } => None,
-                    },
-                )
-                .await?;
+                let (out, report) = self
+                    .keyed(
+                        config,
+                        &call.key,
+                        call.wait_ms,
+                        |now| {
+                            let app = |store: &DoSqlStore| {
+                                let method = &request.method;
+                                orders::handle(store, method, request.path(), &request.body, now)
+                            };
+                            let key = &call.key;
+                            self.ledger
+                                .execute(key, &call.fingerprint, &policy, &capture, now, app)
+                        },
+                        |out| match out {
+                            ExecuteOutcome::Refused(refusal) => Some(refusal),
+                            ExecuteOutcome::Ran { .. } => None,
+                        },
+                    )
+                    .await?;
                 if matches!(out, ExecuteOutcome::Ran { .. }) {
                     // Waiters parked on this key (behind an RPC claim) replay it.
                     self.waiters.wake(&call.key);
                     self.ensure_alarm().await;
                 }
-                let replayed = matches!(out, ExecuteOutcome::Refused(Refusal::Completed { .. }));
-                self.count_wait(&report, replayed);
                 Ok(with_wait(http::json(200, &out), &report))
             }
         }
+    }
+
+    /// Runs a claim or execute on `key` at the object's clock: in its home
+    /// (see [`Self::check_home`]), waiting up to `wait_ms` (bounded by
+    /// `IN_FLIGHT_WAIT_MAX_SECONDS`) while it is refused as in flight, and
+    /// counting the wait. `refusal` names an outcome's refusal, if any.
+    async fn keyed<T>(
+        &self,
+        config: &Config,
+        key: &str,
+        wait_ms: Option<u64>,
+        mut attempt: impl FnMut(i64) -> Result<T, StoreError>,
+        refusal: impl Fn(&T) -> Option<&Refusal>,
+    ) -> Result<(T, WaitReport), Problem> {
+        let budget = config.wait.bound_ms(wait_ms.unwrap_or(0));
+        let (out, report) = attempt_waiting(
+            &self.waiters,
+            key,
+            budget,
+            |now| {
+                self.check_home(config, key, now)?;
+                attempt(now).map_err(|e| store_unavailable(&e))
+            },
+            |out| refusal(out).and_then(in_flight),
+        )
+        .await?;
+        let replayed = matches!(refusal(&out), Some(Refusal::Completed { .. }));
+        self.count_wait(&report, replayed);
+        Ok((out, report))
     }
 
     /// A retired shard (the tenant is being resharded, see

@@ -31,6 +31,14 @@ export function wranglerVars() {
   return vars;
 }
 
+/** The deployed script's modules: the entry (Rust build + JS RPC entrypoint), the wasm, the client. */
+export const GATEWAY_MODULES = [
+  { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
+  { type: "ESModule", path: `${ROOT}build/index.js` },
+  { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
+  { type: "ESModule", path: `${ROOT}client/index.js` },
+];
+
 /**
  * Starts the gateway. `vars` override wrangler.toml; `apiTokens: null`
  * leaves the secret unset; `workers` adds more Workers (origins, clients).
@@ -51,12 +59,7 @@ export async function startGateway({ vars = {}, apiTokens = JSON.stringify(DEMO_
         name: "gateway",
         // The deployed entry: the Rust build plus the JS RPC entrypoint.
         modulesRoot: ROOT,
-        modules: [
-          { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
-          { type: "ESModule", path: `${ROOT}build/index.js` },
-          { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
-          { type: "ESModule", path: `${ROOT}client/index.js` },
-        ],
+        modules: GATEWAY_MODULES,
         compatibilityDate: "2026-11-01",
         bindings,
         durableObjects: { TENANT_LEDGER: { className: "TenantLedger", useSQLite: true } },

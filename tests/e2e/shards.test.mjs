@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   startGateway, startOrigin, deferred, read, json, slug, orderInit, wranglerVars, eventually,
-  ROOT, ACME, DEMO_TOKENS,
+  ROOT, ACME, DEMO_TOKENS, GATEWAY_MODULES,
 } from "./harness.mjs";
 import { shardOf, shardObjectName, fingerprint } from "../../client/index.js";
 
@@ -111,12 +111,7 @@ test("raising a tenant's shard count under live traffic never runs a key twice; 
     const oldGateway = {
       name: "old-gateway",
       modulesRoot: ROOT,
-      modules: [
-        { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
-        { type: "ESModule", path: `${ROOT}build/index.js` },
-        { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
-        { type: "ESModule", path: `${ROOT}client/index.js` },
-      ],
+      modules: GATEWAY_MODULES,
       compatibilityDate: "2026-11-01",
       bindings: { ...wranglerVars(), ORIGIN_URL: origin.url, API_TOKENS: JSON.stringify(DEMO_TOKENS) },
       durableObjects: { TENANT_LEDGER: { className: "TenantLedger", scriptName: "gateway" } },

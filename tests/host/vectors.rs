@@ -5,17 +5,19 @@
 use idempotency_ledger::protocol::parse_idempotency_key;
 use serde_json::Value;
 
+/// The `vectors` array of a shared fixture file in tests/fixtures.
+fn vectors(file: &str) -> Vec<Value> {
+    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
+    fixture["vectors"].as_array().expect("vectors").clone()
+}
+
 #[test]
 fn the_key_parser_matches_the_shared_vectors() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/idempotency-keys.json"
-    ))
-    .expect("fixture");
-    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
-    let vectors = fixture["vectors"].as_array().expect("vectors");
+    let vectors = vectors("idempotency-keys.json");
     assert!(vectors.len() >= 20);
-    for v in vectors {
+    for v in &vectors {
         let field = v["field"].as_str().unwrap();
         let got = parse_idempotency_key(field).map_err(|e| e.code());
         let want = match (v.get("key"), v.get("error")) {
@@ -31,15 +33,9 @@ fn the_key_parser_matches_the_shared_vectors() {
 fn the_fingerprint_matches_the_shared_vectors() {
     use base64::{engine::general_purpose::STANDARD, Engine};
     use idempotency_ledger::protocol::{Fingerprint, RequestParts};
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/fingerprints.json"
-    ))
-    .expect("fixture");
-    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
-    let vectors = fixture["vectors"].as_array().expect("vectors");
+    let vectors = vectors("fingerprints.json");
     assert!(vectors.len() >= 10);
-    for v in vectors {
+    for v in &vectors {
         let headers: Vec<(String, Option<String>)> = v["headers"]
             .as_array()
             .unwrap()
@@ -69,15 +65,9 @@ fn the_fingerprint_matches_the_shared_vectors() {
 #[test]
 fn the_prefer_wait_reader_matches_the_shared_vectors() {
     use idempotency_ledger::contract::waiting::prefer_wait;
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/prefer-wait.json"
-    ))
-    .expect("fixture");
-    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
-    let vectors = fixture["vectors"].as_array().expect("vectors");
+    let vectors = vectors("prefer-wait.json");
     assert!(vectors.len() >= 20);
-    for v in vectors {
+    for v in &vectors {
         let header = v["header"].as_str();
         let want = match &v["wait"] {
             Value::Null => None,
@@ -91,15 +81,9 @@ fn the_prefer_wait_reader_matches_the_shared_vectors() {
 #[test]
 fn the_shard_layout_matches_the_shared_vectors() {
     use idempotency_ledger::contract::shards::{object_name, shard_of, Layout};
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/shards.json"
-    ))
-    .expect("fixture");
-    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
-    let vectors = fixture["vectors"].as_array().expect("vectors");
+    let vectors = vectors("shards.json");
     assert!(vectors.len() >= 50);
-    for v in vectors {
+    for v in &vectors {
         let key = v["key"].as_str().unwrap();
         let n = v["shards"].as_u64().unwrap() as u32;
         let index = shard_of(key, n);
