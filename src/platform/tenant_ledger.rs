@@ -75,9 +75,12 @@ pub struct TenantLedger {
     started: Cell<bool>,
     /// Requests parked on in-flight keys (in memory: gone with the instance).
     waiters: Waiters,
-    /// This object's name (`idFromName`): its tenant and, when the tenant is
-    /// sharded, its place in a layout (see `contract::shards`).
-    name: Option<String>,
+    /// How many objects this one's layout has (from its `idFromName` name,
+    /// see `contract::shards`; 1 for a tenant's single object).
+    shards: u32,
+    /// True when this object belongs to a retired shard layout under the
+    /// configuration it runs with (both fixed for the instance's life).
+    retired: bool,
 }
 
 impl DurableObject for TenantLedger {
@@ -95,8 +98,14 @@ impl DurableObject for TenantLedger {
         }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
         let name = state.id().name();
+        let shards = name.as_deref().map_or(1, |n| parse_object_name(n).shards);
+        let retired = match (&name, &config) {
+            (Some(n), Ok(c)) => c.tenant_shards.role_of(n) == Role::Retired,
+            _ => false,
+        };
         TenantLedger {
-            name,
+            shards,
+            retired,
             waiters: Waiters::new(max_waiters),
             state,
             ledger,
@@ -239,14 +248,10 @@ impl TenantLedger {
     ) -> ClaimPolicy {
         // MAX_KEYS_PER_TENANT stays a tenant's quota: each of a sharded
         // tenant's N objects holds at most its N-th part (rounded up).
-        let shards = self
-            .name
-            .as_deref()
-            .map_or(1, |n| parse_object_name(n).shards);
         ClaimPolicy {
             lease_ms: lease_seconds.map_or(config.lease_ms(), |s| s as i64 * 1000),
             retention_ms: retention_seconds.map_or(config.retention_ms(), |s| s as i64 * 1000),
-            max_keys: config.max_keys_per_tenant.div_ceil(u64::from(shards)),
+            max_keys: config.max_keys_per_tenant.div_ceil(u64::from(self.shards)),
             max_db_bytes: config.max_db_bytes_per_object,
         }
     }
@@ -403,7 +408,7 @@ impl TenantLedger {
             key,
             budget,
             |now| {
-                self.check_home(config, key, now)?;
+                self.check_home(key, now)?;
                 attempt(now).map_err(|e| store_unavailable(&e))
             },
             |out| refusal(out).and_then(in_flight),
@@ -419,11 +424,8 @@ impl TenantLedger {
     /// key it refuses with `421 idempotency-key-moved` and claims nothing, so
     /// no caller — not even a gateway still running the old configuration —
     /// can create a key here while another creates it in its current object.
-    fn check_home(&self, config: &Config, key: &str, now: i64) -> Result<(), Problem> {
-        let Some(name) = &self.name else {
-            return Ok(());
-        };
-        if config.tenant_shards.role_of(name) == Role::Current {
+    fn check_home(&self, key: &str, now: i64) -> Result<(), Problem> {
+        if !self.retired {
             return Ok(());
         }
         if self
