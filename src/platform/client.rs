@@ -118,29 +118,29 @@ impl LedgerClient {
             .map_err(unreachable)
     }
 
-    /// One call: the typed shell around [`LedgerClient::exchange`], kept
-    /// small because it is instantiated once per route.
+    /// One call that never waits: [`LedgerClient::call_waiting`]'s outcome.
     async fn call<C: Serialize, A: DeserializeOwned>(
         &self,
         route: Route,
         call: &C,
     ) -> Result<A, LedgerError> {
-        let body =
-            serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
-        let (bytes, _) = self.exchange(route, body, false).await?;
-        serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))
+        Ok(self.call_waiting(route, call, None).await?.outcome)
     }
 
-    /// A call that may wait (`wait_ms`): its answer and how long the object
-    /// kept it parked (`ledger-waited-ms`), `None` if it never parked.
+    /// One call: the typed shell around [`LedgerClient::exchange`] (kept
+    /// small: it is instantiated once per route). For a call that may wait
+    /// (`wait_ms`): its answer and how long the object
+    /// kept it parked (`ledger-waited-ms`), `None` if it never parked. The
+    /// header is read only when the call carried a wait.
     async fn call_waiting<C: Serialize, A: DeserializeOwned>(
         &self,
         route: Route,
         call: &C,
-        may_wait: bool,
+        wait_ms: Option<u64>,
     ) -> Result<Waited<A>, LedgerError> {
         let body =
             serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
+        let may_wait = wait_ms.is_some_and(|ms| ms > 0);
         let (bytes, waited_ms) = self.exchange(route, body, may_wait).await?;
         let outcome =
             serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))?;
@@ -197,8 +197,7 @@ impl LedgerClient {
         &self,
         call: &ClaimCall,
     ) -> Result<Waited<ClaimOutcome>, LedgerError> {
-        let may_wait = call.wait_ms.is_some_and(|ms| ms > 0);
-        self.call_waiting(Route::Claim, call, may_wait).await
+        self.call_waiting(Route::Claim, call, call.wait_ms).await
     }
 
     pub async fn complete(&self, call: &CompleteCall) -> Result<CompleteOutcome, LedgerError> {
@@ -253,7 +252,6 @@ impl LedgerClient {
         &self,
         call: &ExecuteCallRef<'_>,
     ) -> Result<Waited<ExecuteOutcome>, LedgerError> {
-        let may_wait = call.wait_ms.is_some_and(|ms| ms > 0);
-        self.call_waiting(Route::Execute, call, may_wait).await
+        self.call_waiting(Route::Execute, call, call.wait_ms).await
     }
 }
