@@ -238,9 +238,6 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         headers: &headers,
         body: &forward.body,
     });
-    // How long this request may wait if its key is in flight.
-    let prefer = header(&req, "prefer");
-    let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
     count_replays_when_due(ctx, env, &tenant, &base, cache);
     let cached = with_replays(cache, |c| {
         c.serve(&tenant, &key, &fingerprint.digest, now_ms())
@@ -254,6 +251,10 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         };
         return (http::replay(stored), Some(line));
     }
+    // How long this request may wait if its key is in flight (a cached
+    // replay above never does).
+    let prefer = header(&req, "prefer");
+    let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
     // The key's object (and, while resharding, its object in the previous layout).
     let homes = key_homes(env, ledger.as_ref(), &tenant, layout, &key);
     let step = match &homes {
