@@ -66,10 +66,6 @@ pub struct Protected<'a> {
 
 pub type Step = Result<(Response, Outcome), LedgerError>;
 
-fn answered((answer, outcome): (AppResponse, Outcome)) -> (Response, Outcome) {
-    (http::app(answer), outcome)
-}
-
 impl Protected<'_> {
     /// Keeps a completed record the object just replayed, so the next
     /// identical retry is answered from this isolate.
@@ -138,7 +134,7 @@ impl Protected<'_> {
 
     /// The answer, with `Preference-Applied` if the client asked to wait
     /// and the request did.
-    fn answered_after(
+    fn answered(
         &self,
         (mut answer, outcome): (AppResponse, Outcome),
         waited_ms: Option<u64>,
@@ -166,7 +162,7 @@ impl Protected<'_> {
         if let ExecuteOutcome::Refused(refusal) = &answer.outcome {
             self.remember(refusal);
         }
-        Ok(self.answered_after(answer::execute_answer(answer.outcome), answer.waited_ms))
+        Ok(self.answered(answer::execute_answer(answer.outcome), answer.waited_ms))
     }
 
     /// Proxy mode: claim, forward to the origin, then settle the key as the
@@ -180,7 +176,8 @@ impl Protected<'_> {
                     "idempotency.not_forwardable",
                     fields! {"error" => reason, "method" => &self.forward.method},
                 );
-                return Ok(answered(proxy::not_forwardable(&self.forward.method)));
+                let refused = proxy::not_forwardable(&self.forward.method);
+                return Ok(self.answered(refused, None));
             }
         };
         let claim = ClaimCall {
@@ -199,7 +196,7 @@ impl Protected<'_> {
             ClaimOutcome::Refused(refusal) => {
                 self.remember(&refusal);
                 let refused = answer::refusal_answer(refusal);
-                return Ok(self.answered_after(refused, claimed.waited_ms));
+                return Ok(self.answered(refused, claimed.waited_ms));
             }
         };
         let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
@@ -256,7 +253,7 @@ impl Protected<'_> {
             Settle::Keep => outcome,
         };
         // The caller whose run produced this response always gets it.
-        Ok(self.answered_after((reply, outcome), claimed.waited_ms))
+        Ok(self.answered((reply, outcome), claimed.waited_ms))
     }
 
     /// Runs `settlement` so that it finishes even if this request is
