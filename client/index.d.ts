@@ -129,6 +129,8 @@ export interface Problem {
 
 export declare const RPC_V1_PREFIX: "/rpc/v1/";
 export declare const MAX_SHARDS: 128;
+/** Is `tenant` a valid tenant id (1–64 of A-Z a-z 0-9 . _ -), as the gateway's? */
+export declare function isTenantId(tenant: unknown): tenant is string;
 /** The shard of `key` among `shards` (first 8 bytes of SHA-256(key), big-endian, mod N), as the gateway computes it. */
 export declare function shardOf(key: string, shards: number): Promise<number>;
 /** The Durable Object name of shard `index` of `tenant` over `shards` (the tenant itself for one shard). */

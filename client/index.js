@@ -81,6 +81,11 @@ export class LedgerClient {
 export const MAX_SHARDS = 128;
 const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
+/** Is `tenant` a valid tenant id (1–64 of A-Z a-z 0-9 . _ -), as the gateway's? */
+export function isTenantId(tenant) {
+  return typeof tenant === "string" && TENANT_ID.test(tenant);
+}
+
 /** The shard of `key` among `shards`: the first 8 bytes of SHA-256(key), big-endian, modulo N (as the gateway). */
 export async function shardOf(key, shards) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(key)));
@@ -110,7 +115,7 @@ export function parseTenantShards(raw) {
     return v;
   };
   for (const [tenant, v] of Object.entries(value)) {
-    if (!TENANT_ID.test(tenant)) throw new TypeError(`TENANT_SHARDS: ${JSON.stringify(tenant)} is not a valid tenant id`);
+    if (!isTenantId(tenant)) throw new TypeError(`TENANT_SHARDS: ${JSON.stringify(tenant)} is not a valid tenant id`);
     if (v !== null && typeof v === "object" && !Array.isArray(v)) {
       const extra = Object.keys(v).find((k) => k !== "shards" && k !== "previous");
       if (extra !== undefined) throw new TypeError(`TENANT_SHARDS: ${tenant}: unknown field ${JSON.stringify(extra)}`);

@@ -19,18 +19,17 @@
 // it holds and refuses others with 421 idempotency-key-moved.
 import { WorkerEntrypoint } from "cloudflare:workers";
 import gateway, { TenantLedger } from "../build/index.js";
-import { LedgerClient, LedgerError, parseTenantShards, shardOf, shardObjectName } from "../client/index.js";
+import { LedgerClient, LedgerError, isTenantId, parseTenantShards, shardOf, shardObjectName } from "../client/index.js";
 
 export { TenantLedger };
 export default gateway;
 
-const TENANT = /^[A-Za-z0-9._-]{1,64}$/;
 let shardMap = null; // parsed once per isolate (variables never change within one)
 
 /** JS RPC over RPC v1: `env.LEDGER.claim("acme", { key, fingerprint })`. */
 export class LedgerService extends WorkerEntrypoint {
   #layout(tenant) {
-    if (typeof tenant !== "string" || !TENANT.test(tenant)) {
+    if (!isTenantId(tenant)) {
       throw new TypeError("tenant must be 1-64 characters of A-Z a-z 0-9 . _ -");
     }
     shardMap ??= parseTenantShards(this.env.TENANT_SHARDS);
