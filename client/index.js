@@ -268,7 +268,7 @@ async function componentDigest(value) {
 }
 
 /**
- * The request fingerprint of SPEC §2.4: method (uppercased), target
+ * The request fingerprint of docs/contract.md §2.4: method (uppercased), target
  * (path+query verbatim), each named header (absent != empty) and the raw body.
  */
 export async function fingerprint({ method, target, headers = {}, fingerprintHeaders = ["content-type"], body }) {

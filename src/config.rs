@@ -1,4 +1,4 @@
-//! Configuration: the `[vars]` and secrets of SPEC §5, parsed and validated.
+//! Configuration: the `[vars]` and secrets of docs/contract.md §5, parsed and validated.
 //!
 //! Role: turn the strings the runtime hands us (wrangler.toml `[vars]`,
 //! `wrangler dev --var`, secrets) into typed settings, once per isolate. Pure:
@@ -39,7 +39,7 @@ pub enum LogLevel {
     Error,
 }
 
-/// Every setting of SPEC §5 except the tokens.
+/// Every setting of docs/contract.md §5 except the tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub retention_seconds: u64,

@@ -11,7 +11,7 @@
 //! - [`contract`] — every gateway decision as pure functions: admission,
 //!   the answer for each ledger outcome, proxy mode's complete / release /
 //!   keep. Host-tested; the edges only convert types.
-//! - [`config`] — the `[vars]` of SPEC §5, parsed and validated.
+//! - [`config`] — the `[vars]` of docs/contract.md §5, parsed and validated.
 //! - [`rpc`] — the versioned fetch RPC (v1) between Workers and the object.
 //! - [`waiters`] — requests parked on an in-flight key until it settles.
 //! - `platform` (wasm32 only) — the thin workers-rs edges: the Durable Object

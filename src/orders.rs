@@ -1,4 +1,4 @@
-//! The embedded application: a tenant-local orders API (SPEC §2.6).
+//! The embedded application: a tenant-local orders API (docs/contract.md §2.6).
 //!
 //! Role: the default application behind the gateway when no origin is
 //! configured. Its table lives in the tenant's own SQLite database, beside the

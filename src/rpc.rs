@@ -1,4 +1,4 @@
-//! The versioned fetch RPC between Workers and a `TenantLedger` (SPEC §3).
+//! The versioned fetch RPC between Workers and a `TenantLedger` (docs/contract.md §3).
 //!
 //! Role: the wire shapes of `/rpc/v1/...` — every call is a `POST` with a JSON
 //! body, every answer JSON (outcomes tagged by `"outcome"`), every refusal an

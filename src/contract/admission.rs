@@ -1,4 +1,4 @@
-//! Admission: which requests get in, as whom, and under which key (SPEC
+//! Admission: which requests get in, as whom, and under which key (docs/contract.md
 //! §2.1–§2.4).
 //!
 //! Role: everything the gateway decides from a request's head, before any
@@ -116,7 +116,7 @@ pub enum Protection {
 }
 
 impl Protection {
-    /// Is this request logged (SPEC §6: one line per protected request)?
+    /// Is this request logged (docs/contract.md §6: one line per protected request)?
     pub fn is_logged(&self) -> bool {
         !matches!(self, Protection::Unprotected)
     }

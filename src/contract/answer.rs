@@ -1,5 +1,5 @@
 //! Answers: what the gateway (or any edge) sends back for each ledger
-//! outcome (SPEC §2.5).
+//! outcome (docs/contract.md §2.5).
 //!
 //! Role: the one mapping from the ledger's closed outcomes to HTTP answers —
 //! replay, `409` with `Retry-After`, `422` naming what differed, `429` with

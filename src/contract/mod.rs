@@ -1,5 +1,5 @@
 //! The contract: every idempotency decision the gateway makes, as pure
-//! functions from values to values (SPEC §2).
+//! functions from values to values (docs/contract.md §2).
 //!
 //! Role: own the rules that used to live in the wasm edges — who is let in,
 //! which requests are protected, what each ledger outcome answers (status,

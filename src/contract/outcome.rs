@@ -1,4 +1,4 @@
-//! The outcome a protected request's log line names (SPEC §6).
+//! The outcome a protected request's log line names (docs/contract.md §6).
 //!
 //! Role: the closed list of what can happen to a protected request, so the
 //! compiler checks every label and the README's list is this enum.

@@ -1,5 +1,5 @@
 //! Proxy mode: what happens to the key once the origin has answered, or
-//! failed to (SPEC §2.5, §2.6).
+//! failed to (docs/contract.md §2.5, §2.6).
 //!
 //! Role: the closed decision between completing the key with the origin's
 //! answer, releasing it (a retry runs again), and keeping it in flight

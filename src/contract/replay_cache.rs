@@ -1,5 +1,5 @@
 //! The gateway's replay cache: completed records answered from isolate
-//! memory, without the hop to the tenant's object (SPEC §8 "Replay cache").
+//! memory, without the hop to the tenant's object (docs/contract.md §2.9).
 //!
 //! Role: a completed record is immutable until it expires, so once the
 //! object has answered `completed` for (tenant, key), the gateway may answer

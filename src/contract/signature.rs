@@ -1,5 +1,5 @@
 //! Origin authentication: the signature the gateway puts on every request
-//! it forwards when `ORIGIN_SIGNING_SECRET` is set (SPEC §8).
+//! it forwards when `ORIGIN_SIGNING_SECRET` is set (docs/contract.md §2.6).
 //!
 //! Role: let an origin reachable by others (`ORIGIN_URL`) tell the
 //! gateway's requests — and so its `X-Tenant-Id` — from forged ones,

@@ -33,7 +33,7 @@ pub const MAX_CALL_WAIT_MS: u64 = 3_600_000;
 /// deadline, so only a lost object (evicted, restarted, wedged) gets here.
 pub const WAIT_ANSWER_GRACE_MS: u64 = 5_000;
 
-/// The operator's waiting rules (SPEC §5 additions).
+/// The operator's waiting rules (docs/contract.md §2.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaitSettings {
     /// Seconds a request waits when it does not say (`IN_FLIGHT_WAIT_SECONDS`, default 0).

@@ -14,7 +14,7 @@ use super::store::{Row, RowExt, StoreError};
 use super::Millis;
 use crate::protocol::{Component, Fingerprint, StoredResponse};
 
-/// A record as introspection shows it (SPEC §2.7). Times are RFC 3339.
+/// A record as introspection shows it (docs/contract.md §2.7). Times are RFC 3339.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordView {
     pub key: String,

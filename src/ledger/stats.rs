@@ -1,4 +1,4 @@
-//! Counters, stats and the bounded sweep (SPEC §2.7, §4).
+//! Counters, stats and the bounded sweep (docs/contract.md §2.7, §4).
 //!
 //! Role: everything the ledger counts and everything that deletes records.
 //!
@@ -17,7 +17,7 @@ use super::record::rfc3339;
 use super::store::{RowExt, SqlStore, SqlValue, StoreError};
 use super::{Ledger, Millis};
 
-/// Counts kept by the object (SPEC §2.7).
+/// Counts kept by the object (docs/contract.md §2.7).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     pub records: i64,

@@ -1,4 +1,4 @@
-//! The typed Rust client for a deployed `TenantLedger` (RPC v1, SPEC §3).
+//! The typed Rust client for a deployed `TenantLedger` (RPC v1, docs/contract.md §3).
 //!
 //! Role: let the gateway — and any other Rust Worker bound to the
 //! `TenantLedger` namespace — call the ledger without writing JSON by hand.

@@ -1,5 +1,5 @@
 //! The gateway Worker: authenticate, derive the tenant, validate the key,
-//! fingerprint, and forward to that tenant's `TenantLedger` (SPEC §2).
+//! fingerprint, and forward to that tenant's `TenantLedger` (docs/contract.md §2).
 //!
 //! Role: carry one HTTP request through the contract's decisions
 //! (`crate::contract`) — admit → protected? → embedded or proxied → answer →
@@ -80,7 +80,7 @@ fn settings(env: &Env) -> Rc<Result<Settings, ConfigError>> {
     })
 }
 
-/// The log line of one protected request (SPEC §6).
+/// The log line of one protected request (docs/contract.md §6).
 struct RequestLog {
     outcome: Outcome,
     tenant: String,

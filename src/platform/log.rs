@@ -1,4 +1,4 @@
-//! Structured logs (SPEC §6): one JSON line per event.
+//! Structured logs (docs/contract.md §6): one JSON line per event.
 //!
 //! Role: the only place log lines are written, so that no raw key, token or
 //! body can slip into one: identifiers pass through [`short_hash`] first.
@@ -90,7 +90,7 @@ pub fn error(event: &str, fields: Map<String, Value>) {
 }
 
 /// The error line for a refused completion or release: a superseded owner
-/// tried to finish a key it no longer owns (SPEC §6).
+/// tried to finish a key it no longer owns (docs/contract.md §6).
 pub fn fenced_out(
     operation: &str,
     key: &str,

@@ -1,4 +1,4 @@
-//! Proxy mode: forwarding to the origin (SPEC §2.6), with the origin timeout.
+//! Proxy mode: forwarding to the origin (docs/contract.md §2.6), with the origin timeout.
 //!
 //! Role: one place that talks to the application behind the gateway, by
 //! service binding `ORIGIN` (preferred when both are set) or `ORIGIN_URL`.

@@ -1,4 +1,4 @@
-//! The request fingerprint (SPEC §2.4).
+//! The request fingerprint (docs/contract.md §2.4).
 //!
 //! Role: decide whether a retry is *the same request*. Pure: no I/O.
 //!

@@ -1,4 +1,4 @@
-//! Parsing the `Idempotency-Key` field (SPEC §2.3).
+//! Parsing the `Idempotency-Key` field (docs/contract.md §2.3).
 //!
 //! Role: turn the one header value the runtime hands us into a validated key,
 //! or say precisely why it is refused. Pure: no I/O, no workers-rs.

@@ -1,7 +1,7 @@
 //! RFC 9457 problem documents: every refusal the product makes.
 //!
 //! Role: one error value for all edges. The slugs are the wire contract that
-//! clients match on (SPEC §2.5): renaming one is a breaking change. Pure.
+//! clients match on (docs/contract.md §2.5): renaming one is a breaking change. Pure.
 //!
 //! What must stay true here:
 //! - Every problem renders `type` (ending in its slug), `title`, `status` and

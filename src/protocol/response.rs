@@ -1,4 +1,4 @@
-//! Responses as the ledger stores and replays them (SPEC §2.5 "Stored responses").
+//! Responses as the ledger stores and replays them (docs/contract.md §2.5 "Stored responses").
 //!
 //! Role: capture what a replay needs — status, allowlisted headers, body bytes —
 //! and nothing more. Pure: no I/O.

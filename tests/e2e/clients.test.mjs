@@ -1,4 +1,4 @@
-// Other Workers calling the ledger (SPEC §3): a JavaScript Worker using the
+// Other Workers calling the ledger (docs/contract.md §3): a JavaScript Worker using the
 // npm package's client, bound to the real TenantLedger with script_name.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -1,10 +1,10 @@
-// Configuration (SPEC §5) as the deployed Worker sees it: defaults, invalid
+// Configuration (docs/contract.md §5) as the deployed Worker sees it: defaults, invalid
 // values failing loudly, no demo-token fallback, and the request bounds.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, orderInit, json, slug, orders, wranglerVars, eventually } from "./harness.mjs";
 
-test("wrangler.toml publishes the SPEC defaults", () => {
+test("wrangler.toml publishes the documented defaults", () => {
   assert.deepEqual(wranglerVars(), {
     RETENTION_SECONDS: "86400", LEASE_SECONDS: "60", MAX_REQUEST_BODY_BYTES: "1048576",
     MAX_STORED_BODY_BYTES: "1048576", SWEEP_BATCH: "500", IDEMPOTENCY_REQUIRED: "true",

@@ -1,4 +1,4 @@
-// The gateway's wire contract with the embedded orders app (SPEC §2), run on
+// The gateway's wire contract with the embedded orders app (docs/contract.md §2), run on
 // the built Worker in workerd with real SQLite-backed Durable Objects.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

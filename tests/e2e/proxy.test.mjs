@@ -1,4 +1,4 @@
-// Proxy mode (SPEC §2.6) and every row of the SPEC §2.5 outcome table that
+// Proxy mode (docs/contract.md §2.6) and every row of the docs/contract.md §2.5 outcome table that
 // needs an origin: a real HTTP server on 127.0.0.1 or a second Worker.
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// The object's versioned fetch RPC (SPEC §3), called directly on a real
+// The object's versioned fetch RPC (docs/contract.md §3), called directly on a real
 // TenantLedger: outcomes, fencing, and refusals that change nothing.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

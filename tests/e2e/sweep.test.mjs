@@ -1,4 +1,4 @@
-// The alarm-driven bounded sweep (SPEC §4) in workerd: records disappear by
+// The alarm-driven bounded sweep (docs/contract.md §4) in workerd: records disappear by
 // alarm only after their window, a backlog clears over several bounded
 // alarms, and an object re-arms its alarm after a restart.
 import { test } from "node:test";

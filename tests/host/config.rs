@@ -1,4 +1,4 @@
-//! Configuration (SPEC §5): defaults, loud failures naming the variable,
+//! Configuration (docs/contract.md §5): defaults, loud failures naming the variable,
 //! secrets, the token map.
 
 use std::collections::HashMap;

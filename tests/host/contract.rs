@@ -1,5 +1,5 @@
 //! The gateway's contract on the host: every row of the outcome table
-//! (SPEC §2.5) and the admission rules (SPEC §2.1–§2.4), decided by
+//! (docs/contract.md §2.5) and the admission rules (docs/contract.md §2.1–§2.4), decided by
 //! `contract` from the answers of a real ledger on rusqlite.
 
 use std::collections::HashMap;
