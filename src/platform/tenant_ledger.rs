@@ -292,6 +292,7 @@ impl TenantLedger {
             Route::Complete => {
                 let call: CompleteCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
+                self.check_home(&call.key, now)?;
                 let retention = self
                     .policy(config, None, call.retention_seconds)
                     .retention_ms;
@@ -312,6 +313,7 @@ impl TenantLedger {
             Route::Release => {
                 let call: ReleaseCall = parse_call(body)?;
                 call.validate().map_err(bad_call)?;
+                self.check_home(&call.key, now)?;
                 let out = self
                     .ledger
                     .release(&call.key, call.generation)
@@ -421,7 +423,9 @@ impl TenantLedger {
 
     /// A retired shard (the tenant is being resharded, see
     /// `contract::shards`) answers only for the keys it holds: for any other
-    /// key it refuses with `421 idempotency-key-moved` and claims nothing, so
+    /// key a claim, execute, complete or release is refused with `421
+    /// idempotency-key-moved` and changes nothing (so every caller routes a
+    /// keyed call the same way: previous layout first, on 421 the current), so
     /// no caller — not even a gateway still running the old configuration —
     /// can create a key here while another creates it in its current object.
     fn check_home(&self, key: &str, now: i64) -> Result<(), Problem> {
