@@ -12,10 +12,16 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::contract::waiting::{MAX_CALL_WAIT_MS, WAITED_HEADER};
 use crate::ledger::{RecordView, Stats, STORED_BODY_CEILING};
 use crate::protocol::response::base64_bytes;
 use crate::protocol::{validate_key, Fingerprint, StoredResponse};
+
+/// The object's answer header naming how long a claim or execute waited.
+pub const WAITED_HEADER: &str = "ledger-waited-ms";
+
+/// The largest `wait_ms` an RPC call may carry (one hour); the object then
+/// bounds it by its own `IN_FLIGHT_WAIT_MAX_SECONDS`.
+pub const MAX_CALL_WAIT_MS: u64 = 3_600_000;
 
 /// Why a ledger call did not produce an outcome, as its caller sees it.
 ///
@@ -204,7 +210,7 @@ impl CompleteCall {
         let r = &self.response;
         // Only a final status can be replayed: a stored 1xx (or 600+) would
         // make every replay fail to build.
-        if !crate::contract::proxy::is_passable_status(r.status) {
+        if !crate::protocol::is_passable_status(r.status) {
             return Err("response.status must be 200-599".into());
         }
         for (name, _) in &r.headers {

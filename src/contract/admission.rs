@@ -14,7 +14,7 @@
 //! - The method is the raw method string the runtime delivered.
 
 use super::Outcome;
-use crate::config::{Config, TokenMap};
+use crate::config::Config;
 use crate::protocol::{parse_idempotency_key, Problem, ProblemKind};
 
 /// What the gateway serves at a path. Decided before authentication so
@@ -33,22 +33,6 @@ pub enum GatewayRoute<'a> {
     Application,
 }
 
-/// Path plus query of an absolute URL exactly as the runtime hands it over:
-/// the string with scheme and authority cut off and any fragment dropped,
-/// never re-serialised from a parsed URL (the fingerprint hashes it
-/// verbatim, and parsing with the `url` crate would also put its IDNA tables
-/// in the bundle).
-pub fn target_of(url: &str) -> &str {
-    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let target = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
-    target.split('#').next().unwrap_or("/")
-}
-
-/// The path of a target (without its query).
-pub fn path_of(target: &str) -> &str {
-    target.split('?').next().unwrap_or("/")
-}
-
 /// Routes a request by its raw method and its path (without the query).
 pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
     match method {
@@ -61,35 +45,6 @@ pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
         },
         _ => GatewayRoute::Application,
     }
-}
-
-fn unauthorized(detail: &str) -> Problem {
-    Problem::new(ProblemKind::Unauthorized, detail).with_header("WWW-Authenticate", "Bearer")
-}
-
-/// The tenant of the bearer token in the `Authorization` field value.
-///
-/// The scheme is matched case-insensitively (RFC 9110 §11.1); the token is
-/// what follows the first space, with surrounding whitespace removed.
-pub fn authenticate(authorization: Option<&str>, tokens: &TokenMap) -> Result<String, Problem> {
-    let Some(header) = authorization else {
-        return Err(unauthorized("send Authorization: Bearer <token>"));
-    };
-    let token = header
-        .trim()
-        .split_once(' ')
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim())
-        .filter(|t| !t.is_empty());
-    let Some(token) = token else {
-        return Err(unauthorized(
-            "the Authorization header must use the Bearer scheme",
-        ));
-    };
-    tokens
-        .tenant_for(token)
-        .map(str::to_string)
-        .ok_or_else(|| unauthorized("unknown bearer token"))
 }
 
 /// The parts of an application request's head that admission reads.

@@ -22,10 +22,10 @@
 
 pub mod admission;
 pub mod answer;
+pub mod auth;
 pub mod outcome;
 pub mod proxy;
 pub mod replay_cache;
-pub mod shards;
 pub mod signature;
 pub mod waiting;
 

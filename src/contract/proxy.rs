@@ -19,7 +19,7 @@
 use super::Outcome;
 use crate::config::Config;
 use crate::ledger::{CompleteOutcome, KeyState, RecordState};
-use crate::protocol::{AppResponse, Problem, ProblemKind, StoredResponse};
+use crate::protocol::{is_passable_status, AppResponse, Problem, ProblemKind, StoredResponse};
 use crate::rpc::LedgerError;
 
 /// Why the origin produced no (complete) response.
@@ -32,22 +32,6 @@ pub enum OriginFailure {
     Incomplete,
     /// No complete response within `ORIGIN_TIMEOUT_SECONDS`.
     TimedOut,
-}
-
-/// Statuses that can be passed on and stored: a final answer. `1xx` (an
-/// origin answering `101 Switching Protocols` to a forwarded `Upgrade`) and
-/// anything outside 200–599 cannot be.
-pub fn is_passable_status(status: u16) -> bool {
-    (200..=599).contains(&status)
-}
-
-/// Headers that describe one connection, not the message (RFC 9110 §7.6.1),
-/// never forwarded in either direction.
-pub fn is_hop_by_hop(lowercase_name: &str) -> bool {
-    matches!(
-        lowercase_name,
-        "connection" | "upgrade" | "keep-alive" | "te" | "transfer-encoding" | "trailer"
-    ) || lowercase_name.starts_with("proxy-")
 }
 
 /// The answer to a request that cannot be forwarded (a method the runtime

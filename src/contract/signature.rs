@@ -10,8 +10,7 @@
 //! `X-Idempotency-Signature: t={t},v1={hex HMAC-SHA256(secret, signed)}`;
 //! the README's verification code and the e2e origin compute exactly this.
 
-use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
+use crate::protocol::digest::{hmac_hex, sha256_hex};
 
 /// The header that carries the signature.
 pub const SIGNATURE_HEADER: &str = "x-idempotency-signature";
@@ -30,19 +29,8 @@ pub fn signed_payload(
 ) -> String {
     format!(
         "{unix_seconds}\n{tenant}\n{method}\n{target}\n{}",
-        hex::encode(Sha256::digest(body))
+        sha256_hex(body)
     )
-}
-
-/// HMAC-SHA256 of `message` under `key`, as lowercase hex.
-pub fn hmac_hex(key: &[u8], message: &[u8]) -> String {
-    // HMAC accepts keys of any length; `new_from_slice` cannot fail for it.
-    let mut mac = match Hmac::<Sha256>::new_from_slice(key) {
-        Ok(mac) => mac,
-        Err(_) => return String::new(),
-    };
-    mac.update(message);
-    hex::encode(mac.finalize().into_bytes())
 }
 
 /// The `X-Idempotency-Signature` value for one forwarded request.

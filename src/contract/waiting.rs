@@ -16,50 +16,16 @@
 //! - A `Prefer` the server cannot read is ignored, as RFC 7240 §2 says
 //!   (no `400`): the request then waits the operator's default.
 
+use crate::config::WaitSettings;
 use crate::ledger::Millis;
 
 /// The response header that names the preferences a server honoured.
 pub const PREFERENCE_APPLIED: &str = "Preference-Applied";
 
-/// The object's answer header naming how long a claim or execute waited.
-pub const WAITED_HEADER: &str = "ledger-waited-ms";
-
-/// The largest `wait_ms` an RPC call may carry (one hour); the object then
-/// bounds it by its own `IN_FLIGHT_WAIT_MAX_SECONDS`.
-pub const MAX_CALL_WAIT_MS: u64 = 3_600_000;
-
 /// How much longer than its budget the gateway waits for a waiting call's
 /// answer before it gives up on it (`409`): the object answers by its
 /// deadline, so only a lost object (evicted, restarted, wedged) gets here.
 pub const WAIT_ANSWER_GRACE_MS: u64 = 5_000;
-
-/// The operator's waiting rules (docs/contract.md §2.8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WaitSettings {
-    /// Seconds a request waits when it does not say (`IN_FLIGHT_WAIT_SECONDS`, default 0).
-    pub default_seconds: u64,
-    /// The most any request waits (`IN_FLIGHT_WAIT_MAX_SECONDS`, default 10).
-    pub max_seconds: u64,
-    /// Waiters one object parks at once (`IN_FLIGHT_MAX_WAITERS`, default 1,000).
-    pub max_waiters: usize,
-}
-
-impl Default for WaitSettings {
-    fn default() -> Self {
-        WaitSettings {
-            default_seconds: 0,
-            max_seconds: 10,
-            max_waiters: 1_000,
-        }
-    }
-}
-
-impl WaitSettings {
-    /// The object's bound on a call's `wait_ms`.
-    pub fn bound_ms(&self, asked_ms: u64) -> u64 {
-        asked_ms.min(self.max_seconds.saturating_mul(1000))
-    }
-}
 
 /// How long one gateway request may wait, and what it tells the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

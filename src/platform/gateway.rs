@@ -28,11 +28,12 @@ use std::time::Duration;
 use worker::worker_sys::web_sys;
 use worker::{event, Context, Env, Headers, Response};
 
-use crate::config::{Config, ConfigError, TokenMap};
+use crate::config::shards::{object_name, Layout};
+use crate::config::{Config, ConfigError};
 use crate::contract::admission::{self, body_unreadable, check_body_length};
 use crate::contract::answer::{self, LedgerFailure};
+use crate::contract::auth::{self, TokenMap};
 use crate::contract::proxy;
-use crate::contract::shards::{object_name, Layout};
 use crate::contract::waiting::{prefer_wait, WaitPlan};
 use crate::contract::{GatewayRoute, Outcome, Protection, Rejection, RequestHead};
 use crate::fields;
@@ -118,8 +119,8 @@ fn store_unavailable(error: &LedgerError) -> Response {
 async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, Option<RequestLog>) {
     let method = req.method();
     let url = req.url();
-    let target = admission::target_of(&url).to_string();
-    let path = admission::path_of(&target);
+    let target = crate::protocol::target_of(&url).to_string();
+    let path = crate::protocol::path_of(&target);
     let route = admission::route(&method, path);
     match route {
         GatewayRoute::Health => {
@@ -139,7 +140,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> (Response, O
         let message = "the secret is not set; no token can be accepted";
         return (misconfigured("API_TOKENS", message), None);
     };
-    let tenant = match admission::authenticate(header(&req, "authorization").as_deref(), tokens) {
+    let tenant = match auth::authenticate(header(&req, "authorization").as_deref(), tokens) {
         Ok(t) => t,
         Err(p) => return (http::problem(&p), None),
     };

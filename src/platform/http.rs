@@ -161,7 +161,7 @@ pub async fn read_app_response(mut response: Response) -> worker::Result<AppResp
         .headers()
         .entries()
         .map(|(n, v)| (n.to_ascii_lowercase(), v))
-        .filter(|(n, _)| !crate::contract::proxy::is_hop_by_hop(n))
+        .filter(|(n, _)| !crate::protocol::is_hop_by_hop(n))
         .collect();
     let body = if is_null_body_status(status) {
         Vec::new()

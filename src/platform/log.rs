@@ -56,7 +56,7 @@ pub fn set_hash_key(key: Option<&str>) {
 /// hashing guesses. Enough to correlate log lines either way.
 pub fn short_hash(value: &str) -> String {
     let mut hex = HASH_KEY.with(|k| match k.borrow().as_deref() {
-        Some(key) => crate::contract::signature::hmac_hex(key.as_bytes(), value.as_bytes()),
+        Some(key) => crate::protocol::digest::hmac_hex(key.as_bytes(), value.as_bytes()),
         None => hex::encode(Sha256::digest(value.as_bytes())),
     });
     hex.truncate(12);

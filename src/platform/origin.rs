@@ -23,10 +23,10 @@ use futures_util::future::{select, Either};
 use worker::{Delay, Env, Fetch, Fetcher, Headers, Request};
 
 use crate::config::Config;
-use crate::contract::proxy::is_hop_by_hop;
 use crate::contract::signature::{origin_signature, SIGNATURE_HEADER};
 use crate::contract::OriginFailure;
 use crate::platform::http::{outbound_request, read_app_response};
+use crate::protocol::is_hop_by_hop;
 use crate::protocol::AppResponse;
 
 /// Where the origin is.

@@ -30,10 +30,9 @@ use worker::{
     durable_object, wasm_bindgen, DurableObject, Env, Request, Response, ScheduledTime, State,
 };
 
+use crate::config::shards::{parse_object_name, Role};
 use crate::config::{Config, ConfigError};
-use crate::contract::admission::{path_of, target_of};
 use crate::contract::answer;
-use crate::contract::shards::{parse_object_name, Role};
 use crate::fields;
 use crate::ledger::{
     rfc3339, ClaimOutcome, ClaimPolicy, CompleteOutcome, Counter, ExecuteOutcome, Ledger, Refusal,
@@ -43,6 +42,7 @@ use crate::orders;
 use crate::platform::do_store::DoSqlStore;
 use crate::platform::waiting::{attempt_waiting, WaitReport};
 use crate::platform::{config_lookup, http, log, misconfigured, now_ms};
+use crate::protocol::{path_of, target_of};
 use crate::protocol::{Problem, ProblemKind};
 use crate::rpc::{
     check_claim_windows, ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall,

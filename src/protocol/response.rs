@@ -20,6 +20,22 @@ pub fn is_null_body_status(status: u16) -> bool {
     matches!(status, 204 | 205 | 304)
 }
 
+/// Statuses that can be passed on and stored: a final answer. `1xx` (an
+/// origin answering `101 Switching Protocols` to a forwarded `Upgrade`) and
+/// anything outside 200–599 cannot be.
+pub fn is_passable_status(status: u16) -> bool {
+    (200..=599).contains(&status)
+}
+
+/// Headers that describe one connection, not the message (RFC 9110 §7.6.1),
+/// never forwarded in either direction.
+pub fn is_hop_by_hop(lowercase_name: &str) -> bool {
+    matches!(
+        lowercase_name,
+        "connection" | "upgrade" | "keep-alive" | "te" | "transfer-encoding" | "trailer"
+    ) || lowercase_name.starts_with("proxy-")
+}
+
 /// Base64 (standard alphabet, padded) for byte fields in JSON.
 pub mod base64_bytes {
     use base64::{engine::general_purpose::STANDARD, Engine};

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use idempotency_ledger::config::*;
+use idempotency_ledger::contract::auth::TokenMap;
 use sha2::{Digest, Sha256};
 
 fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {

@@ -5,14 +5,15 @@
 use std::collections::HashMap;
 
 use crate::support::*;
-use idempotency_ledger::config::{Config, FailurePolicy, TokenMap};
+use idempotency_ledger::config::{Config, FailurePolicy};
 use idempotency_ledger::contract::admission::{
-    self, authenticate, check_body_length, introspection_key, misconfigured,
+    self, check_body_length, introspection_key, misconfigured,
 };
 use idempotency_ledger::contract::answer::{
     execute_answer, ledger_failure, lookup_answer, read_failure, refusal_answer, replay,
     retry_after_seconds, REPLAYED_HEADER,
 };
+use idempotency_ledger::contract::auth::{authenticate, TokenMap};
 use idempotency_ledger::contract::proxy::{after_completion, after_origin, unprotected_answer};
 use idempotency_ledger::contract::{
     GatewayRoute, LedgerFailure, OriginFailure, Outcome, Protection, RequestHead, Settle,
@@ -688,7 +689,7 @@ fn misconfiguration_is_500_and_never_names_a_secret_value() {
 
 #[test]
 fn the_target_is_the_url_after_its_authority_verbatim() {
-    use idempotency_ledger::contract::admission::{path_of, target_of};
+    use idempotency_ledger::protocol::{path_of, target_of};
     assert_eq!(
         target_of("https://gw.test/v1/orders?b=2&a=1"),
         "/v1/orders?b=2&a=1"
@@ -731,15 +732,13 @@ fn a_status_that_cannot_be_passed_on_keeps_the_key_with_502_invalid() {
         );
     }
     for status in [200, 204, 599] {
-        assert!(idempotency_ledger::contract::proxy::is_passable_status(
-            status
-        ));
+        assert!(idempotency_ledger::protocol::is_passable_status(status));
     }
 }
 
 #[test]
 fn hop_by_hop_headers_are_recognised() {
-    use idempotency_ledger::contract::proxy::is_hop_by_hop;
+    use idempotency_ledger::protocol::is_hop_by_hop;
     for h in [
         "connection",
         "upgrade",

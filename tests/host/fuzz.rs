@@ -3,7 +3,8 @@
 //! fingerprint, RPC calls, token map, configuration — never panic on
 //! arbitrary bytes, and valid inputs round-trip.
 
-use idempotency_ledger::config::{Config, TokenMap};
+use idempotency_ledger::config::Config;
+use idempotency_ledger::contract::auth::TokenMap;
 use idempotency_ledger::protocol::{parse_idempotency_key, Fingerprint, RequestParts};
 use idempotency_ledger::rpc::{
     ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall, ReplayedCall,

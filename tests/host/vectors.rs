@@ -80,7 +80,7 @@ fn the_prefer_wait_reader_matches_the_shared_vectors() {
 
 #[test]
 fn the_shard_layout_matches_the_shared_vectors() {
-    use idempotency_ledger::contract::shards::{object_name, shard_of, Layout};
+    use idempotency_ledger::config::shards::{object_name, shard_of, Layout};
     let vectors = vectors("shards.json");
     assert!(vectors.len() >= 50);
     for v in &vectors {
@@ -103,7 +103,7 @@ fn the_shard_layout_matches_the_shared_vectors() {
 
 #[test]
 fn keys_spread_evenly_and_never_move_while_n_is_fixed() {
-    use idempotency_ledger::contract::shards::shard_of;
+    use idempotency_ledger::config::shards::shard_of;
     let mut counts = [0u32; 8];
     for i in 0..10_000 {
         let key = format!("order-{i}");

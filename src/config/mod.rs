@@ -10,14 +10,16 @@
 //! - `set-cookie` can never be a stored response header.
 //! - `API_TOKENS` has no built-in fallback: without it nobody is authorised.
 
-use std::collections::HashMap;
+pub mod shards;
+pub mod vars;
+pub mod waiting;
 
-use sha2::{Digest, Sha256};
-
-use crate::contract::shards::ShardMap;
-use crate::contract::waiting::WaitSettings;
 use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
+pub use shards::ShardMap;
+use vars::{boolean, err, number, secret, token_list};
+pub use vars::{ConfigError, SecretString};
+pub use waiting::{WaitSettings, MAX_WAITERS, MAX_WAIT_SECONDS};
 
 /// What to do when the ledger cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,60 +80,6 @@ pub struct Config {
     pub tenant_shards: ShardMap,
 }
 
-/// A secret value: never printed (`Debug` shows `<secret>`).
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretString(String);
-
-impl SecretString {
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SecretString {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<secret>")
-    }
-}
-
-/// A secret read from the environment, held to a minimum length: a short
-/// key is a configuration error, never a silent weak default. The error
-/// never repeats the value.
-fn secret(
-    get: &dyn Fn(&str) -> Option<String>,
-    name: &str,
-    min_len: usize,
-) -> Result<Option<SecretString>, ConfigError> {
-    match get(name) {
-        None => Ok(None),
-        Some(v) if v.len() >= min_len => Ok(Some(SecretString(v))),
-        Some(_) => Err(err(
-            name,
-            format!("the value is too short: at least {min_len} characters"),
-        )),
-    }
-}
-
-/// An invalid variable: its name and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    pub variable: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.variable, self.message)
-    }
-}
-
-fn err(variable: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
-        variable: variable.to_string(),
-        message: message.into(),
-    }
-}
-
 /// `REPLAY_CACHE_BYTES` by default: 8 MiB of a 128 MB isolate.
 pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = 8 * 1_048_576;
 
@@ -148,111 +96,6 @@ pub const DEFAULT_MAX_DB_BYTES: u64 = 9_000_000_000;
 
 /// The smallest byte quota accepted (64 KiB: an empty ledger is ~40 KiB).
 pub const MIN_MAX_DB_BYTES: u64 = 65_536;
-
-/// The longest wait an operator may allow (`IN_FLIGHT_WAIT_MAX_SECONDS`):
-/// clients and proxies rarely hold a request open longer.
-pub const MAX_WAIT_SECONDS: u64 = 300;
-
-/// The most waiters an operator may let one object park.
-pub const MAX_WAITERS: u64 = 100_000;
-
-fn wait_settings(get: &dyn Fn(&str) -> Option<String>) -> Result<WaitSettings, ConfigError> {
-    let defaults = WaitSettings::default();
-    let max_seconds = number(
-        get,
-        "IN_FLIGHT_WAIT_MAX_SECONDS",
-        defaults.max_seconds,
-        0,
-        MAX_WAIT_SECONDS,
-    )?;
-    let default_seconds = number(
-        get,
-        "IN_FLIGHT_WAIT_SECONDS",
-        defaults.default_seconds,
-        0,
-        MAX_WAIT_SECONDS,
-    )?;
-    // A default longer than the maximum would be silently cut: refuse it.
-    if default_seconds > max_seconds {
-        return Err(err(
-            "IN_FLIGHT_WAIT_SECONDS and IN_FLIGHT_WAIT_MAX_SECONDS",
-            format!(
-                "IN_FLIGHT_WAIT_SECONDS ({default_seconds}) exceeds IN_FLIGHT_WAIT_MAX_SECONDS ({max_seconds})"
-            ),
-        ));
-    }
-    let max_waiters = number(
-        get,
-        "IN_FLIGHT_MAX_WAITERS",
-        defaults.max_waiters as u64,
-        0,
-        MAX_WAITERS,
-    )? as usize;
-    Ok(WaitSettings {
-        default_seconds,
-        max_seconds,
-        max_waiters,
-    })
-}
-
-fn number(
-    get: &dyn Fn(&str) -> Option<String>,
-    name: &str,
-    default: u64,
-    min: u64,
-    max: u64,
-) -> Result<u64, ConfigError> {
-    let Some(raw) = get(name) else {
-        return Ok(default);
-    };
-    let value: u64 = raw
-        .trim()
-        .parse()
-        .map_err(|_| err(name, format!("{raw:?} is not a whole number")))?;
-    if value < min || value > max {
-        return Err(err(name, format!("{value} is outside {min}..={max}")));
-    }
-    Ok(value)
-}
-
-fn boolean(
-    get: &dyn Fn(&str) -> Option<String>,
-    name: &str,
-    default: bool,
-) -> Result<bool, ConfigError> {
-    match get(name).as_deref().map(str::trim) {
-        None => Ok(default),
-        Some("true") => Ok(true),
-        Some("false") => Ok(false),
-        Some(other) => Err(err(name, format!("{other:?} is not true or false"))),
-    }
-}
-
-fn is_token_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
-}
-
-fn token_list(
-    get: &dyn Fn(&str) -> Option<String>,
-    name: &str,
-    default: &str,
-    allow_empty: bool,
-) -> Result<Vec<String>, ConfigError> {
-    let raw = get(name).unwrap_or_else(|| default.to_string());
-    let mut items = Vec::new();
-    for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if !item.chars().all(is_token_char) {
-            return Err(err(name, format!("{item:?} is not a valid HTTP token")));
-        }
-        if !items.iter().any(|i: &String| i.eq_ignore_ascii_case(item)) {
-            items.push(item.to_string());
-        }
-    }
-    if items.is_empty() && !allow_empty {
-        return Err(err(name, "the list is empty"));
-    }
-    Ok(items)
-}
 
 impl Config {
     /// Parses every variable through `get` (which returns `None` for unset).
@@ -378,7 +221,7 @@ impl Config {
                 0,
                 MAX_REPLAY_CACHE_BYTES,
             )? as usize,
-            wait: wait_settings(get)?,
+            wait: waiting::from_lookup(get)?,
             tenant_shards: match get("TENANT_SHARDS").map(|s| s.trim().to_string()) {
                 None => ShardMap::default(),
                 Some(s) if s.is_empty() => ShardMap::default(),
@@ -416,86 +259,5 @@ impl Config {
 
     pub fn retention_ms(&self) -> i64 {
         (self.retention_seconds as i64).saturating_mul(1000)
-    }
-}
-
-/// Is this a valid tenant id (1–64 of `[A-Za-z0-9._-]`)?
-pub fn is_valid_tenant_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-/// A JSON object's members in order, duplicates kept (serde_json's own maps
-/// keep only the last of a repeated member).
-struct TokenPairs(Vec<(String, String)>);
-
-impl<'de> serde::Deserialize<'de> for TokenPairs {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Pairs;
-        impl<'de> serde::de::Visitor<'de> for Pairs {
-            type Value = TokenPairs;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of strings")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<TokenPairs, A::Error> {
-                let mut pairs = Vec::new();
-                while let Some(pair) = map.next_entry::<String, String>()? {
-                    pairs.push(pair);
-                }
-                Ok(TokenPairs(pairs))
-            }
-        }
-        d.deserialize_map(Pairs)
-    }
-}
-
-/// The token → tenant map from the `API_TOKENS` secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenMap {
-    by_hash: HashMap<String, String>,
-}
-
-impl TokenMap {
-    /// Parses `{"<sha256-hex of token>": "<tenant-id>"}`. A hash that
-    /// appears twice — verbatim, or in another letter case — is refused: a
-    /// JSON parser would silently keep one of the two tenants.
-    pub fn parse(raw: &str) -> Result<TokenMap, ConfigError> {
-        let pairs: TokenPairs = serde_json::from_str(raw).map_err(|_| {
-            err(
-                "API_TOKENS",
-                "not a JSON object of sha256-hex token hashes to tenant ids",
-            )
-        })?;
-        let mut by_hash = HashMap::new();
-        for (hash, tenant) in pairs.0 {
-            let hash = hash.to_ascii_lowercase();
-            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(err("API_TOKENS", "a key is not a sha256 hex digest"));
-            }
-            if !is_valid_tenant_id(&tenant) {
-                return Err(err(
-                    "API_TOKENS",
-                    format!("tenant id {tenant:?} is not 1-64 of [A-Za-z0-9._-]"),
-                ));
-            }
-            if by_hash.insert(hash, tenant).is_some() {
-                return Err(err(
-                    "API_TOKENS",
-                    "a token hash appears more than once (letter case ignored)",
-                ));
-            }
-        }
-        Ok(TokenMap { by_hash })
-    }
-
-    /// The tenant a bearer token belongs to.
-    pub fn tenant_for(&self, token: &str) -> Option<&str> {
-        let hash = hex::encode(Sha256::digest(token.as_bytes()));
-        self.by_hash.get(&hash).map(String::as_str)
     }
 }

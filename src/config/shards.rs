@@ -148,7 +148,7 @@ impl ShardMap {
         };
         let mut tenants = HashMap::new();
         for (tenant, v) in map {
-            if !crate::config::is_valid_tenant_id(tenant) {
+            if !crate::protocol::is_valid_tenant_id(tenant) {
                 return Err(format!("{tenant:?} is not a valid tenant id"));
             }
             let layout = match v {
