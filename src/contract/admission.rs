@@ -94,13 +94,7 @@ impl Rejection {
 pub fn too_large(config: &Config) -> Rejection {
     Rejection::new(
         Outcome::TooLarge,
-        Problem::new(
-            ProblemKind::RequestTooLarge,
-            format!(
-                "request bodies are limited to {} bytes",
-                config.max_request_body_bytes
-            ),
-        ),
+        Problem::of(ProblemKind::RequestTooLarge).arg("limit", config.max_request_body_bytes),
     )
 }
 
@@ -129,13 +123,7 @@ pub fn admit(head: &RequestHead<'_>, config: &Config) -> Result<Protection, Reje
             }),
         None if config.idempotency_required => Err(Rejection::new(
             Outcome::KeyMissing,
-            Problem::new(
-                ProblemKind::KeyMissing,
-                format!(
-                    "{} requests must carry an Idempotency-Key header",
-                    head.method
-                ),
-            ),
+            Problem::of(ProblemKind::KeyMissing).arg("method", head.method),
         )),
         None => Ok(Protection::UnprotectedNoKey),
     }
@@ -160,10 +148,7 @@ pub fn check_body_length(len: usize, config: &Config) -> Result<(), Rejection> {
 pub fn body_unreadable() -> Rejection {
     Rejection::new(
         Outcome::BodyUnreadable,
-        Problem::new(
-            ProblemKind::BodyUnreadable,
-            "the request body could not be read to its end",
-        ),
+        Problem::of(ProblemKind::BodyUnreadable),
     )
 }
 
@@ -200,8 +185,5 @@ pub fn openapi() -> crate::protocol::AppResponse {
 /// The configuration could not be used: the variable is named in the log
 /// line, never in the answer.
 pub fn misconfigured(variable: &str) -> Problem {
-    Problem::new(
-        ProblemKind::Misconfigured,
-        format!("configuration variable {variable} is missing or invalid; see the logs"),
-    )
+    Problem::of(ProblemKind::Misconfigured).arg("variable", variable)
 }

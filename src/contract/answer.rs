@@ -43,12 +43,9 @@ pub fn replay(stored: StoredResponse) -> AppResponse {
             }
         }
         None => AppResponse::from(
-            &Problem::new(
-                ProblemKind::ResponseNotRetained,
-                "the original response was delivered once but was too large to store; the request will not run again under this key",
-            )
-            .with("original_status", stored.status)
-            .with_header(REPLAYED_HEADER, "true"),
+            &Problem::of(ProblemKind::ResponseNotRetained)
+                .with("original_status", stored.status)
+                .with_header(REPLAYED_HEADER, "true"),
         ),
     }
 }
@@ -59,38 +56,27 @@ pub fn refusal_answer(refusal: Refusal) -> (AppResponse, Outcome) {
     match refusal {
         Refusal::Completed { response, .. } => (replay(response), Outcome::Replayed),
         Refusal::InFlight { retry_after_ms, .. } => (
-            Problem::new(
-                ProblemKind::KeyInUse,
-                "a request with this Idempotency-Key is still being processed; retry shortly",
-            )
-            .with("lease_remaining_ms", retry_after_ms)
-            // A short poll hint: most runs finish long before the lease ends.
-            .with_header("Retry-After", "1")
-            .into(),
+            Problem::of(ProblemKind::KeyInUse)
+                .with("lease_remaining_ms", retry_after_ms)
+                // A short poll hint: most runs finish long before the lease ends.
+                .with_header("Retry-After", "1")
+                .into(),
             Outcome::InUse,
         ),
         Refusal::Mismatch { differs } => (
-            Problem::new(
-                ProblemKind::KeyReused,
-                format!(
-                    "this Idempotency-Key was used for a different request ({} differs)",
-                    differs.join(", ")
-                ),
-            )
-            .with("differs", differs)
-            .into(),
+            Problem::of(ProblemKind::KeyReused)
+                .arg("differs", differs.join(", "))
+                .with("differs", differs)
+                .into(),
             Outcome::Reused,
         ),
         Refusal::LedgerFull { retry_after_ms } => (
-            Problem::new(
-                ProblemKind::LedgerFull,
-                "this tenant holds its maximum number of idempotency records",
-            )
-            .with_header(
-                "Retry-After",
-                retry_after_seconds(retry_after_ms).max(1).to_string(),
-            )
-            .into(),
+            Problem::of(ProblemKind::LedgerFull)
+                .with_header(
+                    "Retry-After",
+                    retry_after_seconds(retry_after_ms).max(1).to_string(),
+                )
+                .into(),
             Outcome::LedgerFull,
         ),
     }
@@ -109,10 +95,7 @@ pub fn execute_answer(outcome: ExecuteOutcome) -> (AppResponse, Outcome) {
 
 /// The ledger could not be used: nothing was run.
 pub fn store_unavailable() -> Problem {
-    Problem::new(
-        ProblemKind::StoreUnavailable,
-        "the idempotency ledger could not be reached; the request was not run",
-    )
+    Problem::of(ProblemKind::StoreUnavailable)
 }
 
 /// What to do after a ledger call failed.

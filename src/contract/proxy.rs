@@ -38,11 +38,9 @@ pub enum OriginFailure {
 /// cannot send): nothing was claimed.
 pub fn not_forwardable(method: &str) -> (AppResponse, Outcome) {
     (
-        Problem::new(
-            ProblemKind::MethodNotSupported,
-            format!("{method} requests cannot be forwarded to the origin"),
-        )
-        .into(),
+        Problem::of(ProblemKind::MethodNotSupported)
+            .arg("method", method)
+            .into(),
         Outcome::MethodNotSupported,
     )
 }

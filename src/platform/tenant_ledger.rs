@@ -439,10 +439,7 @@ impl TenantLedger {
         {
             return Ok(());
         }
-        Err(Problem::new(
-            ProblemKind::KeyMoved,
-            "this object belongs to a retired shard layout and does not hold the key; ask the key's object in the current layout",
-        ))
+        Err(Problem::of(ProblemKind::KeyMoved))
     }
 
     /// Counts one call that was allowed to wait (in memory, like refusals).

@@ -5,16 +5,17 @@
 //!
 //! What must stay true here:
 //! - Every problem renders `type` (ending in its slug), `title`, `status` and
-//!   `detail` as `application/problem+json`.
+//!   `detail` as `application/problem+json`, in that order, then its
+//!   extension members by name.
+//! - Statuses, titles and fixed details come from the catalog
+//!   (`docs/problems.json`) that the JS package renders too; the Rust enum
+//!   only names the slugs.
 //! - Details never contain raw keys, tokens or bodies supplied by the client
 //!   beyond what the client needs to fix its request.
 
 use serde_json::{Map, Value};
 
 use super::response::AppResponse;
-
-/// Where problem types live. `type` is `PROBLEM_BASE` + slug.
-pub const PROBLEM_BASE: &str = "https://idempotency-ledger.dev/problems/";
 
 /// The media type of every problem document.
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
@@ -47,6 +48,36 @@ pub enum ProblemKind {
 }
 
 impl ProblemKind {
+    /// Every kind, for the tests that hold the enum to the catalog.
+    pub const ALL: [ProblemKind; 21] = [
+        ProblemKind::Unauthorized,
+        ProblemKind::Misconfigured,
+        ProblemKind::KeyMissing,
+        ProblemKind::KeyInvalid,
+        ProblemKind::RequestTooLarge,
+        ProblemKind::BodyUnreadable,
+        ProblemKind::KeyInUse,
+        ProblemKind::KeyReused,
+        ProblemKind::OriginUnavailable,
+        ProblemKind::OriginTimeout,
+        ProblemKind::OriginInvalidResponse,
+        ProblemKind::OriginResponseIncomplete,
+        ProblemKind::MethodNotSupported,
+        ProblemKind::ResponseNotRetained,
+        ProblemKind::StoreUnavailable,
+        ProblemKind::LedgerFull,
+        ProblemKind::InvalidOrder,
+        ProblemKind::NotFound,
+        ProblemKind::MethodNotAllowed,
+        ProblemKind::InvalidRpc,
+        ProblemKind::KeyMoved,
+    ];
+
+    /// The kind a slug names, if any.
+    pub fn from_slug(slug: &str) -> Option<ProblemKind> {
+        ProblemKind::ALL.into_iter().find(|k| k.slug() == slug)
+    }
+
     /// The slug clients match on.
     pub fn slug(self) -> &'static str {
         match self {
@@ -74,56 +105,80 @@ impl ProblemKind {
         }
     }
 
-    /// The HTTP status the problem is answered with.
+    /// The HTTP status the problem is answered with (from the catalog).
     pub fn status(self) -> u16 {
-        match self {
-            ProblemKind::Unauthorized => 401,
-            ProblemKind::Misconfigured => 500,
-            ProblemKind::KeyMissing | ProblemKind::KeyInvalid => 400,
-            ProblemKind::RequestTooLarge => 413,
-            ProblemKind::BodyUnreadable => 400,
-            ProblemKind::KeyInUse => 409,
-            ProblemKind::KeyReused => 422,
-            ProblemKind::OriginUnavailable => 502,
-            ProblemKind::OriginTimeout => 504,
-            ProblemKind::OriginInvalidResponse | ProblemKind::OriginResponseIncomplete => 502,
-            ProblemKind::MethodNotSupported => 501,
-            ProblemKind::ResponseNotRetained => 500,
-            ProblemKind::StoreUnavailable => 503,
-            ProblemKind::LedgerFull => 429,
-            ProblemKind::InvalidOrder | ProblemKind::InvalidRpc => 400,
-            ProblemKind::NotFound => 404,
-            ProblemKind::MethodNotAllowed => 405,
-            ProblemKind::KeyMoved => 421,
-        }
+        catalog_entry(self).status
     }
 
-    /// A short, fixed, human-readable summary.
+    /// A short, fixed, human-readable summary (from the catalog).
     pub fn title(self) -> &'static str {
-        match self {
-            ProblemKind::Unauthorized => "Missing or unknown bearer token",
-            ProblemKind::Misconfigured => "The service is misconfigured",
-            ProblemKind::KeyMissing => "An Idempotency-Key is required",
-            ProblemKind::KeyInvalid => "The Idempotency-Key is invalid",
-            ProblemKind::RequestTooLarge => "The request body is too large",
-            ProblemKind::BodyUnreadable => "The request body could not be read",
-            ProblemKind::KeyInUse => "A request with this Idempotency-Key is still in flight",
-            ProblemKind::KeyReused => "This Idempotency-Key was used for a different request",
-            ProblemKind::OriginUnavailable => "The origin could not be reached",
-            ProblemKind::OriginTimeout => "The origin did not answer in time",
-            ProblemKind::OriginInvalidResponse => "The origin's answer cannot be passed on",
-            ProblemKind::OriginResponseIncomplete => "The origin's answer broke off",
-            ProblemKind::MethodNotSupported => "The method cannot be forwarded",
-            ProblemKind::ResponseNotRetained => "The original response was too large to retain",
-            ProblemKind::StoreUnavailable => "The idempotency ledger is unavailable",
-            ProblemKind::LedgerFull => "The idempotency ledger is full",
-            ProblemKind::InvalidOrder => "The order is invalid",
-            ProblemKind::NotFound => "Not found",
-            ProblemKind::MethodNotAllowed => "Method not allowed",
-            ProblemKind::InvalidRpc => "The ledger RPC call is invalid",
-            ProblemKind::KeyMoved => "This key lives in another ledger object",
-        }
+        catalog_entry(self).title.as_str()
     }
+
+    /// The catalog's detail for this problem, `{placeholders}` unfilled; or
+    /// `None` when every occurrence says its own (a parser's message).
+    pub fn detail_template(self) -> Option<&'static str> {
+        catalog_entry(self).detail.as_deref()
+    }
+}
+
+/// The problem catalog (`docs/problems.json`), compiled in. The JS package
+/// renders from the same file; `tests/fixtures/problem-documents.json`
+/// pins the documents both produce.
+pub const CATALOG_JSON: &str = include_str!("../../docs/problems.json");
+
+/// One catalog entry.
+#[derive(Debug, serde::Deserialize)]
+struct Entry {
+    status: u16,
+    title: String,
+    #[serde(default)]
+    detail: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Catalog {
+    base: String,
+    problems: std::collections::HashMap<String, Entry>,
+}
+
+/// What a slug missing from the catalog renders as. Host tests prove every
+/// [`ProblemKind`] has an entry, so only a broken build gets here — and it
+/// still answers a well-formed 500 rather than panicking.
+static MISSING: Entry = Entry {
+    status: 500,
+    title: String::new(),
+    detail: None,
+};
+
+fn catalog() -> Option<&'static Catalog> {
+    static CATALOG: std::sync::OnceLock<Option<Catalog>> = std::sync::OnceLock::new();
+    CATALOG
+        .get_or_init(|| serde_json::from_str(CATALOG_JSON).ok())
+        .as_ref()
+}
+
+fn catalog_entry(kind: ProblemKind) -> &'static Entry {
+    catalog()
+        .and_then(|c| c.problems.get(kind.slug()))
+        .unwrap_or(&MISSING)
+}
+
+/// The base of every problem `type` (the catalog's `base`).
+pub fn problem_base() -> &'static str {
+    catalog().map_or(FALLBACK_BASE, |c| c.base.as_str())
+}
+
+const FALLBACK_BASE: &str = "https://idempotency-ledger.dev/problems/";
+
+/// Every slug the catalog lists (for the tests that hold the enum and the
+/// catalog to each other).
+pub fn catalog_slugs() -> Vec<&'static str> {
+    let mut slugs: Vec<&str> = catalog()
+        .map(|c| c.problems.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    slugs.sort_unstable();
+    slugs
 }
 
 /// One refusal: its kind, a detail for this occurrence, extension members and
@@ -137,6 +192,21 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// A problem whose detail is the catalog's (placeholders filled in with
+    /// [`Problem::arg`]).
+    pub fn of(kind: ProblemKind) -> Problem {
+        Problem::new(kind, kind.detail_template().unwrap_or_default())
+    }
+
+    /// Fills the catalog detail's `{name}` placeholder with `value`.
+    pub fn arg(mut self, name: &str, value: impl std::fmt::Display) -> Problem {
+        self.detail = self
+            .detail
+            .replace(&format!("{{{name}}}"), &value.to_string());
+        self
+    }
+
+    /// A problem with a detail of its own (a parser's or validator's message).
     pub fn new(kind: ProblemKind, detail: impl Into<String>) -> Problem {
         Problem {
             kind,
@@ -162,25 +232,29 @@ impl Problem {
         self.kind.status()
     }
 
-    /// The `application/problem+json` document.
+    /// The `application/problem+json` document as a JSON value.
     pub fn to_json(&self) -> Value {
-        let mut doc = Map::new();
-        doc.insert(
-            "type".into(),
-            Value::String(format!("{PROBLEM_BASE}{}", self.kind.slug())),
-        );
-        doc.insert("title".into(), Value::String(self.kind.title().into()));
-        doc.insert("status".into(), Value::from(self.kind.status()));
-        doc.insert("detail".into(), Value::String(self.detail.clone()));
-        for (k, v) in &self.extensions {
-            doc.insert(k.clone(), v.clone());
-        }
-        Value::Object(doc)
+        serde_json::from_slice(&self.to_body()).unwrap_or(Value::Null)
     }
 
-    /// The document as bytes.
+    /// The document as bytes: compact JSON with `type`, `title`, `status`,
+    /// `detail`, then the extension members by name — byte for byte what
+    /// the JS package renders (`tests/fixtures/problem-documents.json`).
     pub fn to_body(&self) -> Vec<u8> {
-        self.to_json().to_string().into_bytes()
+        let text = |s: &str| Value::String(s.to_string()).to_string();
+        let mut out = format!(
+            "{{\"type\":{},\"title\":{},\"status\":{},\"detail\":{}",
+            text(&format!("{}{}", problem_base(), self.kind.slug())),
+            text(self.kind.title()),
+            self.kind.status(),
+            text(&self.detail),
+        );
+        // serde_json's Map orders its members by name.
+        for (name, value) in &self.extensions {
+            out.push_str(&format!(",{}:{value}", text(name)));
+        }
+        out.push('}');
+        out.into_bytes()
     }
 }
 

@@ -7,7 +7,7 @@ use idempotency_ledger::config::Config;
 use idempotency_ledger::contract::auth::TokenMap;
 use idempotency_ledger::protocol::{parse_idempotency_key, Fingerprint, RequestParts};
 use idempotency_ledger::rpc::{
-    ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall, ReplayedCall,
+    Call, ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall, ReplayedCall,
 };
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 

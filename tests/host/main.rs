@@ -10,6 +10,7 @@ mod fuzz;
 mod ledger;
 mod model;
 mod pending;
+mod problems;
 mod quota;
 mod replay_cache;
 mod rpc;

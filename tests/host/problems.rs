@@ -1,0 +1,92 @@
+//! The problem catalog (docs/problems.json) and the documents rendered from
+//! it: the Rust side of the fixture the JS package is held to as well
+//! (tests/fixtures/problem-documents.json).
+
+use idempotency_ledger::contract::answer::refusal_answer;
+use idempotency_ledger::ledger::Refusal;
+use idempotency_ledger::protocol::{AppResponse, Problem, ProblemKind};
+use serde_json::Value;
+
+fn fixture() -> Value {
+    serde_json::from_str(include_str!("../fixtures/problem-documents.json")).expect("fixture")
+}
+
+fn lower_headers(r: &AppResponse) -> Vec<(String, String)> {
+    r.headers
+        .iter()
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
+        .collect()
+}
+
+fn expected_headers(case: &Value) -> Vec<(String, String)> {
+    case["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pair| {
+            (
+                pair[0].as_str().unwrap().to_string(),
+                pair[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_problem_kind_has_exactly_one_catalog_entry() {
+    let mut slugs: Vec<&str> = ProblemKind::ALL.iter().map(|k| k.slug()).collect();
+    slugs.sort_unstable();
+    assert_eq!(
+        slugs,
+        idempotency_ledger::protocol::problem::catalog_slugs(),
+        "ProblemKind and docs/problems.json must name the same slugs"
+    );
+    for kind in ProblemKind::ALL {
+        assert!((400..=599).contains(&kind.status()), "{kind:?}");
+        assert!(!kind.title().is_empty(), "{kind:?}");
+        assert_eq!(ProblemKind::from_slug(kind.slug()), Some(kind));
+    }
+}
+
+#[test]
+fn refusals_render_the_fixture_documents_byte_for_byte() {
+    let cases = fixture()["refusals"].as_array().unwrap().clone();
+    assert!(cases.len() >= 6);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let refusal: Refusal = serde_json::from_value(case["refusal"].clone()).expect(name);
+        let (answer, _) = refusal_answer(refusal);
+        assert_eq!(answer.status, case["status"].as_u64().unwrap() as u16, "{name}");
+        assert_eq!(lower_headers(&answer), expected_headers(&case), "{name}");
+        assert_eq!(
+            String::from_utf8(answer.body).unwrap(),
+            case["body"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn catalog_problems_render_the_fixture_documents_byte_for_byte() {
+    for case in fixture()["problems"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let kind = ProblemKind::from_slug(case["slug"].as_str().unwrap()).expect(name);
+        let mut problem = match case["detail"].as_str() {
+            Some(detail) => Problem::new(kind, detail),
+            None => Problem::of(kind),
+        };
+        if let Some(args) = case["args"].as_object() {
+            for (arg, value) in args {
+                problem = problem.arg(arg, value.as_str().unwrap());
+            }
+        }
+        let answer = AppResponse::from(&problem);
+        assert_eq!(answer.status, case["status"].as_u64().unwrap() as u16, "{name}");
+        assert_eq!(lower_headers(&answer), expected_headers(case), "{name}");
+        assert_eq!(
+            String::from_utf8(answer.body).unwrap(),
+            case["body"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+}
