@@ -1,29 +1,42 @@
 //! idempotency-ledger: the Idempotency-Key contract for Cloudflare Workers,
 //! with each tenant's ledger in its own SQLite-backed Durable Object.
 //!
-//! The folder tree is the architecture:
-//! - [`protocol`] — pure wire pieces: key parsing, fingerprint, stored
-//!   response, RFC 9457 problems.
-//! - [`ledger`] — the pure state machine (claim / complete / release / sweep)
-//!   over a small [`ledger::SqlStore`] trait; host-tested on rusqlite.
-//! - [`orders`] — the embedded tenant-local application, colocated with the
-//!   ledger so its rows commit in the ledger's transaction.
-//! - [`contract`] — every gateway decision as pure functions: admission,
-//!   the answer for each ledger outcome, proxy mode's complete / release /
-//!   keep. Host-tested; the edges only convert types.
-//! - [`config`] — the `[vars]` of docs/contract.md §5, parsed and validated.
-//! - [`rpc`] — the versioned fetch RPC (v1) between Workers and the object.
-//! - [`waiters`] — requests parked on an in-flight key until it settles.
-//! - `platform` (wasm32 only) — the thin workers-rs edges: the Durable Object
-//!   store, the `TenantLedger` object and the gateway Worker.
+//! The folder tree is the architecture, floor by floor (each floor uses
+//! only the floors below it):
+//! 1. [`protocol`] — pure wire pieces: key parsing, fingerprint, stored
+//!    response and wire status rules, RFC 9457 problems (rendered from the
+//!    catalog `docs/problems.json`), tenant ids, request targets, digests.
+//! 2. [`ledger`] — the pure state machine (claim / complete / release /
+//!    execute / sweep) over a small [`ledger::SqlStore`] trait;
+//!    host-tested on rusqlite. [`orders`] — the embedded tenant-local
+//!    application, colocated with the ledger so its rows commit in the
+//!    ledger's transaction.
+//! 3. [`config`] — the `[vars]` and secrets (docs/contract.md §5), parsed
+//!    and validated. [`rpc`] — RPC v1 between Workers and the object, one
+//!    file per call.
+//! 4. [`contract`] — every gateway decision as pure functions: admission
+//!    and authentication, the answer for each ledger outcome, proxy mode's
+//!    complete / release / keep, the replay cache, the origin signature.
+//! 5. `platform` (wasm32) — the edges both deployables share: the typed
+//!    RPC client, HTTP conversion, logs, the environment.
+//! 6. [`object`] — the `TenantLedger` Durable Object (its waiting registry
+//!    is pure and host-tested; the rest is wasm32) — and `gateway` (wasm32)
+//!    — the `#[event(fetch)]` Worker.
+//!
+//! Cargo features draw the same line: `tenant-ledger` builds the object's
+//! class, `gateway` the Worker; with default features off the crate is a
+//! library (the ledger inside your own Durable Object, the typed client).
 
 pub mod config;
 pub mod contract;
 pub mod ledger;
+pub mod object;
 pub mod orders;
 pub mod protocol;
 pub mod rpc;
-pub mod waiters;
 
 #[cfg(target_arch = "wasm32")]
 pub mod platform;
+
+#[cfg(all(target_arch = "wasm32", feature = "gateway"))]
+pub mod gateway;

@@ -13,7 +13,7 @@
 //!   nothing has been claimed.
 //! - The method is the raw method string the runtime delivered.
 
-use super::Outcome;
+use super::Disposition;
 use crate::config::Config;
 use crate::protocol::{parse_idempotency_key, Problem, ProblemKind};
 
@@ -81,11 +81,11 @@ impl Protection {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     pub problem: Problem,
-    pub outcome: Outcome,
+    pub outcome: Disposition,
 }
 
 impl Rejection {
-    fn new(outcome: Outcome, problem: Problem) -> Rejection {
+    fn new(outcome: Disposition, problem: Problem) -> Rejection {
         Rejection { problem, outcome }
     }
 }
@@ -93,7 +93,7 @@ impl Rejection {
 /// The body is over `MAX_REQUEST_BODY_BYTES`: `413`, before anything is claimed.
 pub fn too_large(config: &Config) -> Rejection {
     Rejection::new(
-        Outcome::TooLarge,
+        Disposition::TooLarge,
         Problem::of(ProblemKind::RequestTooLarge).arg("limit", config.max_request_body_bytes),
     )
 }
@@ -117,12 +117,12 @@ pub fn admit(head: &RequestHead<'_>, config: &Config) -> Result<Protection, Reje
             .map(Protection::Keyed)
             .map_err(|e| {
                 Rejection::new(
-                    Outcome::KeyInvalid,
+                    Disposition::KeyInvalid,
                     Problem::new(ProblemKind::KeyInvalid, e.to_string()),
                 )
             }),
         None if config.idempotency_required => Err(Rejection::new(
-            Outcome::KeyMissing,
+            Disposition::KeyMissing,
             Problem::of(ProblemKind::KeyMissing).arg("method", head.method),
         )),
         None => Ok(Protection::UnprotectedNoKey),
@@ -147,7 +147,7 @@ pub fn check_body_length(len: usize, config: &Config) -> Result<(), Rejection> {
 /// framing was broken).
 pub fn body_unreadable() -> Rejection {
     Rejection::new(
-        Outcome::BodyUnreadable,
+        Disposition::BodyUnreadable,
         Problem::of(ProblemKind::BodyUnreadable),
     )
 }

@@ -14,7 +14,7 @@
 //!   that could not be decoded, may mean the call was applied, so those are
 //!   `503` whatever the policy.
 
-use super::Outcome;
+use super::Disposition;
 use crate::config::FailurePolicy;
 use crate::ledger::{ExecuteOutcome, Refusal};
 use crate::protocol::{AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE};
@@ -52,23 +52,23 @@ pub fn replay(stored: StoredResponse) -> AppResponse {
 
 /// The answer to a claim that did not let the request run, and the outcome
 /// its log line names.
-pub fn refusal_answer(refusal: Refusal) -> (AppResponse, Outcome) {
+pub fn refusal_answer(refusal: Refusal) -> (AppResponse, Disposition) {
     match refusal {
-        Refusal::Completed { response, .. } => (replay(response), Outcome::Replayed),
+        Refusal::Completed { response, .. } => (replay(response), Disposition::Replayed),
         Refusal::InFlight { retry_after_ms, .. } => (
             Problem::of(ProblemKind::KeyInUse)
                 .with("lease_remaining_ms", retry_after_ms)
                 // A short poll hint: most runs finish long before the lease ends.
                 .with_header("Retry-After", "1")
                 .into(),
-            Outcome::InUse,
+            Disposition::InUse,
         ),
         Refusal::Mismatch { differs } => (
             Problem::of(ProblemKind::KeyReused)
                 .arg("differs", differs.join(", "))
                 .with("differs", differs)
                 .into(),
-            Outcome::Reused,
+            Disposition::Reused,
         ),
         Refusal::LedgerFull { retry_after_ms } => (
             Problem::of(ProblemKind::LedgerFull)
@@ -77,18 +77,18 @@ pub fn refusal_answer(refusal: Refusal) -> (AppResponse, Outcome) {
                     retry_after_seconds(retry_after_ms).max(1).to_string(),
                 )
                 .into(),
-            Outcome::LedgerFull,
+            Disposition::LedgerFull,
         ),
     }
 }
 
 /// The answer to an embedded `execute`: the application's own response when
 /// it ran, else the refusal's answer.
-pub fn execute_answer(outcome: ExecuteOutcome) -> (AppResponse, Outcome) {
+pub fn execute_answer(outcome: ExecuteOutcome) -> (AppResponse, Disposition) {
     match outcome {
         ExecuteOutcome::Ran {
             response, takeover, ..
-        } => (response, Outcome::ran(takeover)),
+        } => (response, Disposition::ran(takeover)),
         ExecuteOutcome::Refused(refusal) => refusal_answer(refusal),
     }
 }

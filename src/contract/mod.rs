@@ -16,14 +16,14 @@
 //!   "impossible" arm and no fallback answer.
 //! - Every answer is a complete [`AppResponse`](crate::protocol::AppResponse)
 //!   (status, headers, body) plus, for protected requests, the
-//!   [`Outcome`] its log line names.
+//!   [`Disposition`] its log line names.
 //! - Nothing here is claimed or written: bad input is refused before the
 //!   ledger is asked anything.
 
 pub mod admission;
 pub mod answer;
 pub mod auth;
-pub mod outcome;
+pub mod disposition;
 pub mod proxy;
 pub mod replay_cache;
 pub mod signature;
@@ -31,5 +31,5 @@ pub mod waiting;
 
 pub use admission::{GatewayRoute, Protection, Rejection, RequestHead};
 pub use answer::LedgerFailure;
-pub use outcome::Outcome;
+pub use disposition::Disposition;
 pub use proxy::{AfterOrigin, OriginFailure, Settle};

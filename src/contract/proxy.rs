@@ -16,7 +16,7 @@
 //! - The caller whose run produced a response always gets that response,
 //!   whatever the ledger then says (stored, fenced out, failed).
 
-use super::Outcome;
+use super::Disposition;
 use crate::config::Config;
 use crate::ledger::{CompleteOutcome, KeyState, RecordState};
 use crate::protocol::{is_passable_status, AppResponse, Problem, ProblemKind, StoredResponse};
@@ -36,12 +36,12 @@ pub enum OriginFailure {
 
 /// The answer to a request that cannot be forwarded (a method the runtime
 /// cannot send): nothing was claimed.
-pub fn not_forwardable(method: &str) -> (AppResponse, Outcome) {
+pub fn not_forwardable(method: &str) -> (AppResponse, Disposition) {
     (
         Problem::of(ProblemKind::MethodNotSupported)
             .arg("method", method)
             .into(),
-        Outcome::MethodNotSupported,
+        Disposition::MethodNotSupported,
     )
 }
 
@@ -76,7 +76,7 @@ pub enum Settle {
 pub struct AfterOrigin {
     pub settle: Settle,
     pub reply: AppResponse,
-    pub outcome: Outcome,
+    pub outcome: Disposition,
 }
 
 /// Decides what a protected request comes to once the origin has answered
@@ -95,7 +95,7 @@ pub fn after_origin(
                 "the origin could not be reached; the key was released, so a retry runs again",
             )
             .into(),
-            outcome: Outcome::OriginUnavailable,
+            outcome: Disposition::OriginUnavailable,
         },
         Err(OriginFailure::TimedOut) => AfterOrigin {
             settle: Settle::Keep,
@@ -107,22 +107,22 @@ pub fn after_origin(
                 ),
             )
             .into(),
-            outcome: Outcome::OriginTimeout,
+            outcome: Disposition::OriginTimeout,
         },
         Err(OriginFailure::Incomplete) => AfterOrigin {
             settle: Settle::Keep,
             reply: incomplete().into(),
-            outcome: Outcome::OriginResponseIncomplete,
+            outcome: Disposition::OriginResponseIncomplete,
         },
         Ok(response) if !is_passable_status(response.status) => AfterOrigin {
             settle: Settle::Keep,
             reply: invalid(response.status).into(),
-            outcome: Outcome::OriginInvalidResponse,
+            outcome: Disposition::OriginInvalidResponse,
         },
         Ok(response) if response.status >= 500 && config.release_on_5xx => AfterOrigin {
             settle: Settle::Release,
             reply: response,
-            outcome: Outcome::Released5xx,
+            outcome: Disposition::Released5xx,
         },
         Ok(response) => AfterOrigin {
             settle: Settle::Complete(StoredResponse::capture(
@@ -130,7 +130,7 @@ pub fn after_origin(
                 &config.capture_policy(),
             )),
             reply: response,
-            outcome: Outcome::ran(takeover),
+            outcome: Disposition::ran(takeover),
         },
     }
 }
@@ -139,13 +139,13 @@ pub fn after_origin(
 /// owner is `fenced_out`, a completion that could not be stored is
 /// `complete_failed`; otherwise the planned outcome stands.
 pub fn after_completion(
-    planned: Outcome,
+    planned: Disposition,
     completion: Result<&CompleteOutcome, &LedgerError>,
-) -> Outcome {
+) -> Disposition {
     match completion {
         Ok(CompleteOutcome::Stored) => planned,
-        Ok(CompleteOutcome::FencedOut { .. }) => Outcome::FencedOut,
-        Err(_) => Outcome::CompleteFailed,
+        Ok(CompleteOutcome::FencedOut { .. }) => Disposition::FencedOut,
+        Err(_) => Disposition::CompleteFailed,
     }
 }
 

@@ -1,11 +1,10 @@
 //! Waiting for an in-flight result instead of answering `409` at once.
 //!
-//! Role: the rules of the wait, as pure functions — what a client asked for
-//! (`Prefer: wait=N`, RFC 7240), how long a request may wait
-//! ([`WaitSettings`]: `IN_FLIGHT_WAIT_SECONDS`, `IN_FLIGHT_WAIT_MAX_SECONDS`),
-//! what it says it applied (`Preference-Applied`), and when a parked waiter
-//! next wakes on its own ([`next_wake`]). The parking itself lives in
-//! [`crate::waiters`] and the object.
+//! Role: the gateway's side of the wait, as pure functions — what a client
+//! asked for (`Prefer: wait=N`, RFC 7240), how long a request may wait
+//! ([`WaitPlan`], bounded by the operator's `config::WaitSettings`) and what
+//! it says it applied (`Preference-Applied`). The parking itself lives in
+//! the object (`object::waiting`).
 //!
 //! What must stay true here:
 //! - A wait never outlives the owner's lease: a waiter wakes at the lease's
@@ -17,7 +16,6 @@
 //!   (no `400`): the request then waits the operator's default.
 
 use crate::config::WaitSettings;
-use crate::ledger::Millis;
 
 /// The response header that names the preferences a server honoured.
 pub const PREFERENCE_APPLIED: &str = "Preference-Applied";
@@ -56,16 +54,6 @@ impl WaitPlan {
             _ => None,
         }
     }
-}
-
-/// When a waiter parked at `now` wakes by itself, in ms from now: at the
-/// lease's end (one ms after, so the claim sees it ended) or at its
-/// deadline, whichever is first. `None`: the deadline has passed, stop.
-pub fn next_wake(now: Millis, deadline: Millis, lease_remaining_ms: Millis) -> Option<Millis> {
-    if now >= deadline {
-        return None;
-    }
-    Some((deadline - now).min(lease_remaining_ms.max(0).saturating_add(1)))
 }
 
 /// The `wait` preference of the `Prefer` header values (RFC 7240 §4.3:
@@ -211,14 +199,5 @@ mod tests {
             },
         );
         assert_eq!(by_default.applied(true), None);
-    }
-
-    #[test]
-    fn a_waiter_wakes_at_the_lease_end_or_its_deadline() {
-        assert_eq!(next_wake(1_000, 6_000, 2_000), Some(2_001));
-        assert_eq!(next_wake(1_000, 2_000, 60_000), Some(1_000));
-        assert_eq!(next_wake(2_000, 2_000, 60_000), None);
-        assert_eq!(next_wake(3_000, 2_000, 1), None);
-        assert_eq!(next_wake(0, 10, -5), Some(1));
     }
 }

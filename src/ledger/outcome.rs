@@ -47,6 +47,16 @@ pub enum Refusal {
     LedgerFull { retry_after_ms: i64 },
 }
 
+impl Refusal {
+    /// The lease time left when the key is in flight (what a waiter waits on).
+    pub fn lease_remaining(&self) -> Option<Millis> {
+        match self {
+            Refusal::InFlight { retry_after_ms, .. } => Some(*retry_after_ms),
+            _ => None,
+        }
+    }
+}
+
 /// The answer to a claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -56,6 +66,16 @@ pub enum ClaimOutcome {
     /// The caller must not run; [`Refusal`] says what to answer instead.
     #[serde(untagged)]
     Refused(Refusal),
+}
+
+impl ClaimOutcome {
+    /// The refusal, when the claim did not hand the key over.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            ClaimOutcome::Refused(refusal) => Some(refusal),
+            ClaimOutcome::Claimed { .. } => None,
+        }
+    }
 }
 
 /// The single-hop answer of `execute`: the application ran (and its
@@ -72,6 +92,16 @@ pub enum ExecuteOutcome {
     },
     #[serde(untagged)]
     Refused(Refusal),
+}
+
+impl ExecuteOutcome {
+    /// The refusal, when the application did not run.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            ExecuteOutcome::Refused(refusal) => Some(refusal),
+            ExecuteOutcome::Ran { .. } => None,
+        }
+    }
 }
 
 /// The answer to `complete`.

@@ -20,17 +20,16 @@
 //! one `arrayBuffer()`.
 
 use js_sys::{Function, Reflect, Uint8Array};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Env, Headers, ObjectNamespace, Stub};
 
 use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
+use crate::platform::env::js_message;
 use crate::rpc::{
-    ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, LookupAnswer, LookupCall, ReleaseCall,
-    ReplayedCall, ReplayedOutcome, Route, WAITED_HEADER,
+    Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, LookupAnswer, LookupCall,
+    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall, WAITED_HEADER,
 };
 
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
@@ -48,16 +47,6 @@ pub struct Waited<T> {
 pub struct LedgerClient {
     /// The JS stub object (`stub.fetch(request)`).
     stub: JsValue,
-}
-
-fn js_message(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| {
-            Reflect::get(e, &JsValue::from_str("message"))
-                .ok()
-                .and_then(|m| m.as_string())
-        })
-        .unwrap_or_else(|| format!("{e:?}"))
 }
 
 /// A failure before the request left: the object was certainly not reached.
@@ -81,16 +70,24 @@ fn unreachable(e: JsValue) -> LedgerError {
 }
 
 impl LedgerClient {
-    /// The object for `tenant` in the namespace bound as `binding`.
-    pub fn for_tenant(env: &Env, binding: &str, tenant: &str) -> Result<LedgerClient, LedgerError> {
+    /// The object named `object` in the namespace bound as `binding`: a
+    /// tenant's single object is named by the tenant, a shard by
+    /// `config::shards::object_name` (`{tenant}/shard-{i}-of-{n}`).
+    pub fn for_object(env: &Env, binding: &str, object: &str) -> Result<LedgerClient, LedgerError> {
         let namespace: ObjectNamespace = env
             .durable_object(binding)
             .map_err(|e| LedgerError::NotReached(format!("binding {binding}: {e}")))?;
         let stub = namespace
-            .id_from_name(tenant)
+            .id_from_name(object)
             .and_then(|id| id.get_stub())
             .map_err(|e| LedgerError::NotReached(e.to_string()))?;
         Ok(LedgerClient::from_stub(stub))
+    }
+
+    /// The single object of an unsharded `tenant` (the tenant's name is its
+    /// object's name).
+    pub fn for_tenant(env: &Env, binding: &str, tenant: &str) -> Result<LedgerClient, LedgerError> {
+        LedgerClient::for_object(env, binding, tenant)
     }
 
     /// A client over a stub you already hold.
@@ -118,33 +115,23 @@ impl LedgerClient {
             .map_err(unreachable)
     }
 
-    /// One call that never waits: [`LedgerClient::call_waiting`]'s outcome.
-    async fn call<C: Serialize, A: DeserializeOwned>(
-        &self,
-        route: Route,
-        call: &C,
-    ) -> Result<A, LedgerError> {
-        Ok(self.call_waiting(route, call, None).await?.outcome)
-    }
-
-    /// One call: the typed shell around [`LedgerClient::exchange`] (kept
-    /// small: it is instantiated once per route). For a call that may wait
-    /// (`wait_ms`): its answer and how long the object
-    /// kept it parked (`ledger-waited-ms`), `None` if it never parked. The
-    /// header is read only when the call carried a wait.
-    async fn call_waiting<C: Serialize, A: DeserializeOwned>(
-        &self,
-        route: Route,
-        call: &C,
-        wait_ms: Option<u64>,
-    ) -> Result<Waited<A>, LedgerError> {
+    /// Sends any RPC v1 call and decodes its answer; for a call that may
+    /// wait (`wait_ms > 0`) also how long the object kept it parked
+    /// (`ledger-waited-ms`), `None` if it never parked. The one typed path
+    /// every call takes (kept small: it is instantiated once per call type).
+    pub async fn call<C: Call>(&self, call: &C) -> Result<Waited<C::Answer>, LedgerError> {
         let body =
             serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
-        let may_wait = wait_ms.is_some_and(|ms| ms > 0);
-        let (bytes, waited_ms) = self.exchange(route, body, may_wait).await?;
+        let may_wait = call.wait_ms().is_some_and(|ms| ms > 0);
+        let (bytes, waited_ms) = self.exchange(C::ROUTE, body, may_wait).await?;
         let outcome =
             serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))?;
         Ok(Waited { outcome, waited_ms })
+    }
+
+    /// [`LedgerClient::call`]'s answer alone.
+    async fn answer<C: Call>(&self, call: &C) -> Result<C::Answer, LedgerError> {
+        Ok(self.call(call).await?.outcome)
     }
 
     /// Sends one JSON call and returns the body of a `200` answer. Not
@@ -189,7 +176,7 @@ impl LedgerClient {
     }
 
     pub async fn claim(&self, call: &ClaimCall) -> Result<ClaimOutcome, LedgerError> {
-        self.call(Route::Claim, call).await
+        self.answer(call).await
     }
 
     /// `claim` (typically with `wait_ms`), also saying whether it waited.
@@ -197,23 +184,23 @@ impl LedgerClient {
         &self,
         call: &ClaimCall,
     ) -> Result<Waited<ClaimOutcome>, LedgerError> {
-        self.call_waiting(Route::Claim, call, call.wait_ms).await
+        self.call(call).await
     }
 
     pub async fn complete(&self, call: &CompleteCall) -> Result<CompleteOutcome, LedgerError> {
-        self.call(Route::Complete, call).await
+        self.answer(call).await
     }
 
     pub async fn release(&self, call: &ReleaseCall) -> Result<ReleaseOutcome, LedgerError> {
-        self.call(Route::Release, call).await
+        self.answer(call).await
     }
 
     pub async fn lookup(&self, call: &LookupCall) -> Result<LookupAnswer, LedgerError> {
-        self.call(Route::Lookup, call).await
+        self.answer(call).await
     }
 
     pub async fn stats(&self) -> Result<Stats, LedgerError> {
-        self.call(Route::Stats, &serde_json::json!({})).await
+        self.answer(&StatsCall {}).await
     }
 
     /// Runs a request on the embedded application without the ledger, for
@@ -239,11 +226,11 @@ impl LedgerClient {
 
     /// Counts replays answered from a caller's own cache.
     pub async fn replayed(&self, call: &ReplayedCall) -> Result<ReplayedOutcome, LedgerError> {
-        self.call(Route::Replayed, call).await
+        self.answer(call).await
     }
 
     pub async fn execute(&self, call: &ExecuteCall) -> Result<ExecuteOutcome, LedgerError> {
-        self.call(Route::Execute, call).await
+        self.answer(call).await
     }
 
     /// `execute` from borrowed parts (no copy of the body before encoding),
@@ -252,6 +239,6 @@ impl LedgerClient {
         &self,
         call: &ExecuteCallRef<'_>,
     ) -> Result<Waited<ExecuteOutcome>, LedgerError> {
-        self.call_waiting(Route::Execute, call, call.wait_ms).await
+        self.call(call).await
     }
 }

@@ -14,7 +14,6 @@ use worker::worker_sys::web_sys;
 use worker::{Headers, Request, Response};
 
 use crate::contract::answer;
-pub use crate::contract::answer::REPLAYED_HEADER;
 use crate::ledger::Refusal;
 use crate::protocol::{is_null_body_status, AppResponse, Problem, StoredResponse};
 

@@ -16,7 +16,7 @@ use idempotency_ledger::contract::answer::{
 use idempotency_ledger::contract::auth::{authenticate, TokenMap};
 use idempotency_ledger::contract::proxy::{after_completion, after_origin, unprotected_answer};
 use idempotency_ledger::contract::{
-    GatewayRoute, LedgerFailure, OriginFailure, Outcome, Protection, RequestHead, Settle,
+    Disposition, GatewayRoute, LedgerFailure, OriginFailure, Protection, RequestHead, Settle,
 };
 use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
 use idempotency_ledger::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, Ledger};
@@ -79,7 +79,7 @@ fn answer_to_claim(
     key: &str,
     body: &str,
     at: i64,
-) -> (AppResponse, Outcome) {
+) -> (AppResponse, Disposition) {
     match l.claim(key, &fp(body), &policy(), at).unwrap() {
         ClaimOutcome::Refused(refusal) => refusal_answer(refusal),
         out @ ClaimOutcome::Claimed { .. } => panic!("expected a refusal, got {out:?}"),
@@ -100,7 +100,7 @@ fn first_request_runs_once_and_its_answer_is_returned_in_full() {
         .unwrap();
     let (answer, outcome) = execute_answer(out);
     assert_eq!(answer.status, 201);
-    assert_eq!(outcome, Outcome::Executed);
+    assert_eq!(outcome, Disposition::Executed);
     assert_eq!(header(&answer, REPLAYED_HEADER), None);
 
     // Proxy: the origin's answer is stored and returned untouched.
@@ -111,7 +111,7 @@ fn first_request_runs_once_and_its_answer_is_returned_in_full() {
         after.reply, sent,
         "the caller gets every header, not only stored ones"
     );
-    assert_eq!(after.outcome, Outcome::Executed);
+    assert_eq!(after.outcome, Disposition::Executed);
     let Settle::Complete(stored) = after.settle else {
         panic!("expected a completion, got {:?}", after.settle)
     };
@@ -135,7 +135,7 @@ fn a_completed_key_replays_the_stored_bytes_marked_replayed() {
     };
     l.complete("k", 1, &stored, RETENTION_MS, 2_000).unwrap();
     let (answer, outcome) = answer_to_claim(&l, "k", "a", 3_000);
-    assert_eq!(outcome, Outcome::Replayed);
+    assert_eq!(outcome, Disposition::Replayed);
     assert_eq!(answer.status, 201);
     assert_eq!(answer.body, body);
     assert_eq!(header(&answer, "location"), Some("/v1/orders/1"));
@@ -147,7 +147,7 @@ fn a_live_lease_is_409_in_use_with_a_short_retry_after() {
     let l = ledger();
     l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
     let (answer, outcome) = answer_to_claim(&l, "k", "a", 11_000);
-    assert_eq!(outcome, Outcome::InUse);
+    assert_eq!(outcome, Disposition::InUse);
     expect_problem(&answer, 409, "idempotency-key-in-use");
     assert_eq!(header(&answer, "retry-after"), Some("1"));
     assert_eq!(problem(&answer)["lease_remaining_ms"], LEASE_MS - 10_000);
@@ -158,7 +158,7 @@ fn a_different_request_is_422_naming_what_differed() {
     let l = ledger();
     l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
     let (answer, outcome) = answer_to_claim(&l, "k", "b", 2_000);
-    assert_eq!(outcome, Outcome::Reused);
+    assert_eq!(outcome, Disposition::Reused);
     expect_problem(&answer, 422, "idempotency-key-reused");
     assert_eq!(problem(&answer)["differs"], serde_json::json!(["body"]));
 }
@@ -177,7 +177,7 @@ fn a_takeover_runs_and_the_superseded_completion_is_fenced_out() {
     assert_eq!((generation, takeover), (2, true));
     let c = config(&[]);
     let after = after_origin(Ok(origin_response(201, b"second")), takeover, &c);
-    assert_eq!(after.outcome, Outcome::TookOver);
+    assert_eq!(after.outcome, Disposition::TookOver);
 
     // The first owner's origin answered too; its completion is fenced out,
     // and its caller still gets the response its run produced.
@@ -191,7 +191,7 @@ fn a_takeover_runs_and_the_superseded_completion_is_fenced_out() {
     assert!(matches!(completion, CompleteOutcome::FencedOut { .. }));
     assert_eq!(
         after_completion(first.outcome, Ok(&completion)),
-        Outcome::FencedOut
+        Disposition::FencedOut
     );
     assert_eq!(first.reply.body, b"first");
 }
@@ -200,7 +200,7 @@ fn a_takeover_runs_and_the_superseded_completion_is_fenced_out() {
 fn an_unreachable_origin_releases_the_key_with_502() {
     let after = after_origin(Err(OriginFailure::Unreachable), false, &config(&[]));
     assert_eq!(after.settle, Settle::Release);
-    assert_eq!(after.outcome, Outcome::OriginUnavailable);
+    assert_eq!(after.outcome, Disposition::OriginUnavailable);
     expect_problem(&after.reply, 502, "origin-unavailable");
 }
 
@@ -212,7 +212,7 @@ fn an_origin_timeout_keeps_the_key_in_flight_with_504() {
         &config(&[("ORIGIN_TIMEOUT_SECONDS", "7")]),
     );
     assert_eq!(after.settle, Settle::Keep);
-    assert_eq!(after.outcome, Outcome::OriginTimeout);
+    assert_eq!(after.outcome, Disposition::OriginTimeout);
     expect_problem(&after.reply, 504, "origin-timeout");
     assert!(problem(&after.reply)["detail"]
         .as_str()
@@ -237,7 +237,7 @@ fn an_oversized_response_is_delivered_once_then_replays_as_a_loud_500() {
     l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
     l.complete("k", 1, &stored, RETENTION_MS, 2_000).unwrap();
     let (answer, outcome) = answer_to_claim(&l, "k", "a", 3_000);
-    assert_eq!(outcome, Outcome::Replayed);
+    assert_eq!(outcome, Disposition::Replayed);
     expect_problem(&answer, 500, "idempotency-response-not-retained");
     assert_eq!(problem(&answer)["original_status"], 200);
     assert_eq!(header(&answer, REPLAYED_HEADER), Some("true"));
@@ -247,7 +247,7 @@ fn an_oversized_response_is_delivered_once_then_replays_as_a_loud_500() {
 fn a_5xx_is_stored_unless_release_on_5xx() {
     let stored = after_origin(Ok(origin_response(503, b"down")), false, &config(&[]));
     assert!(matches!(stored.settle, Settle::Complete(ref s) if s.status == 503));
-    assert_eq!(stored.outcome, Outcome::Executed);
+    assert_eq!(stored.outcome, Disposition::Executed);
 
     let released = after_origin(
         Ok(origin_response(503, b"down")),
@@ -255,7 +255,7 @@ fn a_5xx_is_stored_unless_release_on_5xx() {
         &config(&[("RELEASE_ON_5XX", "true")]),
     );
     assert_eq!(released.settle, Settle::Release);
-    assert_eq!(released.outcome, Outcome::Released5xx);
+    assert_eq!(released.outcome, Disposition::Released5xx);
     assert_eq!(released.reply.status, 503, "the 5xx is still passed on");
     assert_eq!(released.reply.body, b"down");
 
@@ -353,7 +353,7 @@ fn a_full_ledger_is_429_with_retry_after_in_whole_seconds() {
         panic!("a new key beyond the quota must be refused")
     };
     let (answer, outcome) = refusal_answer(refusal);
-    assert_eq!(outcome, Outcome::LedgerFull);
+    assert_eq!(outcome, Disposition::LedgerFull);
     expect_problem(&answer, 429, "idempotency-ledger-full");
     let expected = retry_after_seconds(1_000 + RETENTION_MS - 2_000);
     assert_eq!(
@@ -379,7 +379,7 @@ fn execute_answers_refusals_exactly_as_claim_does() {
         panic!("expected a replay")
     };
     let (answer, outcome) = execute_answer(ExecuteOutcome::Refused(refusal.clone()));
-    assert_eq!(outcome, Outcome::Replayed);
+    assert_eq!(outcome, Disposition::Replayed);
     assert_eq!(refusal_answer(refusal).0, answer);
     assert_eq!(header(&answer, REPLAYED_HEADER), Some("true"));
 }
@@ -388,12 +388,12 @@ fn execute_answers_refusals_exactly_as_claim_does() {
 fn a_failed_completion_is_complete_failed_and_the_caller_keeps_its_answer() {
     let err = LedgerError::Unreachable("gone".into());
     assert_eq!(
-        after_completion(Outcome::Executed, Err(&err)),
-        Outcome::CompleteFailed
+        after_completion(Disposition::Executed, Err(&err)),
+        Disposition::CompleteFailed
     );
     assert_eq!(
-        after_completion(Outcome::TookOver, Ok(&CompleteOutcome::Stored)),
-        Outcome::TookOver
+        after_completion(Disposition::TookOver, Ok(&CompleteOutcome::Stored)),
+        Disposition::TookOver
     );
 }
 
@@ -585,7 +585,7 @@ fn head<'a>(method: &'a str, length: Option<&'a str>, key: Option<&'a str>) -> R
 fn a_declared_body_over_the_limit_is_413_before_the_key_is_read() {
     let c = config(&[("MAX_REQUEST_BODY_BYTES", "10")]);
     let r = admission::admit(&head("POST", Some("11"), Some("\"bad")), &c).unwrap_err();
-    assert_eq!(r.outcome, Outcome::TooLarge);
+    assert_eq!(r.outcome, Disposition::TooLarge);
     let answer = AppResponse::from(&r.problem);
     assert_eq!(
         (answer.status, slug(&answer)),
@@ -614,21 +614,21 @@ fn a_missing_or_unparsable_content_length_defers_to_the_real_length() {
     }
     assert!(check_body_length(10, &c).is_ok());
     let r = check_body_length(11, &c).unwrap_err();
-    assert_eq!(r.outcome, Outcome::TooLarge);
+    assert_eq!(r.outcome, Disposition::TooLarge);
 }
 
 #[test]
 fn protected_methods_need_a_valid_key() {
     let c = config(&[]);
     let r = admission::admit(&head("POST", None, None), &c).unwrap_err();
-    assert_eq!(r.outcome, Outcome::KeyMissing);
+    assert_eq!(r.outcome, Disposition::KeyMissing);
     assert_eq!(
         slug(&AppResponse::from(&r.problem)),
         "idempotency-key-missing"
     );
     for bad in ["", "\"open", "a, b", "\"a\\x\"", "\u{7f}"] {
         let r = admission::admit(&head("PATCH", None, Some(bad)), &c).unwrap_err();
-        assert_eq!(r.outcome, Outcome::KeyInvalid, "{bad:?}");
+        assert_eq!(r.outcome, Disposition::KeyInvalid, "{bad:?}");
         assert_eq!(
             slug(&AppResponse::from(&r.problem)),
             "idempotency-key-invalid"
@@ -711,7 +711,7 @@ fn the_target_is_the_url_after_its_authority_verbatim() {
 fn a_body_that_breaks_off_keeps_the_key_with_502_incomplete() {
     let after = after_origin(Err(OriginFailure::Incomplete), false, &config(&[]));
     assert_eq!(after.settle, Settle::Keep, "the origin ran: never released");
-    assert_eq!(after.outcome, Outcome::OriginResponseIncomplete);
+    assert_eq!(after.outcome, Disposition::OriginResponseIncomplete);
     expect_problem(&after.reply, 502, "origin-response-incomplete");
     let unprotected = unprotected_answer(Err(OriginFailure::Incomplete));
     expect_problem(&unprotected, 502, "origin-response-incomplete");
@@ -723,7 +723,7 @@ fn a_status_that_cannot_be_passed_on_keeps_the_key_with_502_invalid() {
     for status in [0, 101, 199, 600, 999] {
         let after = after_origin(Ok(origin_response(status, b"")), false, &c);
         assert_eq!(after.settle, Settle::Keep, "{status}");
-        assert_eq!(after.outcome, Outcome::OriginInvalidResponse);
+        assert_eq!(after.outcome, Disposition::OriginInvalidResponse);
         expect_problem(&after.reply, 502, "origin-invalid-response");
         expect_problem(
             &unprotected_answer(Ok(origin_response(status, b""))),
@@ -765,7 +765,7 @@ fn hop_by_hop_headers_are_recognised() {
 #[test]
 fn a_method_that_cannot_be_forwarded_is_501_and_claims_nothing() {
     let (answer, outcome) = idempotency_ledger::contract::proxy::not_forwardable("TRACE");
-    assert_eq!(outcome, Outcome::MethodNotSupported);
+    assert_eq!(outcome, Disposition::MethodNotSupported);
     expect_problem(&answer, 501, "method-not-supported");
 }
 

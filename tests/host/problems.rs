@@ -56,7 +56,11 @@ fn refusals_render_the_fixture_documents_byte_for_byte() {
         let name = case["name"].as_str().unwrap();
         let refusal: Refusal = serde_json::from_value(case["refusal"].clone()).expect(name);
         let (answer, _) = refusal_answer(refusal);
-        assert_eq!(answer.status, case["status"].as_u64().unwrap() as u16, "{name}");
+        assert_eq!(
+            answer.status,
+            case["status"].as_u64().unwrap() as u16,
+            "{name}"
+        );
         assert_eq!(lower_headers(&answer), expected_headers(&case), "{name}");
         assert_eq!(
             String::from_utf8(answer.body).unwrap(),
@@ -81,7 +85,11 @@ fn catalog_problems_render_the_fixture_documents_byte_for_byte() {
             }
         }
         let answer = AppResponse::from(&problem);
-        assert_eq!(answer.status, case["status"].as_u64().unwrap() as u16, "{name}");
+        assert_eq!(
+            answer.status,
+            case["status"].as_u64().unwrap() as u16,
+            "{name}"
+        );
         assert_eq!(lower_headers(&answer), expected_headers(case), "{name}");
         assert_eq!(
             String::from_utf8(answer.body).unwrap(),

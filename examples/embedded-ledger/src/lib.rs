@@ -12,7 +12,7 @@ use idempotency_ledger::ledger::{
     ClaimPolicy, ExecuteOutcome, Ledger, RowExt, SqlStore, StoreError,
 };
 use idempotency_ledger::platform::client::{LedgerClient, LedgerError};
-use idempotency_ledger::platform::do_store::DoSqlStore;
+use idempotency_ledger::object::do_store::DoSqlStore;
 use idempotency_ledger::platform::{http, now_ms};
 use idempotency_ledger::protocol::{
     parse_idempotency_key, AppResponse, CapturePolicy, Fingerprint, Problem, ProblemKind,

@@ -1,6 +1,7 @@
 //! [`SqlStore`] over a Durable Object's SQLite storage (workers-rs 0.8.7).
 //!
-//! Role: run the ledger's SQL inside `TenantLedger`. What we learned reading
+//! Role: run the ledger's SQL inside `TenantLedger` (or your own Durable
+//! Object, in library mode). What we learned reading
 //! worker 0.8.7 (`src/sql.rs`, `src/durable.rs`) and measuring in workerd:
 //! - `SqlStorage::exec` returns `Err` on SQL errors; we drain every cursor
 //!   with `raw()` and never call `SqlCursor::one()`, which hangs on 0 or >1
@@ -22,6 +23,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::{SqlStorage, SqlStorageValue, State};
 
 use crate::ledger::{Row, SqlStore, SqlValue, StoreError};
+use crate::platform::env::js_message;
 
 /// The ledger's view of one object's SQLite database.
 pub struct DoSqlStore {
@@ -68,16 +70,6 @@ fn from_storage_value(v: SqlStorageValue) -> SqlValue {
         SqlStorageValue::String(s) => SqlValue::Text(s),
         SqlStorageValue::Blob(b) => SqlValue::Blob(b),
     }
-}
-
-fn js_message(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| {
-            js_sys::Reflect::get(e, &JsValue::from_str("message"))
-                .ok()
-                .and_then(|m| m.as_string())
-        })
-        .unwrap_or_else(|| format!("{e:?}"))
 }
 
 impl SqlStore for DoSqlStore {

@@ -1,7 +1,10 @@
-//! The outcome a protected request's log line names (docs/contract.md §6).
+//! The disposition of a protected request: what became of it, as the
+//! `outcome` field of its log line names it (docs/contract.md §6).
 //!
 //! Role: the closed list of what can happen to a protected request, so the
-//! compiler checks every label and the README's list is this enum.
+//! compiler checks every label and the documented list is this enum. (Named
+//! apart from the ledger's `*Outcome` answers: a disposition is the
+//! request's end, not a ledger call's answer.)
 //!
 //! What must stay true here: the spellings are what operators alert on;
 //! renaming one is a breaking change for dashboards.
@@ -11,7 +14,7 @@ use serde::Serialize;
 /// What happened to one protected request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum Disposition {
     /// The application ran under a fresh claim and its answer was stored.
     Executed,
     /// The application ran after taking over an expired lease.
@@ -57,64 +60,64 @@ pub enum Outcome {
     BodyUnreadable,
 }
 
-impl Outcome {
-    pub const ALL: [Outcome; 21] = [
-        Outcome::Executed,
-        Outcome::TookOver,
-        Outcome::Replayed,
-        Outcome::InUse,
-        Outcome::Reused,
-        Outcome::LedgerFull,
-        Outcome::OriginUnavailable,
-        Outcome::OriginTimeout,
-        Outcome::OriginResponseIncomplete,
-        Outcome::OriginInvalidResponse,
-        Outcome::MethodNotSupported,
-        Outcome::Released5xx,
-        Outcome::FencedOut,
-        Outcome::CompleteFailed,
-        Outcome::StoreUnavailable,
-        Outcome::Unprotected,
-        Outcome::UnprotectedNoKey,
-        Outcome::KeyMissing,
-        Outcome::KeyInvalid,
-        Outcome::TooLarge,
-        Outcome::BodyUnreadable,
+impl Disposition {
+    pub const ALL: [Disposition; 21] = [
+        Disposition::Executed,
+        Disposition::TookOver,
+        Disposition::Replayed,
+        Disposition::InUse,
+        Disposition::Reused,
+        Disposition::LedgerFull,
+        Disposition::OriginUnavailable,
+        Disposition::OriginTimeout,
+        Disposition::OriginResponseIncomplete,
+        Disposition::OriginInvalidResponse,
+        Disposition::MethodNotSupported,
+        Disposition::Released5xx,
+        Disposition::FencedOut,
+        Disposition::CompleteFailed,
+        Disposition::StoreUnavailable,
+        Disposition::Unprotected,
+        Disposition::UnprotectedNoKey,
+        Disposition::KeyMissing,
+        Disposition::KeyInvalid,
+        Disposition::TooLarge,
+        Disposition::BodyUnreadable,
     ];
 
     /// The label as it appears in the log line.
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Executed => "executed",
-            Outcome::TookOver => "took_over",
-            Outcome::Replayed => "replayed",
-            Outcome::InUse => "in_use",
-            Outcome::Reused => "reused",
-            Outcome::LedgerFull => "ledger_full",
-            Outcome::OriginUnavailable => "origin_unavailable",
-            Outcome::OriginTimeout => "origin_timeout",
-            Outcome::OriginResponseIncomplete => "origin_response_incomplete",
-            Outcome::OriginInvalidResponse => "origin_invalid_response",
-            Outcome::MethodNotSupported => "method_not_supported",
-            Outcome::Released5xx => "released_5xx",
-            Outcome::FencedOut => "fenced_out",
-            Outcome::CompleteFailed => "complete_failed",
-            Outcome::StoreUnavailable => "store_unavailable",
-            Outcome::Unprotected => "unprotected",
-            Outcome::UnprotectedNoKey => "unprotected_no_key",
-            Outcome::KeyMissing => "key_missing",
-            Outcome::KeyInvalid => "key_invalid",
-            Outcome::TooLarge => "too_large",
-            Outcome::BodyUnreadable => "body_unreadable",
+            Disposition::Executed => "executed",
+            Disposition::TookOver => "took_over",
+            Disposition::Replayed => "replayed",
+            Disposition::InUse => "in_use",
+            Disposition::Reused => "reused",
+            Disposition::LedgerFull => "ledger_full",
+            Disposition::OriginUnavailable => "origin_unavailable",
+            Disposition::OriginTimeout => "origin_timeout",
+            Disposition::OriginResponseIncomplete => "origin_response_incomplete",
+            Disposition::OriginInvalidResponse => "origin_invalid_response",
+            Disposition::MethodNotSupported => "method_not_supported",
+            Disposition::Released5xx => "released_5xx",
+            Disposition::FencedOut => "fenced_out",
+            Disposition::CompleteFailed => "complete_failed",
+            Disposition::StoreUnavailable => "store_unavailable",
+            Disposition::Unprotected => "unprotected",
+            Disposition::UnprotectedNoKey => "unprotected_no_key",
+            Disposition::KeyMissing => "key_missing",
+            Disposition::KeyInvalid => "key_invalid",
+            Disposition::TooLarge => "too_large",
+            Disposition::BodyUnreadable => "body_unreadable",
         }
     }
 
     /// The outcome of a run that the ledger recorded.
-    pub fn ran(takeover: bool) -> Outcome {
+    pub fn ran(takeover: bool) -> Disposition {
         if takeover {
-            Outcome::TookOver
+            Disposition::TookOver
         } else {
-            Outcome::Executed
+            Disposition::Executed
         }
     }
 }
@@ -126,10 +129,10 @@ mod tests {
     #[test]
     fn labels_serialise_as_logged_and_are_distinct() {
         let mut seen = std::collections::HashSet::new();
-        for o in Outcome::ALL {
+        for o in Disposition::ALL {
             assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
             assert!(seen.insert(o.as_str()), "{o:?}");
         }
-        assert_eq!(Outcome::Released5xx.as_str(), "released_5xx");
+        assert_eq!(Disposition::Released5xx.as_str(), "released_5xx");
     }
 }

@@ -27,6 +27,8 @@ use futures_util::future::{select, Either};
 use futures_util::FutureExt;
 use worker::{Context, Delay, Response};
 
+use super::origin::{Forward, Origin, OriginError};
+use super::replays::with_replays;
 use crate::config::Config;
 use crate::contract::answer;
 use crate::contract::proxy::{
@@ -34,14 +36,12 @@ use crate::contract::proxy::{
 };
 use crate::contract::replay_cache::Replayable;
 use crate::contract::waiting::{WaitPlan, WAIT_ANSWER_GRACE_MS};
-use crate::contract::Outcome;
+use crate::contract::Disposition;
 use crate::fields;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, ExecuteOutcome, KeyState, Refusal, ReleaseOutcome,
 };
 use crate::platform::client::{LedgerClient, LedgerError, Waited};
-use crate::platform::origin::{Forward, Origin, OriginError};
-use crate::platform::replays::with_replays;
 use crate::platform::{http, log, now_ms};
 use crate::protocol::{AppResponse, Fingerprint};
 use crate::rpc::{AppRequestRef, ClaimCall, CompleteCall, ExecuteCallRef, ReleaseCall};
@@ -64,7 +64,7 @@ pub struct Protected<'a> {
     pub wait: WaitPlan,
 }
 
-pub type Step = Result<(Response, Outcome), LedgerError>;
+pub type Step = Result<(Response, Disposition), LedgerError>;
 
 impl Protected<'_> {
     /// Keeps a completed record the object just replayed, so the next
@@ -136,9 +136,9 @@ impl Protected<'_> {
     /// and the request did.
     fn answered(
         &self,
-        (mut answer, outcome): (AppResponse, Outcome),
+        (mut answer, outcome): (AppResponse, Disposition),
         waited_ms: Option<u64>,
-    ) -> (Response, Outcome) {
+    ) -> (Response, Disposition) {
         if let Some((name, value)) = self.wait.applied(waited_ms.is_some()) {
             answer.headers.push((name.to_string(), value));
         }

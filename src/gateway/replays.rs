@@ -87,7 +87,7 @@ pub fn count_replays_when_due(
     }
     let (env, tenant, object) = (env.clone(), tenant.to_string(), object.to_string());
     ctx.wait_until(async move {
-        if let Ok(client) = LedgerClient::for_tenant(&env, LEDGER_BINDING, &object) {
+        if let Ok(client) = LedgerClient::for_object(&env, LEDGER_BINDING, &object) {
             count_replays(&client, &tenant, capacity).await;
         }
     });

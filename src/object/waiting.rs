@@ -1,21 +1,33 @@
-//! Requests parked on an in-flight key until its owner settles it.
+//! Requests parked on an in-flight key until its owner settles it: the
+//! registry, the wake rule and the loop (`wait_ms` on `claim` and `execute`).
 //!
-//! Role: the object's in-memory registry of waiters, per key. A waiter
-//! parks ([`Waiters::park`]) and awaits its [`Parked`] future; `complete`,
-//! `release` and a run that finished in the object wake every waiter of
-//! that key ([`Waiters::wake`]), which then claims again. Pure Rust (a
-//! `futures-channel` oneshot per waiter): no timers, no JS, host-tested.
+//! Role: a waiter parks ([`Waiters::park`]) and awaits its [`Parked`]
+//! future; `complete`, `release` and a run that finished in the object wake
+//! every waiter of that key ([`Waiters::wake`]). [`attempt_waiting`] runs a
+//! claim (or execute) again each time its waiter is woken — by a wake, or
+//! by its one timer at the owner's lease end or its own deadline
+//! ([`next_wake`]) — until it is no longer refused as in flight or the
+//! budget is spent. No polling loop. The registry and the wake rule are
+//! pure Rust (a `futures-channel` oneshot per waiter) and host-tested; only
+//! the loop's timer is workers-rs (worker 0.8.7 `Delay`, which clears its
+//! `setTimeout` when dropped).
 //!
 //! What must stay true here:
+//! - Every attempt is the ordinary ledger call at that moment's clock, so a
+//!   waiter that finds the key released or its lease ended claims it
+//!   (taking over at the next generation) exactly as a new retry would.
+//! - A wait never outlives the owner's lease (a waiter wakes at the lease's
+//!   end at the latest) nor its budget.
 //! - At most `max` waiters are parked per registry (one object); beyond it
 //!   `park` refuses at once, and the caller answers `409`.
 //! - A waiter leaves the registry when it is woken or when its future is
 //!   dropped (its deadline passed, its request was cancelled), so the count
-//!   never leaks.
-//! - Waking one key never touches another key's waiters.
+//!   never leaks. Waking one key never touches another key's waiters.
 //! - Nothing here survives the object: an evicted or restarted object has
 //!   no waiters, and its callers see a failed call (the gateway answers a
-//!   waiting request whose call failed with `409`, see `contract::answer`).
+//!   waiting request whose call failed with `409`).
+//! - Nothing is awaited but the waiter's own oneshot and timer: no storage
+//!   call, so the object's input gate stays open for every other request.
 //!
 //! How this meets workers-rs 0.8.7 (read in worker-macros `async_export.rs`
 //! and wasm-bindgen-futures): every Durable Object method is a wasm-bindgen
@@ -23,9 +35,7 @@
 //! one instance (shared `&self` borrows), and a woken waker queues the
 //! task as a microtask in the same isolate. A Durable Object's requests
 //! share one I/O context, so request B's `complete` may resolve request A's
-//! parked future. A parked request awaits only this channel and a timer —
-//! no storage call — so it never holds the object's input gate and never
-//! delays another key.
+//! parked future.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -35,6 +45,8 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use futures_channel::oneshot;
+
+use crate::ledger::Millis;
 
 #[derive(Default)]
 struct Registry {
@@ -137,6 +149,72 @@ impl Drop for Parked {
     }
 }
 
+/// When a waiter parked at `now` wakes by itself, in ms from now: at the
+/// lease's end (one ms after, so the claim sees it ended) or at its
+/// deadline, whichever is first. `None`: the deadline has passed, stop.
+pub fn next_wake(now: Millis, deadline: Millis, lease_remaining_ms: Millis) -> Option<Millis> {
+    if now >= deadline {
+        return None;
+    }
+    Some((deadline - now).min(lease_remaining_ms.max(0).saturating_add(1)))
+}
+
+/// How a call that was allowed to wait ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitReport {
+    /// Milliseconds spent parked (None: never parked).
+    pub waited_ms: Option<Millis>,
+    /// Parked, then answered `in_flight` when the budget ran out.
+    pub timed_out: bool,
+}
+
+/// Runs `attempt` (at the current clock) until it is not refused as in
+/// flight, the budget `budget_ms` is spent, or no waiter may be parked.
+/// `lease_remaining` says whether an outcome is "in flight, lease ends in
+/// … ms".
+#[cfg(target_arch = "wasm32")]
+pub async fn attempt_waiting<T>(
+    waiters: &Waiters,
+    key: &str,
+    budget_ms: u64,
+    mut attempt: impl FnMut(Millis) -> Result<T, crate::protocol::Problem>,
+    lease_remaining: impl Fn(&T) -> Option<Millis>,
+) -> Result<(T, WaitReport), crate::protocol::Problem> {
+    use futures_util::future::select;
+    use std::time::Duration;
+    use worker::Delay;
+
+    use crate::platform::now_ms;
+
+    let start = now_ms();
+    let deadline = start.saturating_add(budget_ms.min(i64::MAX as u64) as i64);
+    let mut parked_once = false;
+    loop {
+        let now = now_ms();
+        let outcome = attempt(now)?;
+        let report = |timed_out| WaitReport {
+            waited_ms: parked_once.then_some(now - start),
+            timed_out,
+        };
+        let Some(remaining) = lease_remaining(&outcome) else {
+            return Ok((outcome, report(false)));
+        };
+        let Some(wake_in) = next_wake(now, deadline, remaining) else {
+            return Ok((outcome, report(parked_once)));
+        };
+        // Over the bound: answered at once (a waiter that already waited
+        // and cannot park again has run out of waiting, too).
+        let Some(parked) = waiters.park(key) else {
+            return Ok((outcome, report(parked_once)));
+        };
+        parked_once = true;
+        let timer = Delay::from(Duration::from_millis(wake_in.max(1) as u64));
+        // Whichever comes first; the other is dropped (the timer cleared,
+        // the waiter unregistered).
+        let _ = select(parked, timer).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +223,15 @@ mod tests {
     fn ready(p: &mut Parked) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
         Pin::new(p).poll(&mut cx).is_ready()
+    }
+
+    #[test]
+    fn a_waiter_wakes_at_the_lease_end_or_its_deadline() {
+        assert_eq!(next_wake(1_000, 6_000, 2_000), Some(2_001));
+        assert_eq!(next_wake(1_000, 2_000, 60_000), Some(1_000));
+        assert_eq!(next_wake(2_000, 2_000, 60_000), None);
+        assert_eq!(next_wake(3_000, 2_000, 1), None);
+        assert_eq!(next_wake(0, 10, -5), Some(1));
     }
 
     #[test]

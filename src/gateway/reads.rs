@@ -1,0 +1,103 @@
+//! The tenant-scoped reads: key introspection and stats
+//! (docs/contract.md §2.7), and where a tenant's keys live.
+//!
+//! Role: find the object (or objects) that answer for a key or for the
+//! whole tenant, and render what they say.
+//!
+//! What must stay true here:
+//! - While a tenant is resharded, the previous layout answers first for the
+//!   keys it holds (docs/contract.md §8).
+//! - A sharded tenant's stats are the sum over every object of its current
+//!   and previous layouts.
+
+use worker::{Env, Response};
+
+use super::settings::Tenancy;
+use crate::config::shards::Layout;
+use crate::contract::{admission, answer};
+use crate::fields;
+use crate::ledger::Stats;
+use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::{http, log, LEDGER_BINDING};
+use crate::rpc::LookupCall;
+
+/// A failed read: logged, and answered as the object answered it (a
+/// problem it rendered) or `503`.
+pub fn store_unavailable(error: &LedgerError) -> Response {
+    log::error(
+        "idempotency.store_unavailable",
+        fields! {"error" => error.to_string()},
+    );
+    http::app(answer::read_failure(error))
+}
+
+/// The client of `key`'s object and, while the tenant is resharded, of its
+/// object in the previous layout. An unsharded tenant's key lives in the
+/// tenant's one object (`base`).
+pub fn key_homes(
+    env: &Env,
+    base: Result<&LedgerClient, &LedgerError>,
+    tenant: &str,
+    layout: Layout,
+    key: &str,
+) -> Result<(LedgerClient, Option<LedgerClient>), LedgerError> {
+    if !layout.is_sharded() {
+        return base.cloned().map_err(Clone::clone).map(|c| (c, None));
+    }
+    let current = LedgerClient::for_object(env, LEDGER_BINDING, &layout.home(tenant, key))?;
+    let previous = layout
+        .previous_home(tenant, key)
+        .map(|name| LedgerClient::for_object(env, LEDGER_BINDING, &name))
+        .transpose()?;
+    Ok((current, previous))
+}
+
+/// `GET /v1/idempotency-keys/{key}`: the record, or `404`.
+pub async fn introspect(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &str) -> Response {
+    let key = match admission::introspection_key(encoded) {
+        Ok(k) => k,
+        Err(p) => return http::problem(&p),
+    };
+    let (current, previous) = match key_homes(env, Ok(base), &who.tenant, who.layout, &key) {
+        Ok(homes) => homes,
+        Err(e) => return store_unavailable(&e),
+    };
+    // While resharding, the previous layout answers for the keys it holds.
+    for client in previous.iter().chain(std::iter::once(&current)) {
+        match client.lookup(&LookupCall { key: key.clone() }).await {
+            Ok(found) if found.record.is_some() => {
+                return http::app(answer::lookup_answer(found.record))
+            }
+            Ok(_) => {}
+            Err(e) => return store_unavailable(&e),
+        }
+    }
+    http::app(answer::lookup_answer(None))
+}
+
+/// `GET /v1/idempotency/stats`: its one object's, or the sum over every
+/// object of its current (and previous) layout.
+pub async fn stats(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
+    if !who.layout.is_sharded() {
+        return match base.stats().await {
+            Ok(stats) => http::json(200, &stats),
+            Err(e) => store_unavailable(&e),
+        };
+    }
+    let mut clients = Vec::new();
+    for name in who.layout.objects(&who.tenant) {
+        match LedgerClient::for_object(env, LEDGER_BINDING, &name) {
+            Ok(c) => clients.push(c),
+            Err(e) => return store_unavailable(&e),
+        }
+    }
+    let answers = futures_util::future::join_all(clients.iter().map(|c| c.stats())).await;
+    let mut total = Stats::default();
+    for answer in answers {
+        match answer {
+            Ok(s) => total.add(&s),
+            Err(e) => return store_unavailable(&e),
+        }
+    }
+    http::json(200, &total)
+}

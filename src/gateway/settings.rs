@@ -1,0 +1,112 @@
+//! Who is asking, and under which settings: the isolate's parsed
+//! configuration and token map, and the tenant a request belongs to.
+//!
+//! Role: parse the variables and `API_TOKENS` once per isolate (variables
+//! never change within one), authenticate each request, and gather what
+//! every later phase needs about its tenant — its object layout, its
+//! origin (proxy mode), and the client of its base object.
+//!
+//! What must stay true here:
+//! - The tenant comes only from the bearer token (via `API_TOKENS`), never
+//!   from anything the client sends. Without `API_TOKENS` nobody is let in.
+//! - An unusable configuration answers `500 misconfigured` naming the
+//!   variable, for every request but `/health` and `/openapi.json`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use worker::worker_sys::web_sys;
+use worker::{Env, Response};
+
+use super::origin::Origin;
+use crate::config::shards::{object_name, Layout};
+use crate::config::{Config, ConfigError};
+use crate::contract::auth::{self, TokenMap};
+use crate::fields;
+use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::http::{self, header};
+use crate::platform::{config_lookup, load_config, log, misconfigured, LEDGER_BINDING};
+
+/// Per-isolate parsed settings.
+pub struct Settings {
+    pub config: Config,
+    tokens: Option<TokenMap>,
+}
+
+thread_local! {
+    static SETTINGS: RefCell<Option<Result<Rc<Settings>, ConfigError>>> = const { RefCell::new(None) };
+}
+
+fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
+    let config = load_config(env)?;
+    for warning in config.warnings() {
+        log::warn("idempotency.config_warning", fields! {"warning" => warning});
+    }
+    let tokens = config_lookup(env)("API_TOKENS")
+        .as_deref()
+        .map(TokenMap::parse)
+        .transpose()?;
+    Ok(Settings { config, tokens })
+}
+
+/// The isolate's settings, parsed on first use.
+pub fn settings(env: &Env) -> Result<Rc<Settings>, ConfigError> {
+    SETTINGS.with(|cell| {
+        cell.borrow_mut()
+            .get_or_insert_with(|| load_settings(env).map(Rc::new))
+            .clone()
+    })
+}
+
+/// One authenticated request's tenant and what the gateway knows of it.
+pub struct Tenancy {
+    pub settings: Rc<Settings>,
+    pub tenant: String,
+    /// The application behind the gateway (proxy mode), if any.
+    pub origin: Option<Origin>,
+    /// The tenant's objects: one, or a shard layout (`TENANT_SHARDS`).
+    pub layout: Layout,
+    /// The object that takes the tenant's counts (its only object, or shard
+    /// 0); an `Err` is a ledger that was certainly not reached.
+    pub base: Result<LedgerClient, LedgerError>,
+    /// The base object's name.
+    pub base_name: String,
+}
+
+impl Tenancy {
+    /// The isolate's configuration.
+    pub fn config(&self) -> &Config {
+        &self.settings.config
+    }
+
+    /// Authenticates `req` and gathers its tenant's layout, origin and base
+    /// object; a refusal is the answer to send (401, or 500 misconfigured).
+    pub fn admit(req: &web_sys::Request, env: &Env) -> Result<Tenancy, Response> {
+        let settings = settings(env).map_err(|e| misconfigured(&e.variable, &e.message))?;
+        let config = &settings.config;
+        let Some(tokens) = &settings.tokens else {
+            let message = "the secret is not set; no token can be accepted";
+            return Err(misconfigured("API_TOKENS", message));
+        };
+        let tenant = auth::authenticate(header(req, "authorization").as_deref(), tokens)
+            .map_err(|p| http::problem(&p))?;
+        let origin = Origin::from_env(env, config);
+        // A tenant spread over several objects (TENANT_SHARDS): only in proxy
+        // mode — the embedded orders must commit with the one ledger they share.
+        let layout = config.tenant_shards.layout(&tenant);
+        if layout.is_sharded() && origin.is_none() {
+            let message = "a tenant is sharded but the gateway runs the embedded application; shard only proxy-mode tenants";
+            return Err(misconfigured("TENANT_SHARDS", message));
+        }
+        let base_name = object_name(&tenant, 0, layout.shards);
+        let base = LedgerClient::for_object(env, LEDGER_BINDING, &base_name);
+        Ok(Tenancy {
+            settings: settings.clone(),
+            tenant,
+            origin,
+            layout,
+            base,
+            base_name,
+        })
+    }
+}

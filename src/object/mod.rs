@@ -1,0 +1,43 @@
+//! The `TenantLedger` Durable Object: one per tenant, owning that tenant's
+//! ledger and the embedded orders table in its own SQLite database.
+//!
+//! The rooms:
+//! - [`tenant_ledger`] — the class: what the object holds and its
+//!   `fetch` / `alarm` entry points.
+//! - [`dispatch`] — the one request path: the embedded application's
+//!   unprotected requests, and every RPC v1 call parsed → validated →
+//!   applied.
+//! - [`alarm`] — the sweep and the alarm that drives it.
+//! - [`waiting`] — requests parked on an in-flight key: the registry and
+//!   the loop that claims again when they wake.
+//! - [`do_store`] — the ledger's [`SqlStore`](crate::ledger::SqlStore)
+//!   over a Durable Object's SQLite (also for library mode: your own
+//!   object with the ledger embedded).
+//!
+//! May call: `ledger`, `orders`, `rpc`, `config`, `protocol`, `platform`.
+//! Never `contract` or `gateway`: the object answers RPC calls, it makes no
+//! gateway decision.
+//!
+//! What must stay true here:
+//! - The object's own clock (`Date.now()` inside the object) sets every
+//!   lease and expiry; callers never supply times.
+//! - Calls are parsed and validated before anything is written; a bad call
+//!   is a 400/404/405 problem and changes nothing.
+//! - Requests are single-threaded per object and the ledger work between
+//!   awaits is synchronous, so a claim is never interleaved with another.
+//! - Sweep runs only in `alarm()`, never on the request path.
+
+pub mod waiting;
+
+#[cfg(target_arch = "wasm32")]
+pub mod do_store;
+
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod alarm;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod dispatch;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod tenant_ledger;
+
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub use tenant_ledger::TenantLedger;

@@ -1,0 +1,83 @@
+//! The `TenantLedger` class: what one object holds, and its entry points.
+//!
+//! Role: build the object (its ledger over its own SQLite, its schema, its
+//! configuration, its waiters, its place in the tenant's shard layout) and
+//! hand each `fetch` to [`super::dispatch`] and each `alarm` to
+//! [`super::alarm`].
+//!
+//! What must stay true here: a schema or configuration that cannot be used
+//! refuses every call (loudly, in the log and the answer); nothing else is
+//! decided here.
+
+use std::cell::Cell;
+
+use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
+
+use super::do_store::DoSqlStore;
+use super::waiting::Waiters;
+use crate::config::shards::{parse_object_name, Role};
+use crate::config::{Config, ConfigError};
+use crate::ledger::Ledger;
+use crate::orders;
+use crate::platform::{load_config, log};
+
+#[durable_object]
+pub struct TenantLedger {
+    pub(super) state: State,
+    pub(super) ledger: Ledger<DoSqlStore>,
+    /// Parsed once per object instance; an invalid variable refuses every call.
+    pub(super) config: Result<Config, ConfigError>,
+    /// Schema creation outcome; a failure refuses every call.
+    pub(super) ready: Result<(), String>,
+    /// True once this instance knows an alarm is set (avoids a set_alarm per request).
+    pub(super) alarm_known: Cell<bool>,
+    /// False until this instance's first request has checked the alarm: a
+    /// restarted workerd may have lost an overdue alarm (workerd #3138, #3566).
+    pub(super) started: Cell<bool>,
+    /// Requests parked on in-flight keys (in memory: gone with the instance).
+    pub(super) waiters: Waiters,
+    /// How many objects this one's layout has (from its `idFromName` name,
+    /// see `config::shards`; 1 for a tenant's single object).
+    pub(super) shards: u32,
+    /// True when this object belongs to a retired shard layout under the
+    /// configuration it runs with (both fixed for the instance's life).
+    pub(super) retired: bool,
+}
+
+impl DurableObject for TenantLedger {
+    fn new(state: State, env: Env) -> Self {
+        log::install_panic_hook();
+        let ledger = Ledger::new(DoSqlStore::new(&state));
+        let ready = ledger
+            .migrate()
+            .and_then(|_| orders::migrate(ledger.store()))
+            .map_err(|e| e.to_string());
+        let config = load_config(&env);
+        let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
+        let name = state.id().name();
+        let shards = name.as_deref().map_or(1, |n| parse_object_name(n).shards);
+        let retired = match (&name, &config) {
+            (Some(n), Ok(c)) => c.tenant_shards.role_of(n) == Role::Retired,
+            _ => false,
+        };
+        TenantLedger {
+            shards,
+            retired,
+            waiters: Waiters::new(max_waiters),
+            state,
+            ledger,
+            config,
+            ready,
+            alarm_known: Cell::new(false),
+            started: Cell::new(false),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        Ok(self.serve(req).await)
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        self.sweep().await
+    }
+}

@@ -1,0 +1,66 @@
+//! The runtime environment: the clock, the variables, the binding name,
+//! and the one answer for a configuration that cannot be used.
+//!
+//! Role: what the gateway and the object both read from workerd, once.
+//!
+//! What must stay true here: variables are read through one lookup
+//! (secrets first, then `[vars]`), and a configuration error is logged
+//! naming the variable and answered `500 misconfigured` without its value.
+
+use js_sys::Reflect;
+use wasm_bindgen::JsValue;
+
+use crate::config::{Config, ConfigError};
+use crate::fields;
+use crate::platform::{http, log};
+use crate::protocol::{Problem, ProblemKind};
+
+/// The Durable Object binding name the gateway and clients use.
+pub const LEDGER_BINDING: &str = "TENANT_LEDGER";
+
+/// Milliseconds on this isolate's clock (the object's clock inside an object).
+pub fn now_ms() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+/// Reads a variable or secret from `env` (secrets first).
+pub fn config_lookup(env: &worker::Env) -> impl Fn(&str) -> Option<String> + '_ {
+    move |name| {
+        env.secret(name)
+            .or_else(|_| env.var(name))
+            .ok()
+            .map(|v| v.to_string())
+    }
+}
+
+/// Parses the configuration and applies its log settings to this isolate
+/// (`LOG_LEVEL`, `LOG_HASH_KEY`); the gateway and the object both start so.
+pub fn load_config(env: &worker::Env) -> Result<Config, ConfigError> {
+    let config = Config::from_lookup(&config_lookup(env))?;
+    log::set_level(config.log_level);
+    log::set_hash_key(config.log_hash_key.as_ref().map(|k| k.expose()));
+    Ok(config)
+}
+
+/// A configuration that cannot be used, as the gateway and the object both
+/// answer it: one error line naming the variable (`idempotency.misconfigured`)
+/// and `500 misconfigured`, which names the variable but never its value.
+pub fn misconfigured(variable: &str, message: &str) -> worker::Response {
+    log::error(
+        "idempotency.misconfigured",
+        fields! {"variable" => variable, "error" => message},
+    );
+    http::problem(&Problem::of(ProblemKind::Misconfigured).arg("variable", variable))
+}
+
+/// The message of a JavaScript error value (its `message`, or the string
+/// it is, or its debug form).
+pub fn js_message(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| {
+            Reflect::get(e, &JsValue::from_str("message"))
+                .ok()
+                .and_then(|m| m.as_string())
+        })
+        .unwrap_or_else(|| format!("{e:?}"))
+}
