@@ -112,71 +112,50 @@ impl ProblemKind {
 
     /// A short, fixed, human-readable summary (from the catalog).
     pub fn title(self) -> &'static str {
-        catalog_entry(self).title.as_str()
+        catalog_entry(self).title
     }
 
     /// The catalog's detail for this problem, `{placeholders}` unfilled; or
     /// `None` when every occurrence says its own (a parser's message).
     pub fn detail_template(self) -> Option<&'static str> {
-        catalog_entry(self).detail.as_deref()
+        catalog_entry(self).detail
     }
 }
 
-/// The problem catalog (`docs/problems.json`), compiled in. The JS package
-/// renders from the same file; `tests/fixtures/problem-documents.json`
-/// pins the documents both produce.
-pub const CATALOG_JSON: &str = include_str!("../../docs/problems.json");
-
-/// One catalog entry.
-#[derive(Debug, serde::Deserialize)]
-struct Entry {
-    status: u16,
-    title: String,
-    #[serde(default)]
-    detail: Option<String>,
+/// One entry of the problem catalog (`docs/problems.json`).
+#[derive(Debug)]
+pub struct CatalogEntry {
+    pub slug: &'static str,
+    pub status: u16,
+    pub title: &'static str,
+    /// The fixed (or `{placeholder}`) detail, if the catalog has one.
+    pub detail: Option<&'static str>,
 }
 
-#[derive(Debug, serde::Deserialize)]
-struct Catalog {
-    base: String,
-    problems: std::collections::HashMap<String, Entry>,
-}
+// The catalog compiled in by build.rs (`PROBLEM_BASE`, `CATALOG`): the JS
+// package renders from the same file; `tests/fixtures/problem-documents.json`
+// pins the documents both produce.
+include!(concat!(env!("OUT_DIR"), "/problem_catalog.rs"));
 
 /// What a slug missing from the catalog renders as. Host tests prove every
 /// [`ProblemKind`] has an entry, so only a broken build gets here — and it
 /// still answers a well-formed 500 rather than panicking.
-static MISSING: Entry = Entry {
+static MISSING: CatalogEntry = CatalogEntry {
+    slug: "",
     status: 500,
-    title: String::new(),
+    title: "",
     detail: None,
 };
 
-fn catalog() -> Option<&'static Catalog> {
-    static CATALOG: std::sync::OnceLock<Option<Catalog>> = std::sync::OnceLock::new();
-    CATALOG
-        .get_or_init(|| serde_json::from_str(CATALOG_JSON).ok())
-        .as_ref()
+fn catalog_entry(kind: ProblemKind) -> &'static CatalogEntry {
+    let slug = kind.slug();
+    CATALOG.iter().find(|e| e.slug == slug).unwrap_or(&MISSING)
 }
-
-fn catalog_entry(kind: ProblemKind) -> &'static Entry {
-    catalog()
-        .and_then(|c| c.problems.get(kind.slug()))
-        .unwrap_or(&MISSING)
-}
-
-/// The base of every problem `type` (the catalog's `base`).
-pub fn problem_base() -> &'static str {
-    catalog().map_or(FALLBACK_BASE, |c| c.base.as_str())
-}
-
-const FALLBACK_BASE: &str = "https://idempotency-ledger.dev/problems/";
 
 /// Every slug the catalog lists (for the tests that hold the enum and the
 /// catalog to each other).
 pub fn catalog_slugs() -> Vec<&'static str> {
-    let mut slugs: Vec<&str> = catalog()
-        .map(|c| c.problems.keys().map(String::as_str).collect())
-        .unwrap_or_default();
+    let mut slugs: Vec<&str> = CATALOG.iter().map(|e| e.slug).collect();
     slugs.sort_unstable();
     slugs
 }
@@ -244,7 +223,7 @@ impl Problem {
         let text = |s: &str| Value::String(s.to_string()).to_string();
         let mut out = format!(
             "{{\"type\":{},\"title\":{},\"status\":{},\"detail\":{}",
-            text(&format!("{}{}", problem_base(), self.kind.slug())),
+            text(&format!("{PROBLEM_BASE}{}", self.kind.slug())),
             text(self.kind.title()),
             self.kind.status(),
             text(&self.detail),
