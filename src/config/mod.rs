@@ -17,7 +17,7 @@ pub mod waiting;
 use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
 pub use shards::ShardMap;
-use vars::{boolean, err, number, secret, token_list};
+use vars::{boolean, choice, err, header_list, number, secret, token_list};
 pub use vars::{ConfigError, SecretString};
 pub use waiting::{WaitSettings, MAX_WAITERS, MAX_WAIT_SECONDS};
 
@@ -97,6 +97,41 @@ pub const DEFAULT_MAX_DB_BYTES: u64 = 9_000_000_000;
 /// The smallest byte quota accepted (64 KiB: an empty ledger is ~40 KiB).
 pub const MIN_MAX_DB_BYTES: u64 = 65_536;
 
+/// `RETENTION_SECONDS` and `LEASE_SECONDS`: a record must outlive its
+/// owner's lease, otherwise the sweep (or an expiry) frees a key whose
+/// first run is still going, and a retry runs it a second time.
+fn windows(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigError> {
+    let retention_seconds = number(get, "RETENTION_SECONDS", 86_400, 1, 31_536_000)?;
+    let lease_seconds = number(get, "LEASE_SECONDS", 60, 1, 86_400)?;
+    if retention_seconds <= lease_seconds {
+        return Err(err(
+            "RETENTION_SECONDS and LEASE_SECONDS",
+            format!(
+                "RETENTION_SECONDS ({retention_seconds}) must exceed LEASE_SECONDS ({lease_seconds})"
+            ),
+        ));
+    }
+    Ok((retention_seconds, lease_seconds))
+}
+
+/// `ORIGIN_URL`: an http(s) base URL without query or fragment, or none.
+fn origin_url(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+    match get("ORIGIN_URL").map(|s| s.trim().to_string()) {
+        None => Ok(None),
+        Some(s) if s.is_empty() => Ok(None),
+        Some(s) if s.starts_with("http://") || s.starts_with("https://") => {
+            if s.contains('?') || s.contains('#') {
+                return Err(err(
+                    "ORIGIN_URL",
+                    "a base URL may not carry a query or fragment",
+                ));
+            }
+            Ok(Some(s))
+        }
+        Some(s) => Err(err("ORIGIN_URL", format!("{s:?} is not an http(s) URL"))),
+    }
+}
+
 impl Config {
     /// Parses every variable through `get` (which returns `None` for unset).
     pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
@@ -104,73 +139,33 @@ impl Config {
             .into_iter()
             .map(|m| m.to_ascii_uppercase())
             .collect();
-        let fingerprint_headers = token_list(get, "FINGERPRINT_HEADERS", "content-type", true)?
-            .into_iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect();
-        let stored_response_headers: Vec<String> = token_list(
-            get,
-            "STORED_RESPONSE_HEADERS",
-            "content-type,location,etag",
-            true,
-        )?
-        .into_iter()
-        .map(|h| h.to_ascii_lowercase())
-        .collect();
+        let fingerprint_headers = header_list(get, "FINGERPRINT_HEADERS", "content-type")?;
+        let stored_response_headers =
+            header_list(get, "STORED_RESPONSE_HEADERS", "content-type,location,etag")?;
         if stored_response_headers.iter().any(|h| h == "set-cookie") {
             return Err(err(
                 "STORED_RESPONSE_HEADERS",
                 "set-cookie can never be stored and replayed",
             ));
         }
-        let failure_policy = match get("FAILURE_POLICY").as_deref().map(str::trim) {
-            None | Some("closed") => FailurePolicy::Closed,
-            Some("open") => FailurePolicy::Open,
-            Some(other) => {
-                return Err(err(
-                    "FAILURE_POLICY",
-                    format!("{other:?} is not closed or open"),
-                ))
-            }
-        };
-        let log_level = match get("LOG_LEVEL").as_deref().map(str::trim) {
-            None | Some("info") => LogLevel::Info,
-            Some("warn") => LogLevel::Warn,
-            Some("error") => LogLevel::Error,
-            Some(other) => {
-                return Err(err(
-                    "LOG_LEVEL",
-                    format!("{other:?} is not info, warn or error"),
-                ))
-            }
-        };
-        let origin_url = match get("ORIGIN_URL").map(|s| s.trim().to_string()) {
-            None => None,
-            Some(s) if s.is_empty() => None,
-            Some(s) if s.starts_with("http://") || s.starts_with("https://") => {
-                if s.contains('?') || s.contains('#') {
-                    return Err(err(
-                        "ORIGIN_URL",
-                        "a base URL may not carry a query or fragment",
-                    ));
-                }
-                Some(s)
-            }
-            Some(s) => return Err(err("ORIGIN_URL", format!("{s:?} is not an http(s) URL"))),
-        };
-        let retention_seconds = number(get, "RETENTION_SECONDS", 86_400, 1, 31_536_000)?;
-        let lease_seconds = number(get, "LEASE_SECONDS", 60, 1, 86_400)?;
-        // A record must outlive its owner's lease: otherwise the sweep (or
-        // an expiry) frees a key whose first run is still going, and a retry
-        // runs it a second time.
-        if retention_seconds <= lease_seconds {
-            return Err(err(
-                "RETENTION_SECONDS and LEASE_SECONDS",
-                format!(
-                    "RETENTION_SECONDS ({retention_seconds}) must exceed LEASE_SECONDS ({lease_seconds})"
-                ),
-            ));
-        }
+        let failure_policy = choice(
+            get,
+            "FAILURE_POLICY",
+            &[
+                ("closed", FailurePolicy::Closed),
+                ("open", FailurePolicy::Open),
+            ],
+        )?;
+        let log_level = choice(
+            get,
+            "LOG_LEVEL",
+            &[
+                ("info", LogLevel::Info),
+                ("warn", LogLevel::Warn),
+                ("error", LogLevel::Error),
+            ],
+        )?;
+        let (retention_seconds, lease_seconds) = windows(get)?;
         Ok(Config {
             retention_seconds,
             lease_seconds,
@@ -210,7 +205,7 @@ impl Config {
             )?,
             failure_policy,
             origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
-            origin_url,
+            origin_url: origin_url(get)?,
             log_level,
             origin_signing_secret: secret(get, "ORIGIN_SIGNING_SECRET", 32)?,
             log_hash_key: secret(get, "LOG_HASH_KEY", 16)?,

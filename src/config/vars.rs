@@ -120,3 +120,40 @@ pub(crate) fn token_list(
     }
     Ok(items)
 }
+
+/// A comma-separated list of header names, lowercased (empty allowed).
+pub(crate) fn header_list(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: &str,
+) -> Result<Vec<String>, ConfigError> {
+    Ok(token_list(get, name, default, true)?
+        .into_iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect())
+}
+
+/// One of a closed set of words; absent is the first.
+pub(crate) fn choice<T: Copy>(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    words: &[(&str, T)],
+) -> Result<T, ConfigError> {
+    let Some(&(_, first)) = words.first() else {
+        return Err(err(name, "no value is accepted"));
+    };
+    let raw = get(name);
+    let Some(word) = raw.as_deref().map(str::trim) else {
+        return Ok(first);
+    };
+    if let Some((_, value)) = words.iter().find(|(w, _)| *w == word) {
+        return Ok(*value);
+    }
+    let names: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+    let expected = match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(err(name, format!("{word:?} is not {expected}")))
+}

@@ -82,6 +82,18 @@ pub(super) struct Record {
 }
 
 impl Record {
+    /// Does an owner hold a live lease on this record at `now`?
+    pub fn lease_live(&self, now: Millis) -> bool {
+        self.state == KeyState::InFlight && self.lease_expires_at.is_some_and(|end| end > now)
+    }
+
+    /// Is the record past its window, so that it may be reborn or swept? An
+    /// in-flight record whose lease is live never is, whatever its
+    /// `expires_at` says (records written before leases outlived retention).
+    pub fn is_expired(&self, now: Millis) -> bool {
+        self.expires_at <= now && !self.lease_live(now)
+    }
+
     pub fn from_row(row: &Row) -> Result<Record, StoreError> {
         let state = row.text(0)?;
         Ok(Record {

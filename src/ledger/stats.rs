@@ -1,21 +1,18 @@
-//! Counters, stats and the bounded sweep (docs/contract.md §2.7, §4).
+//! Stats: what the object reports (docs/contract.md §2.7).
 //!
-//! Role: everything the ledger counts and everything that deletes records.
+//! Role: the counts kept by the ledger (see [`super::counters`]) and the
+//! record counts by state, as one [`Stats`] value; and a sharded tenant's
+//! sum over its objects.
 //!
-//! What must stay true here:
-//! - Counters are named by [`Counter`], never by a string literal, so a
-//!   typo cannot silently lose a count.
-//! - The sweep deletes at most `batch` records, only with `expires_at <=
-//!   now`, through the `expires_at` index, and keeps the record counter
-//!   (the quota's count) in step in the same transaction.
+//! What must stay true here: every counter has its field, and the sum adds
+//! every count.
 
 use serde::{Deserialize, Serialize};
 
 use super::outcome::{Counter, KeyState};
-use super::pending::Pending;
 use super::record::rfc3339;
-use super::store::{RowExt, SqlStore, SqlValue, StoreError};
-use super::{Ledger, Millis};
+use super::store::{RowExt, SqlStore, StoreError};
+use super::Ledger;
 
 /// Counts kept by the object (docs/contract.md §2.7).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,126 +101,7 @@ impl Stats {
     }
 }
 
-/// What one sweep batch did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SweepOutcome {
-    pub deleted: usize,
-    /// The batch was full: more expired records may remain.
-    pub batch_full: bool,
-    /// The earliest `expires_at` still held, if any.
-    pub next_expires_at: Option<Millis>,
-}
-
 impl<S: SqlStore> Ledger<S> {
-    pub(super) fn bump(&self, counter: Counter, by: i64) -> Result<(), StoreError> {
-        self.bump_all(&[(counter, by)])
-    }
-
-    /// Adds to several counters in one statement (one multi-row upsert).
-    pub(super) fn bump_all(&self, counters: &[(Counter, i64)]) -> Result<(), StoreError> {
-        if counters.is_empty() {
-            return Ok(());
-        }
-        let rows = vec!["(?, ?)"; counters.len()].join(", ");
-        let params: Vec<SqlValue> = counters
-            .iter()
-            .flat_map(|(c, by)| [c.name().into(), (*by).into()])
-            .collect();
-        self.store.execute(
-            &format!(
-                "INSERT INTO ledger_counters (name, value) VALUES {rows}
-                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value"
-            ),
-            &params,
-        )
-    }
-
-    pub(super) fn counter(&self, counter: Counter) -> Result<i64, StoreError> {
-        let rows = self.store.query(
-            "SELECT value FROM ledger_counters WHERE name = ?",
-            &[counter.name().into()],
-        )?;
-        match rows.first() {
-            Some(row) => row.int(0),
-            None => Ok(0),
-        }
-    }
-
-    /// Counts a refusal in memory; writes the pending counts once they are
-    /// due (see [`super::pending`]).
-    pub(super) fn refused(
-        &self,
-        counter: Counter,
-        replayed: Option<(&str, i64)>,
-        now: Millis,
-    ) -> Result<(), StoreError> {
-        let due = {
-            let mut pending = self.pending.borrow_mut();
-            pending.count(counter, replayed, now);
-            pending.is_due(now)
-        };
-        if due {
-            self.flush_pending()?;
-        }
-        Ok(())
-    }
-
-    /// Adds `n` replays of `key` (completed at `generation`) that were
-    /// answered without asking the ledger (a gateway's replay cache). They
-    /// are written with the next flush, like the ledger's own.
-    pub fn add_replays(&self, key: &str, generation: i64, n: i64, now: Millis) {
-        self.pending
-            .borrow_mut()
-            .add_replays(key, generation, n, now);
-    }
-
-    /// Adds `n` to `counter` with the next flush (counts reported by a
-    /// caller, such as a gateway's failed completions).
-    pub fn add_count(&self, counter: Counter, n: i64, now: Millis) {
-        self.pending.borrow_mut().add(counter, n, now);
-    }
-
-    /// Writes the counts kept in memory, in the caller's transaction if it
-    /// has one. If the write fails the counts are kept for the next flush.
-    pub fn flush_pending(&self) -> Result<(), StoreError> {
-        if self.pending.borrow().is_empty() {
-            return Ok(());
-        }
-        let pending = std::mem::take(&mut *self.pending.borrow_mut());
-        let written = self.store.atomically(|| self.write_pending(&pending));
-        if written.is_err() {
-            self.pending.borrow_mut().merge(pending);
-        }
-        written
-    }
-
-    fn write_pending(&self, pending: &Pending) -> Result<(), StoreError> {
-        let counters: Vec<(Counter, i64)> =
-            pending.counters.iter().map(|(c, n)| (*c, *n)).collect();
-        self.bump_all(&counters)?;
-        for ((key, generation), n) in &pending.replays {
-            // Guard: the record that was replayed, still completed at the
-            // generation that was replayed (never a reborn record).
-            self.store.execute(
-                "UPDATE idempotency_records SET replays = replays + ?
-                 WHERE key = ? AND generation = ? AND state = 'completed'",
-                &[(*n).into(), key.as_str().into(), (*generation).into()],
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The earliest `expires_at` held, if any: when the next sweep is due.
-    pub fn next_expires_at(&self) -> Result<Option<Millis>, StoreError> {
-        let rows = self
-            .store
-            .query("SELECT MIN(expires_at) FROM idempotency_records", &[])?;
-        match rows.first() {
-            Some(row) => row.opt_int(0),
-            None => Ok(None),
-        }
-    }
-
     /// The object's counters and record counts.
     pub fn stats(&self) -> Result<Stats, StoreError> {
         self.flush_pending()?;
@@ -259,38 +137,5 @@ impl<S: SqlStore> Ledger<S> {
     /// never scans the table).
     pub fn held_records(&self) -> Result<i64, StoreError> {
         self.counter(Counter::Records)
-    }
-
-    /// Deletes at most `batch` records with `expires_at <= now`, through the
-    /// `expires_at` index, and says when the next one expires.
-    pub fn sweep(&self, now: Millis, batch: usize) -> Result<SweepOutcome, StoreError> {
-        self.store.atomically(|| {
-            self.flush_pending()?;
-            // Guard: expires_at <= now — nothing inside its window is
-            // deleted — and no live lease: a running owner's record is never
-            // swept (the claim keeps expires_at >= the lease's end, so this
-            // only matters for records written before that rule).
-            let rows = self.store.query(
-                "DELETE FROM idempotency_records
-                 WHERE key IN (SELECT key FROM idempotency_records
-                               WHERE expires_at <= ?
-                                 AND NOT (state = 'in_flight' AND lease_expires_at > ?)
-                               ORDER BY expires_at LIMIT ?)
-                 RETURNING key",
-                &[now.into(), now.into(), (batch as i64).into()],
-            )?;
-            let deleted = rows.len();
-            if deleted > 0 {
-                self.bump_all(&[
-                    (Counter::Records, -(deleted as i64)),
-                    (Counter::Swept, deleted as i64),
-                ])?;
-            }
-            Ok(SweepOutcome {
-                deleted,
-                batch_full: deleted >= batch,
-                next_expires_at: self.next_expires_at()?,
-            })
-        })
     }
 }
