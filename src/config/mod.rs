@@ -114,6 +114,22 @@ fn windows(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigErr
     Ok((retention_seconds, lease_seconds))
 }
 
+/// `MAX_REQUEST_BODY_BYTES` and `MAX_STORED_BODY_BYTES`.
+fn body_limits(get: &dyn Fn(&str) -> Option<String>) -> Result<(usize, usize), ConfigError> {
+    let request = number(get, "MAX_REQUEST_BODY_BYTES", 1_048_576, 0, 100 * 1_048_576)?;
+    let ceiling = STORED_BODY_CEILING as u64;
+    let stored = number(get, "MAX_STORED_BODY_BYTES", 1_048_576, 0, ceiling)?;
+    Ok((request as usize, stored as usize))
+}
+
+/// `MAX_KEYS_PER_TENANT` and `MAX_DB_BYTES_PER_OBJECT`.
+fn quotas(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigError> {
+    let keys = number(get, "MAX_KEYS_PER_TENANT", 1_000_000, 1, 1_000_000_000_000)?;
+    let (default, min, max) = (DEFAULT_MAX_DB_BYTES, MIN_MAX_DB_BYTES, PLATFORM_DB_BYTES);
+    let bytes = number(get, "MAX_DB_BYTES_PER_OBJECT", default, min, max)?;
+    Ok((keys, bytes))
+}
+
 /// `ORIGIN_URL`: an http(s) base URL without query or fragment, or none.
 fn origin_url(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
     match get("ORIGIN_URL").map(|s| s.trim().to_string()) {
@@ -166,43 +182,21 @@ impl Config {
             ],
         )?;
         let (retention_seconds, lease_seconds) = windows(get)?;
+        let (max_request_body_bytes, max_stored_body_bytes) = body_limits(get)?;
+        let (max_keys_per_tenant, max_db_bytes_per_object) = quotas(get)?;
         Ok(Config {
             retention_seconds,
             lease_seconds,
-            max_request_body_bytes: number(
-                get,
-                "MAX_REQUEST_BODY_BYTES",
-                1_048_576,
-                0,
-                100 * 1_048_576,
-            )? as usize,
-            max_stored_body_bytes: number(
-                get,
-                "MAX_STORED_BODY_BYTES",
-                1_048_576,
-                0,
-                STORED_BODY_CEILING as u64,
-            )? as usize,
+            max_request_body_bytes,
+            max_stored_body_bytes,
             sweep_batch: number(get, "SWEEP_BATCH", 500, 1, 10_000)? as usize,
             idempotency_required: boolean(get, "IDEMPOTENCY_REQUIRED", true)?,
             protected_methods,
             fingerprint_headers,
             stored_response_headers,
             release_on_5xx: boolean(get, "RELEASE_ON_5XX", false)?,
-            max_keys_per_tenant: number(
-                get,
-                "MAX_KEYS_PER_TENANT",
-                1_000_000,
-                1,
-                1_000_000_000_000,
-            )?,
-            max_db_bytes_per_object: number(
-                get,
-                "MAX_DB_BYTES_PER_OBJECT",
-                DEFAULT_MAX_DB_BYTES,
-                MIN_MAX_DB_BYTES,
-                PLATFORM_DB_BYTES,
-            )?,
+            max_keys_per_tenant,
+            max_db_bytes_per_object,
             failure_policy,
             origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
             origin_url: origin_url(get)?,

@@ -214,7 +214,22 @@ impl Protected<'_> {
             reply,
             outcome,
         } = proxy::after_origin(result, takeover, self.config);
-        let outcome = match settle {
+        let outcome = self.settle(client, generation, settle, outcome).await;
+        // The caller whose run produced this response always gets it.
+        Ok(self.answered((reply, outcome), claimed.waited_ms))
+    }
+
+    /// Settles the key as the contract decided (complete, release or keep)
+    /// at the object that granted the claim, and says what the request
+    /// finally came to (`fenced_out`, `complete_failed`, or as planned).
+    async fn settle(
+        &self,
+        client: &LedgerClient,
+        generation: i64,
+        settle: Settle,
+        outcome: Disposition,
+    ) -> Disposition {
+        match settle {
             Settle::Complete(response) => {
                 let call = CompleteCall {
                     key: self.key.to_string(),
@@ -251,9 +266,7 @@ impl Protected<'_> {
                 outcome
             }
             Settle::Keep => outcome,
-        };
-        // The caller whose run produced this response always gets it.
-        Ok(self.answered((reply, outcome), claimed.waited_ms))
+        }
     }
 
     /// Runs `settlement` so that it finishes even if this request is

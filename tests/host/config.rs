@@ -42,7 +42,7 @@ fn defaults_match_the_spec() {
     assert_eq!(c.wait.max_seconds, 10);
     assert_eq!(c.wait.max_waiters, 1_000);
     assert_eq!(c.max_db_bytes_per_object, 9_000_000_000);
-    assert!(!c.tenant_shards.any_sharded());
+    assert_eq!(c.tenant_shards, ShardMap::default());
     assert!(c.warnings().is_empty());
 }
 
