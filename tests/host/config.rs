@@ -16,7 +16,7 @@ fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
 }
 
 #[test]
-fn defaults_match_the_spec() {
+fn defaults_match_the_contract() {
     let c = parse(&[]).unwrap();
     assert_eq!(c.retention_seconds, 86_400);
     assert_eq!(c.lease_seconds, 60);

@@ -1,0 +1,268 @@
+//! Admission (docs/contract.md §2.1–§2.4): who gets in, as whom, under which key.
+
+use super::*;
+
+fn tokens() -> TokenMap {
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    TokenMap::parse(&format!(r#"{{"{acme}":"acme"}}"#)).unwrap()
+}
+
+fn unauthorized(header_value: Option<&str>) -> AppResponse {
+    let problem = authenticate(header_value, &tokens()).expect_err("must be refused");
+    let answer = AppResponse::from(&problem);
+    expect_problem(&answer, 401, "unauthorized");
+    assert_eq!(header(&answer, "www-authenticate"), Some("Bearer"));
+    answer
+}
+
+#[test]
+fn the_bearer_scheme_is_case_insensitive_and_the_token_trimmed() {
+    for value in [
+        "Bearer dev-token-acme",
+        "bearer dev-token-acme",
+        "BEARER dev-token-acme",
+        "Bearer   dev-token-acme  ",
+        " Bearer dev-token-acme",
+    ] {
+        assert_eq!(
+            authenticate(Some(value), &tokens()).as_deref(),
+            Ok("acme"),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn missing_empty_foreign_or_unknown_credentials_are_401() {
+    for value in [
+        None,
+        Some(""),
+        Some("Bearer"),
+        Some("Bearer "),
+        Some("Bearer \t "),
+        Some("Basic ZGV2LXRva2VuLWFjbWU="),
+        Some("Token dev-token-acme"),
+        Some("Bearerdev-token-acme"),
+        Some("Bearer dev-token-acmE"),
+        Some("Bearer dev-token-globex"),
+        Some("dev-token-acme"),
+    ] {
+        unauthorized(value);
+    }
+}
+
+#[test]
+fn only_get_and_head_health_skip_authentication() {
+    assert_eq!(admission::route("GET", "/health"), GatewayRoute::Health);
+    assert_eq!(admission::route("HEAD", "/health"), GatewayRoute::Health);
+    assert_eq!(
+        admission::route("POST", "/health"),
+        GatewayRoute::Application
+    );
+    assert_eq!(
+        admission::route("GET", "/health/"),
+        GatewayRoute::Application
+    );
+    assert_eq!(
+        admission::route("GET", "/v1/idempotency-keys/a%20b"),
+        GatewayRoute::KeyIntrospection("a%20b")
+    );
+    assert_eq!(
+        admission::route("GET", "/v1/idempotency/stats"),
+        GatewayRoute::Stats
+    );
+    assert_eq!(
+        admission::route("POST", "/v1/idempotency/stats"),
+        GatewayRoute::Application
+    );
+    assert_eq!(
+        admission::route("GET", "/openapi.json"),
+        GatewayRoute::OpenApi
+    );
+    assert_eq!(
+        admission::route("POST", "/openapi.json"),
+        GatewayRoute::Application
+    );
+}
+
+#[test]
+fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
+    let doc: Value = serde_json::from_str(admission::OPENAPI_DOCUMENT).expect("valid JSON");
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    for path in [
+        "/v1/orders",
+        "/v1/orders/{id}",
+        "/v1/idempotency-keys/{key}",
+        "/v1/idempotency/stats",
+        "/health",
+        "/openapi.json",
+    ] {
+        assert!(paths.contains_key(path), "{path} is documented");
+    }
+    let create = &paths["/v1/orders"]["post"]["responses"];
+    for status in [
+        "201", "400", "401", "409", "413", "422", "429", "500", "503",
+    ] {
+        assert!(
+            create.get(status).is_some(),
+            "POST /v1/orders documents {status}"
+        );
+    }
+    // Every slug the gateway can answer in embedded mode is named.
+    let text = admission::OPENAPI_DOCUMENT;
+    for slug in [
+        "unauthorized",
+        "misconfigured",
+        "idempotency-key-missing",
+        "idempotency-key-invalid",
+        "request-too-large",
+        "request-body-unreadable",
+        "idempotency-key-in-use",
+        "idempotency-key-reused",
+        "idempotency-response-not-retained",
+        "idempotency-store-unavailable",
+        "idempotency-ledger-full",
+        "invalid-order",
+        "not-found",
+    ] {
+        assert!(text.contains(&format!("`{slug}`")), "{slug} is documented");
+    }
+    let served = admission::openapi();
+    assert_eq!(served.status, 200);
+    assert_eq!(served.body, text.as_bytes());
+}
+
+fn head<'a>(method: &'a str, length: Option<&'a str>, key: Option<&'a str>) -> RequestHead<'a> {
+    RequestHead {
+        method,
+        content_length: length,
+        idempotency_key: key,
+    }
+}
+
+#[test]
+fn a_declared_body_over_the_limit_is_413_before_the_key_is_read() {
+    let c = config(&[("MAX_REQUEST_BODY_BYTES", "10")]);
+    let r = admission::admit(&head("POST", Some("11"), Some("\"bad")), &c).unwrap_err();
+    assert_eq!(r.outcome, Disposition::TooLarge);
+    let answer = AppResponse::from(&r.problem);
+    assert_eq!(
+        (answer.status, slug(&answer)),
+        (413, "request-too-large".to_string())
+    );
+    // Unprotected methods are bounded too.
+    assert!(admission::admit(&head("PUT", Some("11"), None), &c).is_err());
+}
+
+#[test]
+fn a_missing_or_unparsable_content_length_defers_to_the_real_length() {
+    let c = config(&[("MAX_REQUEST_BODY_BYTES", "10")]);
+    for length in [
+        None,
+        Some(""),
+        Some("abc"),
+        Some("-1"),
+        Some("10, 10"),
+        Some(" 10 "),
+    ] {
+        assert_eq!(
+            admission::admit(&head("POST", length, Some("k")), &c),
+            Ok(Protection::Keyed("k".into())),
+            "{length:?}"
+        );
+    }
+    assert!(check_body_length(10, &c).is_ok());
+    let r = check_body_length(11, &c).unwrap_err();
+    assert_eq!(r.outcome, Disposition::TooLarge);
+}
+
+#[test]
+fn protected_methods_need_a_valid_key() {
+    let c = config(&[]);
+    let r = admission::admit(&head("POST", None, None), &c).unwrap_err();
+    assert_eq!(r.outcome, Disposition::KeyMissing);
+    assert_eq!(
+        slug(&AppResponse::from(&r.problem)),
+        "idempotency-key-missing"
+    );
+    for bad in ["", "\"open", "a, b", "\"a\\x\"", "\u{7f}"] {
+        let r = admission::admit(&head("PATCH", None, Some(bad)), &c).unwrap_err();
+        assert_eq!(r.outcome, Disposition::KeyInvalid, "{bad:?}");
+        assert_eq!(
+            slug(&AppResponse::from(&r.problem)),
+            "idempotency-key-invalid"
+        );
+    }
+    assert_eq!(
+        admission::admit(&head("POST", None, Some("\"a,b\";x=1")), &c),
+        Ok(Protection::Keyed("a,b".into()))
+    );
+}
+
+#[test]
+fn unprotected_methods_and_optional_keys_run_without_the_ledger() {
+    let c = config(&[]);
+    // An unprotected method ignores even a malformed key.
+    let p = admission::admit(&head("GET", None, Some("\"bad")), &c).unwrap();
+    assert_eq!(p, Protection::Unprotected);
+    assert!(!p.is_logged());
+    let optional = config(&[("IDEMPOTENCY_REQUIRED", "false")]);
+    let p = admission::admit(&head("POST", None, None), &optional).unwrap();
+    assert_eq!(p, Protection::UnprotectedNoKey);
+    assert!(p.is_logged());
+    // The raw method is compared: a lowercase method is not protected.
+    assert_eq!(
+        admission::admit(&head("post", None, None), &c),
+        Ok(Protection::Unprotected)
+    );
+}
+
+#[test]
+fn introspection_keys_are_percent_decoded_and_validated() {
+    assert_eq!(
+        introspection_key("order%2F7%20a").as_deref(),
+        Ok("order/7 a")
+    );
+    for bad in ["", "%FF", "%00", &"k".repeat(256)] {
+        let problem = introspection_key(bad).unwrap_err();
+        assert_eq!(
+            slug(&AppResponse::from(&problem)),
+            "idempotency-key-invalid",
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn misconfiguration_is_500_and_never_names_a_secret_value() {
+    let answer = AppResponse::from(&misconfigured("API_TOKENS"));
+    assert_eq!(
+        (answer.status, slug(&answer)),
+        (500, "misconfigured".to_string())
+    );
+    assert!(problem(&answer)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("API_TOKENS"));
+}
+
+#[test]
+fn the_target_is_the_url_after_its_authority_verbatim() {
+    use idempotency_ledger::protocol::{path_of, target_of};
+    assert_eq!(
+        target_of("https://gw.test/v1/orders?b=2&a=1"),
+        "/v1/orders?b=2&a=1"
+    );
+    assert_eq!(
+        target_of("https://gw.test/a%2Fb/../c?x#frag"),
+        "/a%2Fb/../c?x"
+    );
+    assert_eq!(target_of("https://gw.test"), "/");
+    assert_eq!(
+        target_of("https://tenant-ledger/rpc/v1/claim"),
+        "/rpc/v1/claim"
+    );
+    assert_eq!(path_of("/rpc/v1/claim?x=1"), "/rpc/v1/claim");
+    assert_eq!(path_of("/"), "/");
+}
