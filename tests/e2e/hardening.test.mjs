@@ -93,7 +93,7 @@ test("no client path reaches the object's RPC routes through the application rou
   } finally { await gw.dispose(); }
 });
 
-// The README's JS origin verification, verbatim.
+// The JS origin verification of docs/proxy-mode.md, verbatim.
 import { createHmac, createHash, timingSafeEqual } from "node:crypto"; // or Web Crypto in a Worker
 
 export function verifyGatewaySignature({ header, tenant, method, target, body, secret, now = Date.now() / 1000 }) {
@@ -117,7 +117,7 @@ test("with ORIGIN_SIGNING_SECRET every forwarded request carries a verifiable si
       const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header);
       assert.ok(m, `one gateway signature, the client's dropped: ${header}`);
       assert.ok(Math.abs(Date.now() / 1000 - Number(m[1])) < 300, "signed now");
-      // The README's verification, verbatim: t, tenant, METHOD, target, sha256(body).
+      // docs/proxy-mode.md's verification, verbatim: t, tenant, METHOD, target, sha256(body).
       const target = seen.url.replace(/^\/base/, "");
       const payload = `${m[1]}\n${seen.headers["x-tenant-id"]}\n${seen.method}\n${target}\n${createHash("sha256").update(seen.body).digest("hex")}`;
       assert.equal(m[2], createHmac("sha256", secret).update(payload).digest("hex"));

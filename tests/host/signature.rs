@@ -1,4 +1,4 @@
-//! The README's Rust origin verification (as rustfmt lays it out), against the gateway's
+//! The Rust origin verification of docs/proxy-mode.md (as rustfmt lays it out), against the gateway's
 //! own signature.
 
 use hmac::{Hmac, Mac};
