@@ -8,7 +8,8 @@
 //! What must stay true here: the signed string is, byte for byte,
 //! `"{t}\n{tenant}\n{METHOD}\n{target}\n{hex sha256(body)}"` and the header
 //! `X-Idempotency-Signature: t={t},v1={hex HMAC-SHA256(secret, signed)}`;
-//! the README's verification code and the e2e origin compute exactly this.
+//! the verification code in docs/proxy-mode.md and the e2e origin compute
+//! exactly this.
 
 use crate::protocol::digest::{hmac_hex, sha256_hex};
 
@@ -16,7 +17,7 @@ use crate::protocol::digest::{hmac_hex, sha256_hex};
 pub const SIGNATURE_HEADER: &str = "x-idempotency-signature";
 
 /// How old a signature an origin should accept, in seconds (the replay
-/// window the README recommends; the gateway signs at send time).
+/// window docs/proxy-mode.md recommends; the gateway signs at send time).
 pub const RECOMMENDED_TOLERANCE_SECONDS: u64 = 300;
 
 /// The string that is signed.
