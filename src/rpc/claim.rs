@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_key, check_wait, check_window, Call, Route};
+use super::{check_fingerprint, check_key, check_wait, check_window, Call, Route};
 use crate::ledger::ClaimOutcome;
 use crate::protocol::Fingerprint;
 
@@ -37,9 +37,7 @@ impl Call for ClaimCall {
 
     fn validate(&self) -> Result<(), String> {
         check_key(&self.key)?;
-        if !self.fingerprint.is_well_formed() {
-            return Err("fingerprint is not well formed (digest must match its components)".into());
-        }
+        check_fingerprint(&self.fingerprint)?;
         check_window("lease_seconds", self.lease_seconds)?;
         check_window("retention_seconds", self.retention_seconds)?;
         check_wait(self.wait_ms)

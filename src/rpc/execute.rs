@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_key, check_wait, Call, Route};
+use super::{check_fingerprint, check_key, check_wait, Call, Route};
 use crate::ledger::ExecuteOutcome;
 use crate::protocol::response::base64_bytes;
 use crate::protocol::Fingerprint;
@@ -108,9 +108,7 @@ fn validate_parts(
     wait_ms: Option<u64>,
 ) -> Result<(), String> {
     check_key(key)?;
-    if !fingerprint.is_well_formed() {
-        return Err("fingerprint is not well formed (digest must match its components)".into());
-    }
+    check_fingerprint(fingerprint)?;
     if !target.starts_with('/') {
         return Err("request.target must start with /".into());
     }

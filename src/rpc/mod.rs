@@ -109,6 +109,13 @@ pub(crate) fn check_key(key: &str) -> Result<(), String> {
     validate_key(key).map_err(|e| e.to_string())
 }
 
+pub(crate) fn check_fingerprint(fingerprint: &crate::protocol::Fingerprint) -> Result<(), String> {
+    if !fingerprint.is_well_formed() {
+        return Err("fingerprint is not well formed (digest must match its components)".into());
+    }
+    Ok(())
+}
+
 pub(crate) fn check_generation(generation: i64) -> Result<(), String> {
     if generation < 1 {
         return Err("generation must be at least 1".into());
