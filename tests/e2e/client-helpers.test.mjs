@@ -137,7 +137,29 @@ test("npm pack ships exactly the client, its types, the docs and the README", as
   const root = new URL("../../", import.meta.url).pathname;
   const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
   const files = pack.files.map((f) => f.path).sort();
-  assert.deepEqual(files, ["README.md", "client/hono.d.ts", "client/hono.js", "client/index.d.ts", "client/index.js", "docs/openapi.json", "docs/rpc-v1.md", "package.json"]);
+  // The modules (one per seam), their types, the docs (with the problem catalog).
+  assert.deepEqual(files, [
+    "README.md",
+    "client/answer.js",
+    "client/bytes.js",
+    "client/contract.js",
+    "client/defaults.js",
+    "client/fingerprint.js",
+    "client/hono.d.ts",
+    "client/hono.js",
+    "client/index.d.ts",
+    "client/index.js",
+    "client/key.js",
+    "client/problems.js",
+    "client/rpc.js",
+    "client/shards.js",
+    "client/stored.js",
+    "client/waiting.js",
+    "docs/openapi.json",
+    "docs/problems.json",
+    "docs/rpc-v1.md",
+    "package.json",
+  ]);
 });
 
 test("shardOf / shardObjectName place keys exactly as the gateway (shared vectors); parseTenantShards validates like it", async () => {
