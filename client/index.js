@@ -2,7 +2,8 @@
 // idempotency-ledger for JavaScript Workers: typed calls to a TenantLedger
 // Durable Object over RPC v1, plus Idempotency-Key helpers and middleware.
 // Runs on Workers (and Node >= 20): uses only fetch, Headers, Response,
-// crypto.subtle and crypto.randomUUID. Types: ./index.d.ts.
+// crypto.subtle and crypto.randomUUID. Types: ./index.d.ts, emitted by
+// `npm run check:types` (tsc -p client) from the JSDoc of these modules.
 //
 // One module per seam, as the Rust side:
 //   key.js          the Idempotency-Key field, minting and sending keys

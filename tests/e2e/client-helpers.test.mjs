@@ -137,23 +137,34 @@ test("npm pack ships exactly the client, its types, the docs and the README", as
   const root = new URL("../../", import.meta.url).pathname;
   const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
   const files = pack.files.map((f) => f.path).sort();
-  // The modules (one per seam), their types, the docs (with the problem catalog).
+  // The modules (one per seam), their declarations (emitted by `npm run check:types`), the docs.
   assert.deepEqual(files, [
     "README.md",
+    "client/answer.d.ts",
     "client/answer.js",
+    "client/bytes.d.ts",
     "client/bytes.js",
+    "client/contract.d.ts",
     "client/contract.js",
+    "client/defaults.d.ts",
     "client/defaults.js",
+    "client/fingerprint.d.ts",
     "client/fingerprint.js",
     "client/hono.d.ts",
     "client/hono.js",
     "client/index.d.ts",
     "client/index.js",
+    "client/key.d.ts",
     "client/key.js",
+    "client/problems.d.ts",
     "client/problems.js",
+    "client/rpc.d.ts",
     "client/rpc.js",
+    "client/shards.d.ts",
     "client/shards.js",
+    "client/stored.d.ts",
     "client/stored.js",
+    "client/waiting.d.ts",
     "client/waiting.js",
     "docs/openapi.json",
     "docs/problems.json",
