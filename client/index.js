@@ -13,7 +13,7 @@
 //   stored.js       stored responses: capture and replay
 //   answer.js       the answer to a refused claim
 //   waiting.js      Prefer: wait=N
-//   shards.js       TENANT_SHARDS: placement and the operator's map
+//   shards.js       TENANT_SHARDS: placement, the routing rule, TenantLedgers
 //   defaults.js     the middleware's defaults (the gateway's)
 //   contract.js     the middleware contract (withIdempotency; ./hono.js)
 export { DEFAULTS } from "./defaults.js";
