@@ -187,8 +187,9 @@ test("shardOf / shardObjectName place keys exactly as the gateway (shared vector
   assert.deepEqual(map.get("acme"), { shards: 8, previous: null });
   assert.deepEqual(map.get("globex"), { shards: 4, previous: 1 });
   assert.equal(parseTenantShards(undefined).size, 0);
-  for (const bad of ["[]", "{", '{"acme": 0}', '{"acme": 129}', '{"acme": 2.5}', '{"acme": "8"}', '{"bad tenant": 2}',
-    '{"acme": {"shards": 4, "previous": 4}}', '{"acme": {"previous": 4}}', '{"acme": {"shards": 4, "since": 1}}']) {
+  // The invalid values both parsers refuse (shared with the Rust tests).
+  assert.ok(fixture.invalid.length >= 10);
+  for (const bad of fixture.invalid) {
     assert.throws(() => parseTenantShards(bad), TypeError, bad);
   }
 });
