@@ -1,3 +1,4 @@
+// @ts-check
 // idempotency-ledger/hono: the Idempotency-Key contract as Hono middleware.
 //
 //   import { idempotency } from "idempotency-ledger/hono";
@@ -13,9 +14,20 @@
 // sees `c.error`) — and refusals answered with the gateway's problem
 // documents and `Retry-After`; replays carry `Idempotent-Replayed: true`.
 // No runtime import of Hono: any Hono 4 app can use it.
-import { idempotencyContract } from "./index.js";
+import { idempotencyContract } from "./contract.js";
+/** @import { MiddlewareHandler } from "hono" */
+/** @import { IdempotencyOptions } from "./contract.js" */
 
-/** Hono middleware; `options` as `withIdempotency`'s. */
+/**
+ * Hono middleware with the gateway's Idempotency-Key contract:
+ * `app.use("/payments/*", idempotency({ ledger: (request, env) => LedgerClient.forTenant(env.LEDGER, tenantOf(request)) }))`.
+ * The route runs once per key; its response is stored and replayed
+ * (`Idempotent-Replayed: true`); a route that throws releases the key.
+ * Invalid options throw a TypeError when the middleware is made.
+ * @template {object} [Env=any]
+ * @param {IdempotencyOptions<Env>} options as `withIdempotency`'s
+ * @returns {MiddlewareHandler<{ Bindings: Env }>}
+ */
 export function idempotency(options) {
   const contract = idempotencyContract(options);
   return async function idempotencyMiddleware(c, next) {

@@ -19,7 +19,8 @@ wrangler deploy --dry-run --outdir "$ROOT/target/deploy-dry-run" 2>&1 | grep -E 
 # The entry (worker/entry.mjs: the Rust build plus the JS RPC entrypoint) was bundled.
 test -s "$ROOT/target/deploy-dry-run/entry.js"
 grep -q "LedgerService" "$ROOT/target/deploy-dry-run/entry.js"
-echo "== type-checking the TypeScript declarations"
+echo "== type-checking the JS package (strict JSDoc) and emitting its declarations, then their TypeScript users"
+npm run --silent check:types
 tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"
 node --test --test-concurrency=1 --test-timeout=120000 'tests/e2e/*.test.mjs'

@@ -137,7 +137,40 @@ test("npm pack ships exactly the client, its types, the docs and the README", as
   const root = new URL("../../", import.meta.url).pathname;
   const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
   const files = pack.files.map((f) => f.path).sort();
-  assert.deepEqual(files, ["README.md", "client/hono.d.ts", "client/hono.js", "client/index.d.ts", "client/index.js", "docs/openapi.json", "docs/rpc-v1.md", "package.json"]);
+  // The modules (one per seam), their declarations (emitted by `npm run check:types`), the docs.
+  assert.deepEqual(files, [
+    "README.md",
+    "client/answer.d.ts",
+    "client/answer.js",
+    "client/bytes.d.ts",
+    "client/bytes.js",
+    "client/contract.d.ts",
+    "client/contract.js",
+    "client/defaults.d.ts",
+    "client/defaults.js",
+    "client/fingerprint.d.ts",
+    "client/fingerprint.js",
+    "client/hono.d.ts",
+    "client/hono.js",
+    "client/index.d.ts",
+    "client/index.js",
+    "client/key.d.ts",
+    "client/key.js",
+    "client/problems.d.ts",
+    "client/problems.js",
+    "client/rpc.d.ts",
+    "client/rpc.js",
+    "client/shards.d.ts",
+    "client/shards.js",
+    "client/stored.d.ts",
+    "client/stored.js",
+    "client/waiting.d.ts",
+    "client/waiting.js",
+    "docs/openapi.json",
+    "docs/problems.json",
+    "docs/rpc-v1.md",
+    "package.json",
+  ]);
 });
 
 test("shardOf / shardObjectName place keys exactly as the gateway (shared vectors); parseTenantShards validates like it", async () => {
@@ -154,8 +187,51 @@ test("shardOf / shardObjectName place keys exactly as the gateway (shared vector
   assert.deepEqual(map.get("acme"), { shards: 8, previous: null });
   assert.deepEqual(map.get("globex"), { shards: 4, previous: 1 });
   assert.equal(parseTenantShards(undefined).size, 0);
-  for (const bad of ["[]", "{", '{"acme": 0}', '{"acme": 129}', '{"acme": 2.5}', '{"acme": "8"}', '{"bad tenant": 2}',
-    '{"acme": {"shards": 4, "previous": 4}}', '{"acme": {"previous": 4}}', '{"acme": {"shards": 4, "since": 1}}']) {
+  // The invalid values both parsers refuse (shared with the Rust tests).
+  assert.ok(fixture.invalid.length >= 10);
+  for (const bad of fixture.invalid) {
     assert.throws(() => parseTenantShards(bad), TypeError, bad);
   }
+});
+
+test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixtures/defaults.json and is what applies", async () => {
+  const { DEFAULTS, withIdempotency, fingerprint, captureResponse } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const { variables: v } = JSON.parse(readFileSync(new URL("../fixtures/defaults.json", import.meta.url), "utf8"));
+  const list = (s) => s.split(",").map((t) => t.trim()).filter(Boolean);
+  assert.deepEqual({ ...DEFAULTS }, {
+    protectedMethods: list(v.PROTECTED_METHODS).map((m) => m.toUpperCase()),
+    required: v.IDEMPOTENCY_REQUIRED === "true",
+    fingerprintHeaders: list(v.FINGERPRINT_HEADERS).map((h) => h.toLowerCase()),
+    storedHeaders: list(v.STORED_RESPONSE_HEADERS).map((h) => h.toLowerCase()),
+    maxStoredBodyBytes: Number(v.MAX_STORED_BODY_BYTES),
+    waitSeconds: Number(v.IN_FLIGHT_WAIT_SECONDS),
+    maxWaitSeconds: Number(v.IN_FLIGHT_WAIT_MAX_SECONDS),
+  });
+  assert.ok(Object.isFrozen(DEFAULTS) && Object.isFrozen(DEFAULTS.protectedMethods), "nobody changes the defaults at run time");
+
+  // What applies when no option is given is exactly DEFAULTS.
+  const claims = [];
+  const ledger = () => ({
+    claim: async (call) => { claims.push(call); return { outcome: "claimed", generation: 1, takeover: false }; },
+    complete: async () => ({ outcome: "stored" }),
+    release: async () => ({ outcome: "released" }),
+  });
+  let runs = 0;
+  const handler = withIdempotency(async () => { runs += 1; return new Response("ok", { status: 201 }); }, { ledger });
+  const send = (method, headers = {}) => handler(new Request("https://x/pay", { method, headers, body: "{}" }), {}, undefined);
+  for (const method of DEFAULTS.protectedMethods) {
+    assert.equal((await send(method)).status, DEFAULTS.required ? 400 : 201, `${method} without a key`);
+  }
+  assert.equal((await send("PUT")).status, 201, "PUT is not protected by default");
+  assert.equal((await send("POST", { "idempotency-key": "d-1", "content-type": "text/plain" })).status, 201);
+  assert.equal((await send("POST", { "idempotency-key": "d-2", prefer: "wait=300" })).status, 201);
+  assert.equal(claims[0].wait_ms, DEFAULTS.waitSeconds > 0 ? DEFAULTS.waitSeconds * 1000 : undefined);
+  assert.equal(claims[1].wait_ms, DEFAULTS.maxWaitSeconds * 1000, "a long Prefer: wait is capped at maxWaitSeconds");
+  const explicit = await fingerprint({ method: "POST", target: "/pay", headers: { "content-type": "text/plain" }, body: "{}", fingerprintHeaders: [...DEFAULTS.fingerprintHeaders] });
+  assert.deepEqual(claims[0].fingerprint, explicit);
+  const all = new Response("x", { headers: Object.fromEntries(["content-type", "location", "etag", "x-other"].map((h) => [h, "v"])) });
+  assert.deepEqual((await captureResponse(all)).headers.map(([h]) => h).sort(), [...DEFAULTS.storedHeaders].sort());
+  assert.notEqual((await captureResponse(new Response(new Uint8Array(DEFAULTS.maxStoredBodyBytes)))).body, null);
+  assert.equal((await captureResponse(new Response(new Uint8Array(DEFAULTS.maxStoredBodyBytes + 1)))).body, null);
 });

@@ -2,6 +2,7 @@
 // values failing loudly, no demo-token fallback, and the request bounds.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { startGateway, orderInit, json, slug, orders, wranglerVars, eventually } from "./harness.mjs";
 
 test("wrangler.toml publishes the documented defaults", () => {
@@ -14,6 +15,13 @@ test("wrangler.toml publishes the documented defaults", () => {
     LOG_LEVEL: "info", REPLAY_CACHE_BYTES: "8388608",
     IN_FLIGHT_WAIT_SECONDS: "0", IN_FLIGHT_WAIT_MAX_SECONDS: "10", IN_FLIGHT_MAX_WAITERS: "1000",
   });
+});
+
+test("wrangler.toml [vars] publishes exactly the defaults of tests/fixtures/defaults.json (shared with the JS package and Rust)", () => {
+  const fixture = JSON.parse(readFileSync(new URL("../fixtures/defaults.json", import.meta.url), "utf8"));
+  const vars = wranglerVars();
+  for (const [name, value] of Object.entries(vars)) assert.equal(fixture.variables[name], value, name);
+  assert.deepEqual(vars, fixture.variables, "every default is published, and nothing else");
 });
 
 test("without API_TOKENS the Worker is misconfigured and never accepts the demo tokens", async () => {

@@ -31,12 +31,21 @@ export function wranglerVars() {
   return vars;
 }
 
+/**
+ * The npm package's modules as a Worker loads them: client/index.js and
+ * every module it imports (one per seam; the problem catalog is a JS module,
+ * client/problems.js, so no JSON module is needed).
+ */
+export const CLIENT_MODULES = [
+  "index", "defaults", "bytes", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "contract",
+].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
+
 /** The deployed script's modules: the entry (Rust build + JS RPC entrypoint), the wasm, the client. */
 export const GATEWAY_MODULES = [
   { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
   { type: "ESModule", path: `${ROOT}build/index.js` },
   { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
-  { type: "ESModule", path: `${ROOT}client/index.js` },
+  ...CLIENT_MODULES,
 ];
 
 /**

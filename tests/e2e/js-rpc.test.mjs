@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { transformSync } from "esbuild";
-import { startGateway, read, json, eventually, ROOT, ACME } from "./harness.mjs";
+import { startGateway, read, json, eventually, ROOT, ACME, CLIENT_MODULES } from "./harness.mjs";
 import { fingerprint } from "../../client/index.js";
 
 const source = readFileSync(`${ROOT}tests/e2e/workers/ts-rpc.ts`, "utf8");
@@ -14,7 +14,7 @@ const tsWorker = {
   modulesRoot: ROOT,
   modules: [
     { type: "ESModule", path: `${ROOT}tests/e2e/workers/ts-rpc.mjs`, contents: transformSync(source, { loader: "ts", format: "esm", target: "es2022" }).code },
-    { type: "ESModule", path: `${ROOT}client/index.js` },
+    ...CLIENT_MODULES,
   ],
   compatibilityDate: "2026-11-01",
   serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },

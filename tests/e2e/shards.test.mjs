@@ -235,3 +235,73 @@ test("MAX_KEYS_PER_TENANT stays a tenant's quota when sharded: each object holds
     assert.equal((await stats(gw.request)).records, created);
   } finally { await gw.dispose(); await origin.close(); }
 });
+
+test("JS RPC while resharding: complete and release land at the object that granted the key, previous layout or current", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-rpc-"));
+  const caller = {
+    name: "rpc-caller", modules: true, compatibilityDate: "2026-11-01",
+    serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },
+    script: `export default { async fetch(request, env) {
+      const { op, args } = await request.json();
+      try { return Response.json(await env.LEDGER[op](...args)); }
+      catch (e) { return Response.json({ error: e.message }, { status: 599 }); }
+    } }`,
+  };
+  const { origin } = await countingOrigin();
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...vars }, shared: { resourcePersistencePath: dir }, workers: [caller] });
+  const rpcOf = async (gw) => {
+    const worker = await gw.mf.getWorker("rpc-caller");
+    return async (op, ...args) => (await worker.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();
+  };
+  const fp = await fingerprint({ method: "POST", target: "/charges", headers: {}, body: new TextEncoder().encode("x") });
+  const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("done").toString("base64") };
+  try {
+    // Before: one object. Two keys are granted there and stay in flight.
+    const before = await start({});
+    try {
+      const rpc = await rpcOf(before);
+      for (const key of ["granted-old-complete", "granted-old-release"]) {
+        assert.deepEqual(await rpc("claim", "acme", { key, fingerprint: fp }), { outcome: "claimed", generation: 1, takeover: false }, key);
+      }
+    } finally { await before.dispose(); }
+
+    // After: four shards, the single object as the previous layout.
+    const after = await start({ TENANT_SHARDS: '{"acme": {"shards": 4, "previous": 1}}' });
+    try {
+      const rpc = await rpcOf(after);
+      const home = async (key) => shardObjectName("acme", await shardOf(key, 4), 4);
+      for (const key of ["granted-new-complete", "granted-new-release"]) {
+        assert.equal((await rpc("claim", "acme", { key, fingerprint: fp })).outcome, "claimed", key);
+        assert.equal((await lookupAt(after, await home(key), key))?.state, "in_flight", `${key} was granted by the current layout`);
+        assert.equal(await lookupAt(after, "acme", key), null, `${key} never entered the previous layout`);
+      }
+      // A wrong generation is fenced out by the key's holder: the previous
+      // layout's object names the record it holds (the current's would say null).
+      const stale = await rpc("complete", "acme", { key: "granted-old-complete", generation: 7, response: stored });
+      assert.deepEqual(stale, { outcome: "fenced_out", current: { state: "in_flight", generation: 1 } });
+
+      assert.deepEqual(await rpc("complete", "acme", { key: "granted-old-complete", generation: 1, response: stored }), { outcome: "stored" });
+      assert.deepEqual(await rpc("release", "acme", { key: "granted-old-release", generation: 1 }), { outcome: "released" });
+      assert.deepEqual(await rpc("complete", "acme", { key: "granted-new-complete", generation: 1, response: stored }), { outcome: "stored" });
+      assert.deepEqual(await rpc("release", "acme", { key: "granted-new-release", generation: 1 }), { outcome: "released" });
+
+      const where = { "granted-old-complete": "completed", "granted-old-release": "released" };
+      for (const [key, state] of Object.entries(where)) {
+        assert.equal((await lookupAt(after, "acme", key))?.state, state, `${key} settled in the previous layout`);
+        assert.equal(await lookupAt(after, await home(key), key), null, `${key} was not created in the current layout`);
+        assert.equal((await rpc("lookup", "acme", key))?.state, state);
+      }
+      for (const [key, state] of Object.entries({ "granted-new-complete": "completed", "granted-new-release": "released" })) {
+        assert.equal((await lookupAt(after, await home(key), key))?.state, state, `${key} settled in the current layout`);
+        assert.equal(await lookupAt(after, "acme", key), null);
+        assert.equal((await rpc("lookup", "acme", key))?.state, state);
+      }
+      // A key neither layout holds: the previous layout sends it on (421), the current one fences it out.
+      assert.deepEqual(await rpc("release", "acme", { key: "never-claimed", generation: 1 }), { outcome: "fenced_out", current: null });
+      const s = await rpc("stats", "acme");
+      assert.equal(s.completed, 2, JSON.stringify(s));
+      assert.equal(s.in_flight, 0);
+      assert.equal(s.claims, 4);
+    } finally { await after.dispose(); }
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});

@@ -1,0 +1,26 @@
+// @ts-check
+// The middleware's defaults: the gateway's own, as wrangler.toml [vars]
+// publishes them (tests/fixtures/defaults.json pins both; the e2e tests
+// compare this object with that fixture).
+
+/**
+ * What `withIdempotency`, the Hono middleware, `fingerprint` and
+ * `captureResponse` use when an option is not given, each the gateway's
+ * variable of the same meaning.
+ */
+export const DEFAULTS = Object.freeze({
+  /** PROTECTED_METHODS */
+  protectedMethods: Object.freeze(["POST", "PATCH"]),
+  /** IDEMPOTENCY_REQUIRED */
+  required: true,
+  /** FINGERPRINT_HEADERS */
+  fingerprintHeaders: Object.freeze(["content-type"]),
+  /** STORED_RESPONSE_HEADERS */
+  storedHeaders: Object.freeze(["content-type", "location", "etag"]),
+  /** MAX_STORED_BODY_BYTES */
+  maxStoredBodyBytes: 1048576,
+  /** IN_FLIGHT_WAIT_SECONDS */
+  waitSeconds: 0,
+  /** IN_FLIGHT_WAIT_MAX_SECONDS */
+  maxWaitSeconds: 10,
+});

@@ -1,0 +1,262 @@
+// @ts-check
+// Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
+// docs/rpc-v1.md), and the types of that protocol.
+/** @import { Fingerprint } from "./fingerprint.js" */
+/** @import { Problem } from "./problems.js" */
+/** @import { StoredResponse } from "./stored.js" */
+
+export const RPC_V1_PREFIX = "/rpc/v1/";
+/** The object's answer header naming how long a claim waited (ms). */
+export const WAITED_HEADER = "ledger-waited-ms";
+
+/**
+ * @typedef {object} ClaimCall
+ * @property {string} key
+ * @property {Fingerprint} fingerprint
+ * @property {number} [lease_seconds] Defaults to the object's LEASE_SECONDS. 1..31536000.
+ * @property {number} [retention_seconds] Defaults to the object's RETENTION_SECONDS. 1..31536000.
+ * @property {number} [wait_ms] If the key is in flight under a live lease, wait up to this many ms for
+ *   its outcome (replay, or the key released / its lease ended: claimed) instead of answering
+ *   `in_flight` at once. 0..3600000, bounded by the object's IN_FLIGHT_WAIT_MAX_SECONDS and the lease. Default 0.
+ */
+
+/**
+ * Present on a claim's answer when the object parked it: how long, in ms.
+ * @typedef {object} WaitedAnswer
+ * @property {number} [waited_ms]
+ */
+
+/**
+ * @typedef {{ outcome: "claimed"; generation: number; takeover: boolean }
+ *   | { outcome: "in_flight"; generation: number; retry_after_ms: number }
+ *   | { outcome: "completed"; generation: number; response: StoredResponse; expires_at?: number }
+ *   | { outcome: "mismatch"; differs: string[] }
+ *   | { outcome: "ledger_full"; retry_after_ms: number }} ClaimOutcome
+ * A claim's answer. `completed.expires_at`: epoch ms (the object's clock) when the record leaves
+ * its retention window; the answer cannot change before.
+ */
+
+/** @typedef {Exclude<ClaimOutcome, { outcome: "claimed" }>} ClaimRefusal A claim's answer other than `claimed`. */
+
+/**
+ * @typedef {object} CompleteCall
+ * @property {string} key
+ * @property {number} generation
+ * @property {StoredResponse} response
+ * @property {number} [retention_seconds] Defaults to the object's RETENTION_SECONDS.
+ */
+
+/**
+ * Where a refused completion or release found the record.
+ * @typedef {object} RecordState
+ * @property {"in_flight" | "completed" | "released"} state
+ * @property {number} generation
+ */
+
+/** @typedef {{ outcome: "stored" } | { outcome: "fenced_out"; current: RecordState | null }} CompleteOutcome */
+
+/**
+ * @typedef {object} ReleaseCall
+ * @property {string} key
+ * @property {number} generation
+ */
+
+/** @typedef {{ outcome: "released" } | { outcome: "fenced_out"; current: RecordState | null }} ReleaseOutcome */
+
+/**
+ * @typedef {object} RecordView
+ * @property {string} key
+ * @property {"in_flight" | "completed" | "released"} state
+ * @property {number} generation
+ * @property {string} created_at RFC 3339, UTC
+ * @property {string} expires_at
+ * @property {string | null} lease_expires_at
+ * @property {number | null} response_status
+ * @property {boolean | null} retained false marks a tombstone
+ * @property {number} replays
+ */
+
+/**
+ * @typedef {object} LedgerStats
+ * @property {number} records
+ * @property {number} in_flight
+ * @property {number} completed
+ * @property {number} released
+ * @property {number} claims
+ * @property {number} replays
+ * @property {number} in_use
+ * @property {number} reused
+ * @property {number} takeovers
+ * @property {number} fenced_out
+ * @property {number} swept
+ * @property {number} complete_failed Completions a gateway gave up on after its retries.
+ * @property {number} waited Claims that met a live lease and waited for its outcome.
+ * @property {number} waited_replayed Waiters answered with the replay of the run they waited for.
+ * @property {number} waited_timed_out Waiters whose budget ran out (409).
+ * @property {number} waiting Requests parked on in-flight keys right now (this object instance).
+ * @property {number} db_bytes The object's SQLite database size in bytes (summed for a sharded tenant).
+ * @property {string | null} next_sweep_at
+ */
+
+/**
+ * @typedef {object} ReplayedCall
+ * @property {{ key: string; generation: number; count: number }[]} replays At most 1,000 entries;
+ *   `count` 1..1,000,000; `generation` the one that completed.
+ * @property {number} [complete_failed] Completions you gave up on (added to `stats.complete_failed`); 0..1,000,000.
+ */
+
+/**
+ * The request `execute` runs on the embedded orders application.
+ * @typedef {object} AppRequest
+ * @property {string} method Uppercase method.
+ * @property {string} target Path plus query, starting with "/".
+ * @property {string} body Base64 body bytes.
+ */
+
+/**
+ * @typedef {object} ExecuteCall
+ * @property {string} key
+ * @property {Fingerprint} fingerprint
+ * @property {AppRequest} request
+ * @property {number} [wait_ms] As `ClaimCall.wait_ms`.
+ */
+
+/**
+ * `ran.retained` false: the response was too large to keep (a tombstone).
+ * @typedef {{ outcome: "ran"; generation: number; takeover: boolean; retained: boolean;
+ *     response: { status: number; headers: [string, string][]; body: string } }
+ *   | ClaimRefusal} ExecuteOutcome
+ */
+
+/**
+ * Anything with a Durable Object stub's fetch.
+ * @typedef {object} LedgerStub
+ * @property {(input: string, init?: RequestInit) => Promise<Response>} fetch
+ */
+
+/**
+ * A Durable Object namespace binding of the TenantLedger class (or anything shaped like one).
+ * @typedef {object} LedgerNamespace
+ * @property {(name: string) => unknown} idFromName
+ * @property {(id: any) => LedgerStub} get
+ */
+
+/**
+ * The JS RPC entrypoint `LedgerService` of the deployed script, as another
+ * Worker sees it through a service binding:
+ * `services = [{ binding = "LEDGER", service = "idempotency-ledger", entrypoint = "LedgerService" }]`.
+ * Every method is RPC v1 with the tenant as first argument (1-64 of
+ * [A-Za-z0-9._-]; anything else throws a TypeError). A refusal by the object
+ * (a bad call) rejects with an Error whose message starts
+ * `ledger refused <op> (<status>)`.
+ * @typedef {object} LedgerServiceRpc
+ * @property {(tenant: string, call: ClaimCall) => Promise<ClaimOutcome & WaitedAnswer>} claim
+ * @property {(tenant: string, call: CompleteCall) => Promise<CompleteOutcome>} complete
+ * @property {(tenant: string, call: ReleaseCall) => Promise<ReleaseOutcome>} release
+ * @property {(tenant: string, key: string) => Promise<RecordView | null>} lookup
+ * @property {(tenant: string) => Promise<LedgerStats>} stats
+ * @property {(tenant: string, call: ExecuteCall) => Promise<ExecuteOutcome & WaitedAnswer>} execute
+ */
+
+/** A ledger call that did not produce an outcome. */
+export class LedgerError extends Error {
+  /**
+   * HTTP status of the object's problem answer, or null when unreachable.
+   * @readonly
+   * @type {number | null}
+   */
+  status;
+  /**
+   * The RFC 9457 problem document the object answered with, if any.
+   * @readonly
+   * @type {Problem | null}
+   */
+  problem;
+
+  /**
+   * @param {string} message
+   * @param {{ status?: number | null; problem?: Problem | null; cause?: unknown }} [details]
+   */
+  constructor(message, { status = null, problem = null, cause } = {}) {
+    super(message, { cause });
+    this.name = "LedgerError";
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+/** Typed RPC v1 calls to one tenant's TenantLedger. */
+export class LedgerClient {
+  /**
+   * The TenantLedger object's stub.
+   * @readonly
+   * @type {LedgerStub}
+   */
+  stub;
+
+  /** @param {LedgerStub} stub a DurableObjectStub of the TenantLedger class */
+  constructor(stub) {
+    this.stub = stub;
+  }
+
+  /**
+   * The object named `tenant` (or a shard's object name) in a namespace bound with script_name.
+   * @param {LedgerNamespace} namespace
+   * @param {string} tenant
+   * @returns {LedgerClient}
+   */
+  static forTenant(namespace, tenant) {
+    return new LedgerClient(namespace.get(namespace.idFromName(tenant)));
+  }
+
+  /**
+   * @param {string} route
+   * @param {unknown} payload
+   * @returns {Promise<any>}
+   */
+  async #call(route, payload) {
+    let res;
+    try {
+      res = await this.stub.fetch(`https://tenant-ledger${RPC_V1_PREFIX}${route}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(payload),
+      });
+    } catch (cause) {
+      throw new LedgerError(`ledger unreachable: ${/** @type {Error} */ (cause)?.message ?? cause}`, { cause });
+    }
+    const text = await res.text();
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+    if (res.status !== 200) {
+      throw new LedgerError(`ledger refused ${route} (${res.status}): ${body?.detail ?? text}`, { status: res.status, problem: body });
+    }
+    // A claim or execute that was parked on an in-flight key says how long.
+    const waited = res.headers.get(WAITED_HEADER);
+    if (waited !== null && body && typeof body === "object") body.waited_ms = Number(waited);
+    return body;
+  }
+
+  /** @param {ClaimCall} call @returns {Promise<ClaimOutcome & WaitedAnswer>} */
+  claim(call) { return this.#call("claim", call); }
+  /** @param {CompleteCall} call @returns {Promise<CompleteOutcome>} */
+  complete(call) { return this.#call("complete", call); }
+  /** @param {ReleaseCall} call @returns {Promise<ReleaseOutcome>} */
+  release(call) { return this.#call("release", call); }
+  /** @param {string} key @returns {Promise<RecordView | null>} */
+  async lookup(key) { return (await this.#call("lookup", { key })).record; }
+  /** @returns {Promise<LedgerStats>} */
+  stats() { return this.#call("stats", {}); }
+  /**
+   * Counts replays you answered from your own cache, so `stats` stays exact.
+   * @param {ReplayedCall} call
+   * @returns {Promise<{ outcome: "counted" }>}
+   */
+  replayed(call) { return this.#call("replayed", call); }
+  /**
+   * Claim + the embedded orders app + complete, in one transaction (the gateway's own TenantLedger).
+   * @param {ExecuteCall} call
+   * @returns {Promise<ExecuteOutcome & WaitedAnswer>}
+   */
+  execute(call) { return this.#call("execute", call); }
+}

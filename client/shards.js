@@ -1,0 +1,281 @@
+// @ts-check
+// A tenant spread over several TenantLedger objects by key hash
+// (TENANT_SHARDS; src/contract/shards.rs): where a key lives, the
+// operator's map, and the one routing rule for keyed calls while a tenant
+// is resharded. Shared vectors: tests/fixtures/shards.json.
+import { encoder, sha256 } from "./bytes.js";
+import { LedgerClient, LedgerError } from "./rpc.js";
+/**
+ * @import { LedgerNamespace, LedgerServiceRpc, LedgerStats, ClaimCall, CompleteCall, ReleaseCall,
+ *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer } from "./rpc.js"
+ */
+
+/** The most objects one tenant may be spread over. */
+export const MAX_SHARDS = 128;
+const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * One tenant's layout: its shard count, and the previous count while it is being resharded.
+ * @typedef {{ shards: number; previous: number | null }} ShardLayout
+ */
+
+/** @type {ShardLayout} */
+const SINGLE = Object.freeze({ shards: 1, previous: null });
+
+/**
+ * Is `tenant` a valid tenant id (1–64 of A-Z a-z 0-9 . _ -), as the gateway's?
+ * @param {unknown} tenant
+ * @returns {tenant is string}
+ */
+export function isTenantId(tenant) {
+  return typeof tenant === "string" && TENANT_ID.test(tenant);
+}
+
+/**
+ * The shard of `key` among `shards`: the first 8 bytes of SHA-256(key), big-endian, modulo N (as the gateway).
+ * @param {string} key
+ * @param {number} shards
+ * @returns {Promise<number>}
+ */
+export async function shardOf(key, shards) {
+  const digest = await sha256(encoder.encode(key));
+  let n = 0n;
+  for (const b of digest.subarray(0, 8)) n = (n << 8n) | BigInt(b);
+  return Number(n % BigInt(Math.max(1, shards)));
+}
+
+/**
+ * The Durable Object name of shard `index` of `tenant` over `shards` (the tenant itself for one shard).
+ * @param {string} tenant
+ * @param {number} index
+ * @param {number} shards
+ * @returns {string}
+ */
+export function shardObjectName(tenant, index, shards) {
+  return shards <= 1 ? tenant : `${tenant}/shard-${index}-of-${shards}`;
+}
+
+/**
+ * @param {unknown} v
+ * @param {string} what
+ * @returns {number}
+ */
+function shardCount(v, what) {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_SHARDS) {
+    throw new TypeError(`TENANT_SHARDS: ${what} must be a whole number 1..=${MAX_SHARDS}`);
+  }
+  return v;
+}
+
+/**
+ * One tenant's entry of TENANT_SHARDS: a count, or `{ shards, previous? }`.
+ * @param {string} tenant
+ * @param {unknown} v
+ * @returns {ShardLayout}
+ */
+function layoutOf(tenant, v) {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return { shards: shardCount(v, tenant), previous: null };
+  const extra = Object.keys(v).find((k) => k !== "shards" && k !== "previous");
+  if (extra !== undefined) throw new TypeError(`TENANT_SHARDS: ${tenant}: unknown field ${JSON.stringify(extra)}`);
+  const entry = /** @type {{ shards?: unknown; previous?: unknown }} */ (v);
+  const shards = shardCount(entry.shards, `${tenant}.shards`);
+  const previous = entry.previous === undefined ? null : shardCount(entry.previous, `${tenant}.previous`);
+  if (previous === shards) throw new TypeError(`TENANT_SHARDS: ${tenant}: previous equals shards`);
+  return { shards, previous };
+}
+
+/**
+ * Parses TENANT_SHARDS exactly as the gateway does
+ * (`{"acme": 8, "globex": {"shards": 8, "previous": 1}}`) into
+ * `tenant → { shards, previous }`; throws a TypeError naming what is wrong.
+ * @param {string | null | undefined} raw
+ * @returns {Map<string, ShardLayout>}
+ */
+export function parseTenantShards(raw) {
+  /** @type {Map<string, ShardLayout>} */
+  const out = new Map();
+  if (raw === undefined || raw === null || String(raw).trim() === "") return out;
+  let value;
+  try { value = JSON.parse(String(raw)); } catch (e) { throw new TypeError(`TENANT_SHARDS is not valid JSON: ${/** @type {Error} */ (e).message}`); }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError("TENANT_SHARDS must be a JSON object of tenant → shard count");
+  for (const [tenant, v] of Object.entries(value)) {
+    if (!isTenantId(tenant)) throw new TypeError(`TENANT_SHARDS: ${JSON.stringify(tenant)} is not a valid tenant id`);
+    out.set(tenant, layoutOf(tenant, v));
+  }
+  return out;
+}
+
+// ---- routing keyed calls (the one rule, as the gateway's) ----
+
+/**
+ * A key's object in the current layout and, while the tenant is resharded, its object in the previous one.
+ * @typedef {{ current: LedgerClient; previous: LedgerClient | null }} KeyHomes
+ */
+
+/**
+ * The key's object of `tenant` in `layout` (and in its previous layout while resharding).
+ * @param {LedgerNamespace} namespace
+ * @param {string} tenant
+ * @param {string} key
+ * @param {ShardLayout} [layout] default: one object
+ * @returns {Promise<KeyHomes>}
+ */
+export async function keyHomes(namespace, tenant, key, layout = SINGLE) {
+  /** @param {number} n */
+  const home = async (n) => LedgerClient.forTenant(namespace, shardObjectName(tenant, n <= 1 ? 0 : await shardOf(String(key), n), n));
+  return { current: await home(layout.shards), previous: layout.previous === null ? null : await home(layout.previous) };
+}
+
+/**
+ * Runs one keyed call (claim, complete, release, execute) by the routing
+ * rule: while resharding it goes first to the key's object in the previous
+ * layout, which answers for the keys it holds; its `421
+ * idempotency-key-moved` sends the call to the key's object in the
+ * current layout. Any other error is the answer.
+ * @template T
+ * @param {KeyHomes} homes
+ * @param {(ledger: LedgerClient) => Promise<T>} call
+ * @returns {Promise<T>}
+ */
+export async function routeKeyed(homes, call) {
+  if (homes.previous !== null) {
+    try {
+      return await call(homes.previous);
+    } catch (e) {
+      if (!(e instanceof LedgerError && e.status === 421)) throw e;
+    }
+  }
+  return call(homes.current);
+}
+
+/**
+ * @param {string | null} a
+ * @param {string | null} b
+ * @returns {string | null} the earlier RFC 3339 time (null only when both are)
+ */
+function earlier(a, b) {
+  if (a === null || b === null) return a ?? b;
+  const [ta, tb] = [Date.parse(a), Date.parse(b)];
+  if (Number.isNaN(ta) || Number.isNaN(tb)) return a <= b ? a : b;
+  return tb < ta ? b : a;
+}
+
+/**
+ * A sharded tenant's stats: every count added up, `next_sweep_at` the
+ * earliest of the objects' (null when none has one).
+ * @param {readonly LedgerStats[]} all
+ * @returns {LedgerStats}
+ */
+export function sumStats(all) {
+  /** @type {Record<string, number | string | null>} */
+  const sum = {};
+  for (const stats of all) {
+    for (const [name, value] of Object.entries(stats)) {
+      if (typeof value === "number") sum[name] = /** @type {number} */ (sum[name] ?? 0) + value;
+      else if (name === "next_sweep_at") sum[name] = earlier(/** @type {string | null} */ (sum[name] ?? null), value);
+    }
+  }
+  sum.next_sweep_at ??= null;
+  return /** @type {LedgerStats} */ (/** @type {unknown} */ (sum));
+}
+
+/**
+ * Every tenant's ledger behind one TenantLedger namespace binding, routed
+ * as the gateway routes it: `new TenantLedgers(env.TENANT_LEDGER,
+ * env.TENANT_SHARDS)`, then `claim("acme", call)`, … A tenant not in
+ * TENANT_SHARDS is one object named by the tenant. Every method checks
+ * the tenant id (a TypeError otherwise); keyed calls follow
+ * {@link routeKeyed}; `lookup` answers the previous layout's record if it
+ * has one, else the current's; `stats` is summed over every object of both
+ * layouts. `LedgerService` of the deployed script is this class over RPC.
+ * @implements {LedgerServiceRpc}
+ */
+export class TenantLedgers {
+  /** @type {LedgerNamespace} */
+  #namespace;
+  /** @type {Map<string, ShardLayout>} */
+  #layouts;
+
+  /**
+   * @param {LedgerNamespace} namespace the TenantLedger Durable Object namespace
+   * @param {string | Map<string, ShardLayout> | null} [tenantShards] TENANT_SHARDS (raw, or parsed by
+   *   `parseTenantShards`); absent: every tenant is one object. A TypeError when invalid.
+   */
+  constructor(namespace, tenantShards) {
+    if (namespace === null || typeof namespace !== "object" || typeof namespace.get !== "function" || typeof namespace.idFromName !== "function") {
+      throw new TypeError("TenantLedgers needs a TenantLedger Durable Object namespace");
+    }
+    this.#namespace = namespace;
+    this.#layouts = tenantShards instanceof Map ? tenantShards : parseTenantShards(tenantShards);
+  }
+
+  /**
+   * The tenant's layout (one object unless TENANT_SHARDS names it).
+   * @param {string} tenant
+   * @returns {ShardLayout}
+   */
+  layout(tenant) {
+    if (!isTenantId(tenant)) throw new TypeError("tenant must be 1-64 characters of A-Z a-z 0-9 . _ -");
+    return this.#layouts.get(tenant) ?? SINGLE;
+  }
+
+  /**
+   * The key's object (and its previous layout's while resharding).
+   * @param {string} tenant
+   * @param {string} key
+   * @returns {Promise<KeyHomes>}
+   */
+  homes(tenant, key) {
+    return keyHomes(this.#namespace, tenant, key, this.layout(tenant));
+  }
+
+  /** @param {string} tenant @param {ClaimCall} call @returns {Promise<ClaimOutcome & WaitedAnswer>} */
+  async claim(tenant, call) {
+    return routeKeyed(await this.homes(tenant, call?.key), (ledger) => ledger.claim(call));
+  }
+
+  /** @param {string} tenant @param {CompleteCall} call @returns {Promise<CompleteOutcome>} */
+  async complete(tenant, call) {
+    return routeKeyed(await this.homes(tenant, call?.key), (ledger) => ledger.complete(call));
+  }
+
+  /** @param {string} tenant @param {ReleaseCall} call @returns {Promise<ReleaseOutcome>} */
+  async release(tenant, call) {
+    return routeKeyed(await this.homes(tenant, call?.key), (ledger) => ledger.release(call));
+  }
+
+  /** @param {string} tenant @param {string} key @returns {Promise<RecordView | null>} */
+  async lookup(tenant, key) {
+    const { current, previous } = await this.homes(tenant, key);
+    return (previous === null ? null : await previous.lookup(key)) ?? current.lookup(key);
+  }
+
+  /** @param {string} tenant @returns {Promise<LedgerStats>} */
+  async stats(tenant) {
+    const { shards, previous } = this.layout(tenant);
+    if (shards <= 1 && previous === null) return this.#object(tenant).stats();
+    const names = [];
+    for (const n of [shards, previous]) {
+      if (n !== null) for (let i = 0; i < n; i++) names.push(shardObjectName(tenant, i, n));
+    }
+    return sumStats(await Promise.all(names.map((name) => this.#object(name).stats())));
+  }
+
+  /**
+   * `execute` (claim + the embedded orders app + complete, one transaction):
+   * unsharded tenants only, since their orders must commit with one ledger.
+   * @param {string} tenant @param {ExecuteCall} call @returns {Promise<ExecuteOutcome & WaitedAnswer>}
+   */
+  async execute(tenant, call) {
+    const { shards, previous } = this.layout(tenant);
+    if (shards > 1 || previous !== null) {
+      throw new TypeError("execute is not available for a sharded tenant (its orders must commit with one ledger)");
+    }
+    return this.#object(tenant).execute(call);
+  }
+
+  /** @param {string} name an object name */
+  #object(name) {
+    return LedgerClient.forTenant(this.#namespace, name);
+  }
+}
