@@ -166,9 +166,16 @@ test("npm pack ships exactly the client, its types, the docs and the README", as
     "client/stored.js",
     "client/waiting.d.ts",
     "client/waiting.js",
+    "docs/clients.md",
+    "docs/configuration.md",
+    "docs/contract.md",
+    "docs/development.md",
     "docs/openapi.json",
+    "docs/operations.md",
     "docs/problems.json",
+    "docs/proxy-mode.md",
     "docs/rpc-v1.md",
+    "docs/sharding.md",
     "package.json",
   ]);
 });

@@ -180,3 +180,22 @@ fn repeated_or_case_colliding_token_hashes_are_refused() {
     let map = TokenMap::parse(&format!(r#"{{"{upper}":"acme"}}"#)).unwrap();
     assert_eq!(map.tenant_for("dev-token-acme"), Some("acme"));
 }
+
+#[test]
+fn the_published_defaults_are_the_defaults_applied() {
+    // tests/fixtures/defaults.json is what wrangler.toml publishes and what
+    // the JS middleware applies; the Rust gateway applies the same when a
+    // variable is absent.
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/defaults.json")).unwrap();
+    let published: HashMap<String, String> = fixture["variables"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    assert!(published.len() >= 19);
+    let from_published = Config::from_lookup(&|name| published.get(name).cloned()).unwrap();
+    let absent = Config::from_lookup(&|_| None).unwrap();
+    assert_eq!(from_published, absent);
+}
