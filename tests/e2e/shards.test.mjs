@@ -172,8 +172,9 @@ test("raising a tenant's shard count under live traffic never runs a key twice; 
   } finally { held.resolve(); await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
 
-test("JS RPC routes a sharded tenant's keys like the gateway (claim, complete, lookup, stats)", async () => {
-  const tsLike = {
+/** A Worker bound to the gateway's LedgerService that calls `op(...args)` for each POST. */
+function rpcCaller() {
+  return {
     name: "rpc-caller", modules: true, compatibilityDate: "2026-11-01",
     serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },
     script: `export default { async fetch(request, env) {
@@ -182,6 +183,10 @@ test("JS RPC routes a sharded tenant's keys like the gateway (claim, complete, l
       catch (e) { return Response.json({ error: e.message }, { status: 599 }); }
     } }`,
   };
+}
+
+test("JS RPC routes a sharded tenant's keys like the gateway (claim, complete, lookup, stats)", async () => {
+  const tsLike = rpcCaller();
   const { origin } = await countingOrigin();
   const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 4}' }, workers: [tsLike] });
   try {
@@ -238,15 +243,7 @@ test("MAX_KEYS_PER_TENANT stays a tenant's quota when sharded: each object holds
 
 test("JS RPC while resharding: complete and release land at the object that granted the key, previous layout or current", async () => {
   const dir = mkdtempSync(join(tmpdir(), "reshard-rpc-"));
-  const caller = {
-    name: "rpc-caller", modules: true, compatibilityDate: "2026-11-01",
-    serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },
-    script: `export default { async fetch(request, env) {
-      const { op, args } = await request.json();
-      try { return Response.json(await env.LEDGER[op](...args)); }
-      catch (e) { return Response.json({ error: e.message }, { status: 599 }); }
-    } }`,
-  };
+  const caller = rpcCaller();
   const { origin } = await countingOrigin();
   const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...vars }, shared: { resourcePersistencePath: dir }, workers: [caller] });
   const rpcOf = async (gw) => {
