@@ -16,4 +16,5 @@ mod replay_cache;
 mod rpc;
 mod signature;
 mod sweep;
+mod v1_fixture;
 mod vectors;

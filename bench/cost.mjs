@@ -1,0 +1,243 @@
+// What idempotency costs in billed Durable Object units: SQLite rows
+// written and read (the platform's own `rowsWritten` / `rowsRead` of every
+// cursor), statements, object calls, `setAlarm` calls (each billed as a
+// row written) and alarm invocations, per operation, for the product and
+// for a floor without idempotency, in one run.
+//
+//   npm run bench:cost [-- --n 40 --check]
+//
+// Runs the built Worker in workerd (Miniflare) with its TenantLedger class
+// wrapped by bench/cost/product.mjs, which meters the object's storage (no
+// estimate: the figures are the cursors'), and the floor (bench/floor) the
+// same way. Each scenario sends `n` sequential operations to a fresh object
+// and divides. Rows are deterministic, so `--check` asserts the bounds in
+// BOUNDS below (npm test runs it); docs/development.md carries the latest
+// table.
+import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { parseArgs } from "node:util";
+import { fingerprint } from "../client/fingerprint.js";
+import { ACME, DEMO_TOKENS, ROOT, wranglerVars } from "../tests/e2e/harness.mjs";
+
+const { values: opts } = parseArgs({
+  options: { n: { type: "string", default: "40" }, check: { type: "boolean", default: false } },
+});
+const N = Number(opts.n);
+
+/**
+ * Upper bounds per operation (billed rows written = rowsWritten + setAlarm).
+ * `read` bounds rows read. Sweep figures are per record swept.
+ */
+export const BOUNDS = {
+  "floor: fresh POST (order insert only)": null,
+  "embedded fresh key": { written: 4.1, read: 5 },
+  "proxy fresh key (claim + complete)": { written: 4.0, read: 4 },
+  "replay (object path)": { written: 0.1, read: 1.1 },
+  "mismatch 422": { written: 0.05, read: 1.1 },
+  "in-use 409": { written: 0.05, read: 1.1 },
+  "release (claim + release)": { written: 4.0, read: 4 },
+  "takeover (the taking claim)": { written: 2.0, read: 3 },
+  "lookup": { written: 0.05, read: 3 },
+  "stats": { written: 0.05, read: 10 },
+  "sweep, per record (steady arrival)": { written: 1.2, read: 3, alarmsPerRecord: 0.5 },
+};
+
+const encode = (s) => Buffer.from(s).toString("base64");
+
+function modules(entry) {
+  return [
+    { type: "ESModule", path: `${ROOT}${entry}` },
+    { type: "ESModule", path: `${ROOT}bench/cost/meter.mjs` },
+    ...(entry.includes("product")
+      ? [
+          { type: "ESModule", path: `${ROOT}build/index.js` },
+          { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
+        ]
+      : [{ type: "ESModule", path: `${ROOT}bench/floor/worker.js` }]),
+  ];
+}
+
+async function start({ floor = false, vars = {} } = {}) {
+  const binding = floor ? "ORDERS" : "TENANT_LEDGER";
+  const mf = new Miniflare(convertV4MiniflareOptions({
+    workers: [{
+      name: "metered",
+      modulesRoot: ROOT,
+      modules: modules(floor ? "bench/cost/floor.mjs" : "bench/cost/product.mjs"),
+      compatibilityDate: "2026-11-01",
+      bindings: { ...(floor ? {} : wranglerVars()), LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0", ...vars, API_TOKENS: JSON.stringify(DEMO_TOKENS) },
+      durableObjects: { [binding]: { className: floor ? "MeteredOrders" : "MeteredLedger", useSQLite: true } },
+    }],
+  }));
+  await mf.ready;
+  const ns = await mf.getDurableObjectNamespace(binding);
+  const object = ns.get(ns.idFromName("acme"));
+  const call = async (path, body) => {
+    const r = await object.fetch(`https://tenant-ledger${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const text = await r.text();
+    if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${text}`);
+    return JSON.parse(text);
+  };
+  const meter = async () => (await object.fetch("https://tenant-ledger/__meter")).json();
+  const request = (path, init) => mf.dispatchFetch(new URL(path, "http://gateway.test"), init);
+  return { mf, call, meter, request };
+}
+
+const order = (key, body = '{"sku":"SKU-1","quantity":2}') => ({
+  method: "POST",
+  headers: { authorization: ACME, "content-type": "application/json", ...(key ? { "idempotency-key": key } : {}) },
+  body,
+});
+
+async function expectStatus(res, status) {
+  await res.arrayBuffer();
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}`);
+}
+
+const fp = (body) => fingerprint({ method: "POST", target: "/charges", headers: {}, fingerprintHeaders: [], body });
+
+/** Sums a meter reading over every call path. */
+function total(reading) {
+  const t = { calls: 0, statements: 0, rowsRead: 0, rowsWritten: 0, setAlarm: 0, alarms: 0 };
+  for (const [path, e] of Object.entries(reading)) {
+    if (path === "construct") continue;
+    t.calls += e.calls;
+    t.statements += e.statements;
+    t.rowsRead += e.rowsRead;
+    t.rowsWritten += e.rowsWritten;
+    t.setAlarm += e.setAlarm;
+    if (path === "alarm") t.alarms += e.calls;
+  }
+  return t;
+}
+
+const results = [];
+function record(name, reading, per) {
+  const t = total(reading);
+  results.push({
+    name,
+    written: (t.rowsWritten + t.setAlarm) / per,
+    read: t.rowsRead / per,
+    statements: t.statements / per,
+    calls: t.calls / per,
+    setAlarm: t.setAlarm / per,
+    alarmsPerRecord: t.alarms / per,
+  });
+}
+
+async function until(check, what, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+// ---- the floor -------------------------------------------------------------
+{
+  const floor = await start({ floor: true });
+  await expectStatus(await floor.request("/v1/orders", order()), 201); // tables exist
+  await floor.meter();
+  for (let i = 0; i < N; i++) await expectStatus(await floor.request("/v1/orders", order()), 201);
+  record("floor: fresh POST (order insert only)", await floor.meter(), N);
+  await floor.mf.dispose();
+}
+
+// ---- the product: calls at the object ----------------------------------------
+{
+  const p = await start();
+  await expectStatus(await p.request("/v1/orders", order("warm")), 201); // schema, alarm
+  await p.meter();
+
+  for (let i = 0; i < N; i++) await expectStatus(await p.request("/v1/orders", order(`fresh-${i}`)), 201);
+  record("embedded fresh key", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) await expectStatus(await p.request("/v1/orders", order("fresh-0")), 201);
+  record("replay (object path)", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) await expectStatus(await p.request("/v1/orders", order("fresh-0", '{"sku":"OTHER","quantity":1}')), 422);
+  record("mismatch 422", await p.meter(), N);
+
+  const body = "amount=100";
+  const f = await fp(body);
+  const stored = { status: 201, headers: [["content-type", "text/plain"]], body: encode("ok") };
+  for (let i = 0; i < N; i++) {
+    const c = await p.call("/rpc/v1/claim", { key: `proxy-${i}`, fingerprint: f });
+    await p.call("/rpc/v1/complete", { key: `proxy-${i}`, generation: c.generation, response: stored });
+  }
+  record("proxy fresh key (claim + complete)", await p.meter(), N);
+
+  await p.call("/rpc/v1/claim", { key: "busy", fingerprint: f });
+  await p.meter();
+  for (let i = 0; i < N; i++) {
+    const c = await p.call("/rpc/v1/claim", { key: "busy", fingerprint: f });
+    if (c.outcome !== "in_flight") throw new Error(`expected in_flight, got ${c.outcome}`);
+  }
+  record("in-use 409", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) {
+    const c = await p.call("/rpc/v1/claim", { key: `release-${i}`, fingerprint: f });
+    await p.call("/rpc/v1/release", { key: `release-${i}`, generation: c.generation });
+  }
+  record("release (claim + release)", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) await p.call("/rpc/v1/claim", { key: `takeover-${i}`, fingerprint: f, lease_seconds: 1 });
+  await new Promise((r) => setTimeout(r, 1_200));
+  await p.meter();
+  for (let i = 0; i < N; i++) {
+    const c = await p.call("/rpc/v1/claim", { key: `takeover-${i}`, fingerprint: f, lease_seconds: 1 });
+    if (!c.takeover) throw new Error(`expected a takeover, got ${JSON.stringify(c)}`);
+  }
+  record("takeover (the taking claim)", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) await p.call("/rpc/v1/lookup", { key: "fresh-0" });
+  record("lookup", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) await p.call("/rpc/v1/stats", {});
+  record("stats", await p.meter(), N);
+  await p.mf.dispose();
+}
+
+// ---- the sweep at a steady arrival rate ----------------------------------------
+{
+  const vars = { RETENTION_SECONDS: "2", LEASE_SECONDS: "1", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "1" };
+  const p = await start({ vars });
+  await p.meter();
+  for (let i = 0; i < N; i++) {
+    await expectStatus(await p.request("/v1/orders", order(`sweep-${i}`)), 201);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const writes = await p.meter();
+  await until(async () => (await p.call("/rpc/v1/stats", {})).records === 0, "the sweep to empty the ledger");
+  const reading = await p.meter();
+  delete reading["/rpc/v1/stats"];
+  // The fresh keys' own alarm arming is part of their cost, not the sweep's.
+  void writes;
+  record("sweep, per record (steady arrival)", reading, N);
+  await p.mf.dispose();
+}
+
+// ---- the table ---------------------------------------------------------------
+const f2 = (x) => x.toFixed(2);
+console.log(`\nBilled SQLite rows per operation (${N} sequential operations each, fresh objects, REPLAY_CACHE_BYTES=0, LOG_LEVEL=warn; written includes setAlarm):`);
+console.log("| operation | rows written | rows read | statements | object calls | setAlarm | alarms per record |");
+console.log("|---|---|---|---|---|---|---|");
+for (const r of results) {
+  console.log(`| ${r.name} | ${f2(r.written)} | ${f2(r.read)} | ${f2(r.statements)} | ${f2(r.calls)} | ${f2(r.setAlarm)} | ${r.alarmsPerRecord ? f2(r.alarmsPerRecord) : "—"} |`);
+}
+
+if (opts.check) {
+  const failed = [];
+  for (const r of results) {
+    const b = BOUNDS[r.name];
+    if (!b) continue;
+    for (const [k, max] of Object.entries(b)) {
+      if (r[k] > max + 1e-9) failed.push(`${r.name}: ${k} ${f2(r[k])} > ${max}`);
+    }
+  }
+  if (failed.length) {
+    console.error(`\nbench:cost bounds exceeded:\n  ${failed.join("\n  ")}`);
+    process.exit(1);
+  }
+  console.log(`\nbench:cost: every bound holds (${Object.keys(BOUNDS).length - 1} operations).`);
+}
