@@ -95,6 +95,9 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * @property {number} waited_timed_out Waiters whose budget ran out (409).
  * @property {number} waiting Requests parked on in-flight keys right now (this object instance).
  * @property {number} db_bytes The object's SQLite database size in bytes (summed for a sharded tenant).
+ * @property {number} unwritten_counts Counts kept in memory, not yet written: what a restart of the object right now would lose.
+ * @property {number} sql_rows_written SQLite rows the object instance has written since it started (billed rows).
+ * @property {number} sql_rows_read SQLite rows the object instance has read since it started.
  * @property {string | null} next_sweep_at
  */
 

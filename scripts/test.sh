@@ -24,5 +24,7 @@ npm run --silent check:types
 tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"
 node --test --test-concurrency=1 --test-timeout=120000 'tests/e2e/*.test.mjs'
+echo "== billed rows per operation within their bounds (bench/cost.mjs --check)"
+node bench/cost.mjs --check --n 40
 echo "== OpenAPI: validated, and fuzzed by Schemathesis against npm run dev"
 bash scripts/fuzz.sh

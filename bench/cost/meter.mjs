@@ -8,6 +8,7 @@
 // object's own fetch at `/__meter`.
 
 const calls = new Map(); // path -> { calls, statements, rowsRead, rowsWritten, setAlarm }
+const bySql = new Map(); // statement text -> { count, rowsRead, rowsWritten } (for --statements)
 let open = []; // cursors of calls still running
 
 function entry(path) {
@@ -25,7 +26,11 @@ export function meterSql(sql, current) {
           const cursor = target.exec(...args);
           const e = entry(current());
           e.statements++;
-          open.push([e, cursor]);
+          const text = String(args[0]).replace(/\s+/g, " ").slice(0, 90);
+          let q = bySql.get(text);
+          if (!q) bySql.set(text, (q = { count: 0, rowsRead: 0, rowsWritten: 0 }));
+          q.count++;
+          open.push([e, cursor, q]);
           return cursor;
         };
       }
@@ -57,9 +62,11 @@ export function meterCtx(ctx, current) {
 
 /** Adds the consumed cursors' figures to their calls. */
 function settle() {
-  for (const [e, cursor] of open) {
+  for (const [e, cursor, q] of open) {
     e.rowsRead += cursor.rowsRead;
     e.rowsWritten += cursor.rowsWritten;
+    q.rowsRead += cursor.rowsRead;
+    q.rowsWritten += cursor.rowsWritten;
   }
   open = [];
 }
@@ -77,7 +84,8 @@ export async function metered(path, run) {
 /** The `/__meter` answer: the totals by call path, then reset. */
 export function meterAnswer() {
   settle();
-  const body = JSON.stringify(Object.fromEntries(calls));
+  const body = JSON.stringify({ calls: Object.fromEntries(calls), statements: Object.fromEntries(bySql) });
   calls.clear();
+  bySql.clear();
   return new Response(body, { headers: { "content-type": "application/json" } });
 }

@@ -49,6 +49,10 @@ pub struct Config {
     pub max_request_body_bytes: usize,
     pub max_stored_body_bytes: usize,
     pub sweep_batch: usize,
+    /// Alarms are coalesced onto this grid (`SWEEP_INTERVAL_SECONDS`): at
+    /// most one sweep per interval unless a batch is full, so an expired
+    /// record outlives its window by at most this long.
+    pub sweep_interval_seconds: u64,
     pub idempotency_required: bool,
     /// Uppercase method names.
     pub protected_methods: Vec<String>,
@@ -190,6 +194,7 @@ impl Config {
             max_request_body_bytes,
             max_stored_body_bytes,
             sweep_batch: number(get, "SWEEP_BATCH", 500, 1, 10_000)? as usize,
+            sweep_interval_seconds: number(get, "SWEEP_INTERVAL_SECONDS", 60, 1, 3_600)?,
             idempotency_required: boolean(get, "IDEMPOTENCY_REQUIRED", true)?,
             protected_methods,
             fingerprint_headers,

@@ -7,16 +7,23 @@
 //! ledger — each as one guarded statement.
 //!
 //! What must stay true here:
-//! - Every grant is one statement whose `WHERE` (or `ON CONFLICT`) carries
-//!   its guard, inside the claim's `atomically`; a guard that does not
-//!   match inside that transaction is an error, never a silent grant.
-//! - A grant always takes a generation above every one the record had.
+//! - Every grant is one statement whose `WHERE` (or primary key) carries
+//!   its guard, inside the claim's transaction; a guard that does not match
+//!   inside that transaction is an error, never a silent grant.
+//! - No statement has a `RETURNING` clause: the generation a grant takes is
+//!   known from the record read in the same transaction, and the platform
+//!   bills every returned row as a row read.
+//! - A grant always takes a generation above every one the record had, and
+//!   a new record starts above the object's generation floor (every
+//!   generation the sweep deleted).
 //! - A record whose owner's lease is live is never reborn or taken over.
+//! - Refusals write nothing: they are counted in memory.
 
 use super::outcome::{ClaimOutcome, Counter, KeyState, Refusal};
-use super::store::{Row, SqlStore, StoreError};
+use super::record::Record;
+use super::store::{SqlStore, StoreError};
 use super::{ClaimPolicy, Ledger, Millis};
-use crate::protocol::Fingerprint;
+use crate::protocol::{Fingerprint, StoredResponse};
 
 impl<S: SqlStore> Ledger<S> {
     /// Does this ledger hold `key` — a record not yet past its window? (A
@@ -35,45 +42,82 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
-        self.store.atomically(|| {
-            let Some(record) = self.read(key)? else {
-                return self.claim_new(key, fp, policy, now);
-            };
-            if record.is_expired(now) {
-                return self.claim_expired(key, fp, policy, now);
-            }
-            if record.fingerprint != fp.digest {
-                self.refused(Counter::Reused, None, now)?;
-                let differs = record.fingerprint()?.differs_from(fp);
-                return Ok(ClaimOutcome::Refused(Refusal::Mismatch { differs }));
-            }
-            match record.state {
-                KeyState::Completed => {
-                    // Read-only: the replay is counted in memory (see `pending`).
-                    self.refused(Counter::Replays, Some((key, record.generation)), now)?;
-                    let (generation, expires_at) = (record.generation, record.expires_at);
-                    Ok(ClaimOutcome::Refused(Refusal::Completed {
-                        generation,
-                        response: record.into_stored_response()?,
-                        expires_at: Some(expires_at),
-                    }))
-                }
-                KeyState::Released => self.reclaim_released(key, policy, now),
-                KeyState::InFlight => match record.lease_expires_at {
-                    Some(lease_end) if lease_end > now => {
-                        self.refused(Counter::InUse, None, now)?;
-                        Ok(ClaimOutcome::Refused(Refusal::InFlight {
-                            generation: record.generation,
-                            retry_after_ms: lease_end - now,
-                        }))
-                    }
-                    _ => self.take_over(key, record.generation, policy, now),
-                },
-            }
-        })
+        let out = self.transaction(|| {
+            let record = self.read(key)?;
+            self.claim_record(record, key, fp, policy, now)
+        })?;
+        self.flush_if_due(now)?;
+        Ok(out)
     }
 
-    /// A key never seen (or already swept): generation 1, if the quota allows.
+    /// The claim's decision on the record as read (inside its transaction).
+    pub(super) fn claim_record(
+        &self,
+        record: Option<Record>,
+        key: &str,
+        fp: &Fingerprint,
+        policy: &ClaimPolicy,
+        now: Millis,
+    ) -> Result<ClaimOutcome, StoreError> {
+        let Some(record) = record else {
+            return self.claim_new(key, fp, policy, now);
+        };
+        if record.is_expired(now) {
+            return self.claim_expired(&record, key, fp, policy, now);
+        }
+        if record.fingerprint != fp.digest {
+            self.tally().count(Counter::Reused, None, now);
+            let differs = record.fingerprint()?.differs_from(fp);
+            return Ok(ClaimOutcome::Refused(Refusal::Mismatch { differs }));
+        }
+        match record.state {
+            KeyState::Completed => {
+                let replayed = Some((key, record.generation));
+                self.tally().count(Counter::Replays, replayed, now);
+                let (generation, expires_at) = (record.generation, record.expires_at);
+                Ok(ClaimOutcome::Refused(Refusal::Completed {
+                    generation,
+                    response: record.into_stored_response()?,
+                    expires_at: Some(expires_at),
+                }))
+            }
+            KeyState::Released => self.reclaim_released(key, record.generation, policy, now),
+            KeyState::InFlight => match record.lease_expires_at {
+                Some(lease_end) if lease_end > now => {
+                    self.tally().count(Counter::InUse, None, now);
+                    Ok(ClaimOutcome::Refused(Refusal::InFlight {
+                        generation: record.generation,
+                        retry_after_ms: lease_end - now,
+                    }))
+                }
+                _ => self.take_over(key, record.generation, policy, now),
+            },
+        }
+    }
+
+    /// The refusal for a new key the quota has no room for (records held,
+    /// or the database's bytes), if any.
+    pub(super) fn ledger_full(
+        &self,
+        policy: &ClaimPolicy,
+        now: Millis,
+    ) -> Result<Option<Refusal>, StoreError> {
+        let held = self.held_records()?;
+        let too_big = self
+            .store
+            .database_size()
+            .is_some_and(|bytes| bytes >= policy.max_db_bytes);
+        if (held < 0 || (held as u64) < policy.max_keys) && !too_big {
+            return Ok(None);
+        }
+        let next = self.next_sweep_at(now)?.unwrap_or(now + 1000);
+        Ok(Some(Refusal::LedgerFull {
+            retry_after_ms: (next - now).max(1000),
+        }))
+    }
+
+    /// A key never seen (or already swept): in flight at the generation
+    /// above the floor, if the quota allows.
     fn claim_new(
         &self,
         key: &str,
@@ -81,38 +125,77 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
-        let held = self.counter(Counter::Records)?;
-        let too_big = self
-            .store
-            .database_size()
-            .is_some_and(|bytes| bytes >= policy.max_db_bytes);
-        if (held >= 0 && held as u64 >= policy.max_keys) || too_big {
-            let next = self.next_expires_at()?.unwrap_or(now + 1000);
-            return Ok(ClaimOutcome::Refused(Refusal::LedgerFull {
-                retry_after_ms: (next - now).max(1000),
-            }));
+        if let Some(full) = self.ledger_full(policy, now)? {
+            return Ok(ClaimOutcome::Refused(full));
         }
-        let components =
-            serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))?;
-        // Guard: ON CONFLICT DO NOTHING — exactly one concurrent claimant inserts.
-        let rows = self.store.query(
+        let components = components(fp)?;
+        let generation = self.generation_floor()? + 1;
+        // Guard: the primary key — the key was read absent in this
+        // transaction, so exactly one claimant inserts; a row that exists
+        // after all fails the insert, and the transaction, loudly.
+        self.store.execute(
             "INSERT INTO idempotency_records
                 (key, state, generation, fingerprint, components, created_at, claimed_at,
-                 lease_expires_at, expires_at)
-             VALUES (?, 'in_flight', 1, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (key) DO NOTHING
-             RETURNING generation",
+                 lease_expires_at, expires_at, sweep_at)
+             VALUES (?, 'in_flight', ?, ?, ?, ?, ?, ?, ?, ?)",
             &[
                 key.into(),
+                generation.into(),
                 fp.digest.as_str().into(),
                 components.into(),
                 now.into(),
                 now.into(),
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
+                policy.sweep_at(now).into(),
             ],
         )?;
-        self.granted(rows, false, true, "a new key")
+        self.granted(true, generation, None, false, now, "a new key")
+    }
+
+    /// Embedded mode's fresh key: the record written once, already
+    /// completed with `stored` (the application ran in this transaction).
+    pub(super) fn insert_completed(
+        &self,
+        key: &str,
+        fp: &Fingerprint,
+        stored: &StoredResponse,
+        policy: &ClaimPolicy,
+        now: Millis,
+    ) -> Result<i64, StoreError> {
+        let components = components(fp)?;
+        let headers = serde_json::to_string(&stored.headers)
+            .map_err(|e| StoreError::Decode(e.to_string()))?;
+        let generation = self.generation_floor()? + 1;
+        // Guard: the primary key — the key was read absent in this
+        // transaction; a row that exists after all fails the insert loudly.
+        self.store.execute(
+            "INSERT INTO idempotency_records
+                (key, state, generation, fingerprint, components, created_at, claimed_at,
+                 completed_at, expires_at, sweep_at, response_status, response_headers,
+                 response_body, retained)
+             VALUES (?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            &[
+                key.into(),
+                generation.into(),
+                fp.digest.as_str().into(),
+                components.into(),
+                now.into(),
+                now.into(),
+                now.into(),
+                policy.sweep_at(now).into(),
+                policy.sweep_at(now).into(),
+                i64::from(stored.status).into(),
+                headers.into(),
+                stored.body.clone().into(),
+                i64::from(stored.retained()).into(),
+            ],
+        )?;
+        self.granted(true, generation, None, false, now, "a new key")?;
+        // Granted in flight, then completed: the record counts as completed.
+        self.tally()
+            .moved(Some(Counter::InFlight), Counter::Completed, now);
+        Ok(generation)
     }
 
     /// A record past its retention window that the sweep has not reached yet
@@ -120,24 +203,23 @@ impl<S: SqlStore> Ledger<S> {
     /// a zombie owner of the old record stays fenced out).
     fn claim_expired(
         &self,
+        record: &Record,
         key: &str,
         fp: &Fingerprint,
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
-        let components =
-            serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))?;
+        let components = components(fp)?;
         // Guard: expires_at <= now and no live lease — a record inside its
         // window, or whose owner may still be running, is never reborn.
-        let rows = self.store.query(
+        let changed = self.store.update(
             "UPDATE idempotency_records
              SET state = 'in_flight', generation = generation + 1, fingerprint = ?,
                  components = ?, created_at = ?, claimed_at = ?, lease_expires_at = ?,
-                 completed_at = NULL, expires_at = ?, response_status = NULL,
+                 completed_at = NULL, expires_at = ?, sweep_at = ?, response_status = NULL,
                  response_headers = NULL, response_body = NULL, retained = NULL, replays = 0
              WHERE key = ? AND expires_at <= ?
-               AND NOT (state = 'in_flight' AND lease_expires_at > ?)
-             RETURNING generation",
+               AND NOT (state = 'in_flight' AND lease_expires_at > ?)",
             &[
                 fp.digest.as_str().into(),
                 components.into(),
@@ -145,36 +227,51 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
+                policy.sweep_at(now).into(),
                 key.into(),
                 now.into(),
                 now.into(),
             ],
         )?;
-        self.granted(rows, false, false, "an expired record")
+        let from = Counter::of_state(record.state);
+        let generation = record.generation + 1;
+        self.granted(
+            changed,
+            generation,
+            Some(from),
+            false,
+            now,
+            "an expired record",
+        )
     }
 
     /// A released record is claimed again at generation+1.
     fn reclaim_released(
         &self,
         key: &str,
+        seen_generation: i64,
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
-        // Guard: state = 'released' — only a released record is reclaimed here.
-        let rows = self.store.query(
+        // Guard: released, at the generation we saw — only a released
+        // record is reclaimed here.
+        let changed = self.store.update(
             "UPDATE idempotency_records
              SET state = 'in_flight', generation = generation + 1, claimed_at = ?,
-                 lease_expires_at = ?, expires_at = ?
-             WHERE key = ? AND state = 'released'
-             RETURNING generation",
+                 lease_expires_at = ?, expires_at = ?, sweep_at = ?
+             WHERE key = ? AND state = 'released' AND generation = ?",
             &[
                 now.into(),
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
+                policy.sweep_at(now).into(),
                 key.into(),
+                seen_generation.into(),
             ],
         )?;
-        self.granted(rows, false, false, "a released record")
+        let from = Some(Counter::Released);
+        let generation = seen_generation + 1;
+        self.granted(changed, generation, from, false, now, "a released record")
     }
 
     /// An in-flight record whose lease has ended is taken over at generation+1.
@@ -186,50 +283,58 @@ impl<S: SqlStore> Ledger<S> {
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
         // Guard: still in flight, at the generation we saw, with its lease over.
-        let rows = self.store.query(
+        let changed = self.store.update(
             "UPDATE idempotency_records
              SET generation = generation + 1, claimed_at = ?, lease_expires_at = ?,
-                 expires_at = ?
+                 expires_at = ?, sweep_at = ?
              WHERE key = ? AND state = 'in_flight' AND generation = ?
-               AND lease_expires_at <= ?
-             RETURNING generation",
+               AND lease_expires_at <= ?",
             &[
                 now.into(),
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
+                policy.sweep_at(now).into(),
                 key.into(),
                 seen_generation.into(),
                 now.into(),
             ],
         )?;
-        self.granted(rows, true, false, "an in-flight record")
+        let from = Some(Counter::InFlight);
+        let generation = seen_generation + 1;
+        self.granted(changed, generation, from, true, now, "an in-flight record")
     }
 
-    /// Turns the rows of a guarded claim statement into `Claimed`, counting
-    /// the claim (and the takeover). No row means the guard did not match,
-    /// which cannot happen inside the claim's transaction: refuse loudly.
+    /// Turns a guarded claim statement into `Claimed` at `generation`,
+    /// counting the claim, the takeover and the record's move from `from`
+    /// (None: a new record) to in flight. A guard that did not match
+    /// (`changed` false) cannot happen inside the claim's transaction:
+    /// refuse loudly.
     fn granted(
         &self,
-        rows: Vec<Row>,
+        changed: bool,
+        generation: i64,
+        from: Option<Counter>,
         takeover: bool,
-        new_record: bool,
+        now: Millis,
         what: &str,
     ) -> Result<ClaimOutcome, StoreError> {
-        let generation = Self::returned_generation(rows)?
-            .ok_or_else(|| StoreError::Sql(format!("{what} changed under its claim")))?;
-        self.flush_pending()?;
-        // One statement for every counter the grant moves.
-        let mut counters = vec![(Counter::Claims, 1)];
+        if !changed {
+            return Err(StoreError::Sql(format!("{what} changed under its claim")));
+        }
+        let mut tally = self.tally();
+        tally.count(Counter::Claims, None, now);
         if takeover {
-            counters.push((Counter::Takeovers, 1));
+            tally.count(Counter::Takeovers, None, now);
         }
-        if new_record {
-            counters.push((Counter::Records, 1));
-        }
-        self.bump_all(&counters)?;
+        tally.moved(from, Counter::InFlight, now);
         Ok(ClaimOutcome::Claimed {
             generation,
             takeover,
         })
     }
+}
+
+/// The fingerprint's components as stored (names what differed on a 422).
+fn components(fp: &Fingerprint) -> Result<String, StoreError> {
+    serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))
 }

@@ -1,72 +1,75 @@
 //! Counters: what the ledger counts, and when the counts are written.
 //!
-//! Role: grants and settlements bump their counters in their own
-//! transaction; refusals (replays, 409s, 422s) are read-only in SQLite, so
-//! they are counted in memory ([`super::pending`]) and written once due.
+//! Role: operations gather their counts in memory ([`super::pending`]);
+//! this is where they are read back (stored plus pending) and written —
+//! all counters in the one `ledger_state` row, in one statement, plus one
+//! row per record whose `replays` moved.
 //!
 //! What must stay true here:
 //! - Counters are named by [`Counter`], never by a string literal, so a
 //!   typo cannot silently lose a count.
 //! - A pending count is written once: taken before its write, merged back
 //!   only if the write failed.
+//! - The stored row is read once per instance, then kept in step with each
+//!   flush in memory (nothing else writes it).
 
 use super::outcome::Counter;
 use super::pending::Pending;
 use super::store::{RowExt, SqlStore, SqlValue, StoreError};
-use super::{Ledger, Millis};
+use super::{Ledger, Millis, Stored};
 
 impl<S: SqlStore> Ledger<S> {
-    pub(super) fn bump(&self, counter: Counter, by: i64) -> Result<(), StoreError> {
-        self.bump_all(&[(counter, by)])
-    }
-
-    /// Adds to several counters in one statement (one multi-row upsert).
-    pub(super) fn bump_all(&self, counters: &[(Counter, i64)]) -> Result<(), StoreError> {
-        if counters.is_empty() {
-            return Ok(());
+    /// The `ledger_state` row, read on first use.
+    pub(crate) fn stored(&self) -> Result<Stored, StoreError> {
+        if let Some(stored) = self.stored.borrow().as_ref() {
+            return Ok(stored.clone());
         }
-        let rows = vec!["(?, ?)"; counters.len()].join(", ");
-        let params: Vec<SqlValue> = counters
-            .iter()
-            .flat_map(|(c, by)| [c.name().into(), (*by).into()])
-            .collect();
-        self.store.execute(
-            &format!(
-                "INSERT INTO ledger_counters (name, value) VALUES {rows}
-                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value"
-            ),
-            &params,
-        )
-    }
-
-    pub(super) fn counter(&self, counter: Counter) -> Result<i64, StoreError> {
+        let names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
         let rows = self.store.query(
-            "SELECT value FROM ledger_counters WHERE name = ?",
-            &[counter.name().into()],
+            &format!(
+                "SELECT generation_floor, recounted_at, {} FROM ledger_state WHERE id = 1",
+                names.join(", ")
+            ),
+            &[],
         )?;
-        match rows.first() {
-            Some(row) => row.int(0),
-            None => Ok(0),
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Decode("the ledger_state row is missing".into()))?;
+        let mut stored = Stored {
+            generation_floor: row.int(0)?,
+            recounted_at: row.int(1)?,
+            ..Stored::default()
+        };
+        for (i, c) in Counter::ALL.iter().enumerate() {
+            stored.counters.insert(*c, row.int(i + 2)?);
         }
+        *self.stored.borrow_mut() = Some(stored.clone());
+        Ok(stored)
     }
 
-    /// Counts a refusal in memory; writes the pending counts once they are
-    /// due (see [`super::pending`]).
-    pub(super) fn refused(
-        &self,
-        counter: Counter,
-        replayed: Option<(&str, i64)>,
-        now: Millis,
-    ) -> Result<(), StoreError> {
-        let due = {
-            let mut pending = self.pending.borrow_mut();
-            pending.count(counter, replayed, now);
-            pending.is_due(now)
-        };
-        if due {
-            self.flush_pending()?;
+    /// A counter as it stands: stored plus pending.
+    pub fn count_of(&self, counter: Counter) -> Result<i64, StoreError> {
+        let stored = self.stored()?.counters.get(&counter).copied().unwrap_or(0);
+        Ok(stored + self.pending.borrow().delta(counter) + self.tally().delta(counter))
+    }
+
+    /// The number of records the quota counts (kept as counters so a claim
+    /// never scans the table).
+    pub fn held_records(&self) -> Result<i64, StoreError> {
+        let mut held = 0;
+        for c in [Counter::InFlight, Counter::Completed, Counter::Released] {
+            held += self.count_of(c)?;
         }
-        Ok(())
+        Ok(held)
+    }
+
+    /// Every generation at or below this has been swept: new records start
+    /// above it.
+    pub(super) fn generation_floor(&self) -> Result<i64, StoreError> {
+        let stored = self.stored()?.generation_floor;
+        let pending = self.pending.borrow().swept_generation.unwrap_or(0);
+        let in_transaction = self.tally().swept_generation.unwrap_or(0);
+        Ok(stored.max(pending).max(in_transaction))
     }
 
     /// Adds `n` replays of `key` (completed at `generation`) that were
@@ -81,27 +84,75 @@ impl<S: SqlStore> Ledger<S> {
     /// Adds `n` to `counter` with the next flush (counts reported by a
     /// caller, such as a gateway's failed completions).
     pub fn add_count(&self, counter: Counter, n: i64, now: Millis) {
-        self.pending.borrow_mut().add(counter, n, now);
+        if n > 0 {
+            self.pending.borrow_mut().add(counter, n, now);
+        }
     }
 
-    /// Writes the counts kept in memory, in the caller's transaction if it
-    /// has one. If the write fails the counts are kept for the next flush.
+    /// Are there counts not yet written? (The object flushes them on a
+    /// timer.)
+    pub fn has_pending(&self) -> bool {
+        !self.pending.borrow().is_empty()
+    }
+
+    /// Writes the pending counts if enough have accumulated.
+    pub fn flush_if_due(&self, now: Millis) -> Result<(), StoreError> {
+        if self.pending.borrow().is_due(now) {
+            self.flush_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the counts kept in memory (after, never inside, a ledger
+    /// transaction). If the write fails the counts are kept for the next
+    /// flush.
     pub fn flush_pending(&self) -> Result<(), StoreError> {
-        if self.pending.borrow().is_empty() {
+        // Never inside a ledger transaction: if it rolled back, the counts
+        // taken for this write would be lost with it.
+        if self.depth.get() > 0 || self.pending.borrow().is_empty() {
             return Ok(());
         }
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
         let written = self.store.atomically(|| self.write_pending(&pending));
-        if written.is_err() {
-            self.pending.borrow_mut().merge(pending);
+        match written {
+            Ok(()) => self.stored_add(&pending),
+            Err(_) => self.pending.borrow_mut().merge(pending),
         }
         written
     }
 
+    /// Keeps the cached row in step with a flush that committed.
+    fn stored_add(&self, pending: &Pending) {
+        if let Some(stored) = self.stored.borrow_mut().as_mut() {
+            for (c, n) in &pending.counters {
+                *stored.counters.entry(*c).or_insert(0) += n;
+            }
+            if let Some(g) = pending.swept_generation {
+                stored.generation_floor = stored.generation_floor.max(g);
+            }
+        }
+    }
+
     fn write_pending(&self, pending: &Pending) -> Result<(), StoreError> {
-        let counters: Vec<(Counter, i64)> =
-            pending.counters.iter().map(|(c, n)| (*c, *n)).collect();
-        self.bump_all(&counters)?;
+        let mut sets = Vec::new();
+        let mut params: Vec<SqlValue> = Vec::new();
+        for c in Counter::ALL {
+            let n = pending.delta(c);
+            if n != 0 {
+                sets.push(format!("{0} = {0} + ?", c.name()));
+                params.push(n.into());
+            }
+        }
+        if let Some(g) = pending.swept_generation {
+            sets.push("generation_floor = MAX(generation_floor, ?)".to_string());
+            params.push(g.into());
+        }
+        if !sets.is_empty() {
+            self.store.execute(
+                &format!("UPDATE ledger_state SET {} WHERE id = 1", sets.join(", ")),
+                &params,
+            )?;
+        }
         for ((key, generation), n) in &pending.replays {
             // Guard: the record that was replayed, still completed at the
             // generation that was replayed (never a reborn record).

@@ -14,7 +14,12 @@
 //! - `complete` and `release` succeed only while the record is in flight at
 //!   the caller's generation. A completed record's response is never replaced.
 //! - A record is deleted only by the sweep, and only once `expires_at <= now`.
+//! - A new record starts above every generation the object has swept (the
+//!   generation floor), so a zombie owner of a swept record stays fenced out.
 //! - Time is always the caller-supplied `now` of the *object's* clock.
+//! - No operation writes a counter row of its own: counts are gathered per
+//!   transaction, merged into [`pending`] once it commits, and written in
+//!   one row when due.
 
 mod claim;
 mod counters;
@@ -24,12 +29,13 @@ pub mod record;
 pub mod schema;
 pub mod stats;
 pub mod store;
-mod sweep;
+pub mod sweep;
 
 #[cfg(feature = "host-sqlite")]
 pub mod rusqlite_store;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
 pub use outcome::{
@@ -74,14 +80,35 @@ impl ClaimPolicy {
     pub fn in_flight_expires_at(&self, now: Millis) -> Millis {
         now.saturating_add(self.retention_ms.max(self.lease_ms))
     }
+
+    /// The earliest a record claimed at `now` can expire (its `sweep_at`):
+    /// completed at once, it keeps the retention from now; any later
+    /// completion, or the lease, only puts its expiry later.
+    pub fn sweep_at(&self, now: Millis) -> Millis {
+        now.saturating_add(self.retention_ms)
+    }
+}
+
+/// The counters as the `ledger_state` row holds them (read once per
+/// instance, then kept in step with every flush).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Stored {
+    pub counters: HashMap<Counter, i64>,
+    pub generation_floor: i64,
+    pub recounted_at: Millis,
 }
 
 /// The ledger over one tenant's SQLite database.
 pub struct Ledger<S> {
     store: S,
-    /// Refusal counts not yet written (see [`pending`]): replays, 409s and
-    /// 422s are read-only in SQLite.
+    /// Committed counts not yet written (see [`pending`]).
     pending: RefCell<Pending>,
+    /// Counts of the transaction in progress, merged into `pending` only
+    /// if it commits.
+    in_transaction: RefCell<Pending>,
+    depth: Cell<u32>,
+    /// The `ledger_state` row as last read or written.
+    stored: RefCell<Option<Stored>>,
 }
 
 impl<S: SqlStore> Ledger<S> {
@@ -89,7 +116,34 @@ impl<S: SqlStore> Ledger<S> {
         Ledger {
             store,
             pending: RefCell::new(Pending::default()),
+            in_transaction: RefCell::new(Pending::default()),
+            depth: Cell::new(0),
+            stored: RefCell::new(None),
         }
+    }
+
+    /// Runs `body` as one transaction; the counts it gathered (see
+    /// [`Ledger::tally`]) count only if it commits.
+    fn transaction<T, E: From<StoreError>>(
+        &self,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let depth = self.depth.get();
+        self.depth.set(depth + 1);
+        let result = self.store.atomically(body);
+        self.depth.set(depth);
+        if depth == 0 {
+            let counted = std::mem::take(&mut *self.in_transaction.borrow_mut());
+            if result.is_ok() {
+                self.pending.borrow_mut().merge(counted);
+            }
+        }
+        result
+    }
+
+    /// The counts of the transaction in progress.
+    fn tally(&self) -> std::cell::RefMut<'_, Pending> {
+        self.in_transaction.borrow_mut()
     }
 
     /// The store underneath, for colocated application tables.
@@ -97,27 +151,17 @@ impl<S: SqlStore> Ledger<S> {
         &self.store
     }
 
-    /// Creates the ledger's tables if they do not exist.
-    pub fn migrate(&self) -> Result<(), StoreError> {
-        self.store.atomically(|| {
-            for statement in schema::SCHEMA {
-                self.store.execute(statement, &[])?;
-            }
-            Ok(())
-        })
+    /// Creates the ledger's tables, or upgrades an earlier schema in place
+    /// (one transaction); says what it found.
+    pub fn migrate(&self) -> Result<schema::Found, StoreError> {
+        let found = self.store.atomically(|| schema::migrate(&self.store))?;
+        *self.stored.borrow_mut() = None;
+        Ok(found)
     }
 
     fn read(&self, key: &str) -> Result<Option<Record>, StoreError> {
         let rows = self.store.query(SELECT_RECORD, &[key.into()])?;
         rows.first().map(Record::from_row).transpose()
-    }
-
-    /// Reads the generation a guarded statement returned, if it matched.
-    fn returned_generation(rows: Vec<Row>) -> Result<Option<i64>, StoreError> {
-        match rows.first() {
-            Some(row) => row.int(0).map(Some),
-            None => Ok(None),
-        }
     }
 
     fn current_state(&self, key: &str) -> Result<Option<RecordState>, StoreError> {
@@ -127,7 +171,10 @@ impl<S: SqlStore> Ledger<S> {
         }))
     }
 
-    /// Records the response of the owner at `generation`.
+    /// Records the response of the owner at `generation`: it is kept for the
+    /// retention from now. Its `sweep_at` (the claim time + the claim's
+    /// retention) is left as it is — one row written — unless this
+    /// completion's retention is shorter than the claim's.
     pub fn complete(
         &self,
         key: &str,
@@ -139,63 +186,89 @@ impl<S: SqlStore> Ledger<S> {
         let headers = serde_json::to_string(&response.headers)
             .map_err(|e| StoreError::Decode(e.to_string()))?;
         let retained = i64::from(response.retained());
-        self.store.atomically(|| {
-            self.flush_pending()?;
+        let out = self.transaction(|| {
             // Guard: in flight at the caller's generation. A late completion
             // with no takeover since is still accepted: nobody else ran.
-            let rows = self.store.query(
+            let changed = self.store.update(
                 "UPDATE idempotency_records
                  SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
                      expires_at = ?, response_status = ?, response_headers = ?,
                      response_body = ?, retained = ?
-                 WHERE key = ? AND state = 'in_flight' AND generation = ?
-                 RETURNING generation",
+                 WHERE key = ? AND state = 'in_flight' AND generation = ?",
                 &[
                     now.into(),
-                    (now + retention_ms).into(),
+                    now.saturating_add(retention_ms).into(),
                     i64::from(response.status).into(),
-                    headers.into(),
+                    headers.clone().into(),
                     response.body.clone().into(),
                     retained.into(),
                     key.into(),
                     generation.into(),
                 ],
             )?;
-            if Self::returned_generation(rows)?.is_some() {
-                return Ok(CompleteOutcome::Stored);
+            if !changed {
+                self.tally().count(Counter::FencedOut, None, now);
+                return Ok(CompleteOutcome::FencedOut {
+                    current: self.current_state(key)?,
+                });
             }
-            self.bump(Counter::FencedOut, 1)?;
-            Ok(CompleteOutcome::FencedOut {
-                current: self.current_state(key)?,
-            })
-        })
+            // Guard: the record this owner just completed, if its claim's
+            // retention was longer than this completion's (rare: a caller
+            // chose both). Keeps sweep_at <= expires_at, so the sweep is
+            // never late; otherwise it matches nothing and writes nothing.
+            let expires_at = now.saturating_add(retention_ms);
+            self.store.execute(
+                "UPDATE idempotency_records SET sweep_at = ?
+                 WHERE key = ? AND generation = ? AND sweep_at > ?",
+                &[
+                    expires_at.into(),
+                    key.into(),
+                    generation.into(),
+                    expires_at.into(),
+                ],
+            )?;
+            self.tally()
+                .moved(Some(Counter::InFlight), Counter::Completed, now);
+            Ok(CompleteOutcome::Stored)
+        })?;
+        self.flush_if_due(now)?;
+        Ok(out)
     }
 
     /// Gives the key back so the next claim runs again (at generation+1).
     /// Never deletes the record and never resets its generation.
-    pub fn release(&self, key: &str, generation: i64) -> Result<ReleaseOutcome, StoreError> {
-        self.store.atomically(|| {
-            self.flush_pending()?;
+    pub fn release(
+        &self,
+        key: &str,
+        generation: i64,
+        now: Millis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        let out = self.transaction(|| {
             // Guard: in flight at the caller's generation.
-            let rows = self.store.query(
+            let changed = self.store.update(
                 "UPDATE idempotency_records
                  SET state = 'released', lease_expires_at = NULL
-                 WHERE key = ? AND state = 'in_flight' AND generation = ?
-                 RETURNING generation",
+                 WHERE key = ? AND state = 'in_flight' AND generation = ?",
                 &[key.into(), generation.into()],
             )?;
-            if Self::returned_generation(rows)?.is_some() {
+            if changed {
+                self.tally()
+                    .moved(Some(Counter::InFlight), Counter::Released, now);
                 return Ok(ReleaseOutcome::Released);
             }
-            self.bump(Counter::FencedOut, 1)?;
+            self.tally().count(Counter::FencedOut, None, now);
             Ok(ReleaseOutcome::FencedOut {
                 current: self.current_state(key)?,
             })
-        })
+        })?;
+        self.flush_if_due(now)?;
+        Ok(out)
     }
 
     /// Claim, run `app` and complete, in one transaction: a tenant-local
-    /// mutation and its ledger record commit together or not at all.
+    /// mutation and its ledger record commit together or not at all. A key
+    /// never seen is written once, already completed (one row and its index
+    /// entry); any other goes through the claim it needs.
     pub fn execute<E: From<StoreError>>(
         &self,
         key: &str,
@@ -205,8 +278,23 @@ impl<S: SqlStore> Ledger<S> {
         now: Millis,
         app: impl FnOnce(&S) -> Result<AppResponse, E>,
     ) -> Result<ExecuteOutcome, E> {
-        self.store.atomically(|| {
-            let (generation, takeover) = match self.claim(key, fp, policy, now)? {
+        let out = self.transaction(|| -> Result<ExecuteOutcome, E> {
+            let record = self.read(key)?;
+            if record.is_none() {
+                if let Some(full) = self.ledger_full(policy, now)? {
+                    return Ok(ExecuteOutcome::Refused(full));
+                }
+                let response = app(&self.store)?;
+                let stored = StoredResponse::capture(&response, capture);
+                let generation = self.insert_completed(key, fp, &stored, policy, now)?;
+                return Ok(ExecuteOutcome::Ran {
+                    generation,
+                    takeover: false,
+                    retained: stored.retained(),
+                    response,
+                });
+            }
+            let (generation, takeover) = match self.claim_record(record, key, fp, policy, now)? {
                 ClaimOutcome::Claimed {
                     generation,
                     takeover,
@@ -229,15 +317,20 @@ impl<S: SqlStore> Ledger<S> {
                 )
                 .into()),
             }
-        })
+        })?;
+        self.flush_if_due(now)?;
+        Ok(out)
     }
 
     /// The record for `key`, unless absent or past its retention window.
+    /// Read-only: replays not yet written are added from memory.
     pub fn lookup(&self, key: &str, now: Millis) -> Result<Option<RecordView>, StoreError> {
-        self.flush_pending()?;
-        Ok(self
-            .read(key)?
-            .filter(|r| r.expires_at > now)
-            .map(|r| r.view(key)))
+        let pending = self.pending.borrow();
+        Ok(self.read(key)?.filter(|r| r.expires_at > now).map(|r| {
+            let unwritten = pending.record_replays(key, r.generation);
+            let mut view = r.view(key);
+            view.replays += unwritten;
+            view
+        }))
     }
 }

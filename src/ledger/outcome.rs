@@ -157,11 +157,13 @@ impl KeyState {
     }
 }
 
-/// The counters kept in `ledger_counters`, by stored name.
+/// The counters kept in the `ledger_state` row, by column name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Counter {
-    /// Records held (the quota's count; never shown, `stats` counts rows).
-    Records,
+    /// Records held in each state (their sum is the quota's count).
+    InFlight,
+    Completed,
+    Released,
     Claims,
     Replays,
     InUse,
@@ -180,8 +182,10 @@ pub enum Counter {
 }
 
 impl Counter {
-    pub const ALL: [Counter; 12] = [
-        Counter::Records,
+    pub const ALL: [Counter; 14] = [
+        Counter::InFlight,
+        Counter::Completed,
+        Counter::Released,
         Counter::Claims,
         Counter::Replays,
         Counter::InUse,
@@ -195,10 +199,12 @@ impl Counter {
         Counter::WaitedTimedOut,
     ];
 
-    /// The stored name (the primary key in `ledger_counters`).
+    /// The stored name (a column of `ledger_state`; the v1 counter name).
     pub fn name(self) -> &'static str {
         match self {
-            Counter::Records => "records",
+            Counter::InFlight => "in_flight",
+            Counter::Completed => "completed",
+            Counter::Released => "released",
             Counter::Claims => "claims",
             Counter::Replays => "replays",
             Counter::InUse => "in_use",
@@ -210,6 +216,15 @@ impl Counter {
             Counter::Waited => "waited",
             Counter::WaitedReplayed => "waited_replayed",
             Counter::WaitedTimedOut => "waited_timed_out",
+        }
+    }
+
+    /// The counter of records in `state`.
+    pub fn of_state(state: KeyState) -> Counter {
+        match state {
+            KeyState::InFlight => Counter::InFlight,
+            KeyState::Completed => Counter::Completed,
+            KeyState::Released => Counter::Released,
         }
     }
 

@@ -1,47 +1,60 @@
-//! Refusal counts kept in memory and written with the next write, so that a
-//! replay, a `409` and a `422` are read-only in SQLite.
+//! Counts kept in memory and written to the one `ledger_state` row once
+//! they are due, so that no operation pays a counter row of its own.
 //!
-//! Role: a replay is one lookup of an immutable record; writing two
-//! counters on every replay made it cost as much as new work (every write
-//! also holds the answer behind the Durable Object's output gate until it is
-//! durable). The `replays`, `in_use` and `reused` counters and each record's
-//! `replays` are therefore counted here and flushed:
-//! - inside every ledger write (a claim that grants, `complete`, `release`,
-//!   the sweep), in the same transaction;
-//! - before `stats` and `lookup` read them, so those are always exact;
-//! - once [`FLUSH_AFTER_EVENTS`] refusals or [`FLUSH_AFTER_MS`] have
-//!   accumulated, by the refusal that crosses the bound.
+//! Role: every count the ledger keeps — grants, takeovers, records per
+//! state, replays, 409s, 422s, fenced-out settlements, waits, the sweep's
+//! deletions and the generation floor — is added here as a delta (a record
+//! that moves from in flight to completed is −1 and +1). A flush writes all
+//! of them in **one row** (`UPDATE ledger_state SET … WHERE id = 1`) plus
+//! one row per record whose `replays` moved. Flushes happen:
+//! - once [`FLUSH_AFTER_EVENTS`] events or [`FLUSH_AFTER_MS`] have
+//!   accumulated, by the operation that crosses the bound;
+//! - on the object's own timer, [`FLUSH_AFTER_MS`] after the first pending
+//!   event (so an idle object writes its counts too);
+//! - in every alarm (the sweep), in the sweep's transaction.
 //!
-//! What must stay true here: no count is lost once any write has followed
-//! it; only refusals since the object's last write can be lost, and only if
-//! the object is evicted before its next write, read of `stats`, or bound.
-//! Counts never touch the ledger's decisions, only what `stats` shows.
+//! `stats` and `lookup` never write: they add what is pending to what is
+//! stored.
+//!
+//! What must stay true here:
+//! - A delta is counted only once its operation committed (deltas are
+//!   gathered per transaction and merged here after it commits), and
+//!   written once: taken before its write, merged back only if the write
+//!   failed.
+//! - Counts never touch the ledger's decisions except the quota, whose
+//!   record count is stored plus pending. What an eviction or restart of
+//!   the object can lose is what is pending: at most [`FLUSH_AFTER_MS`] or
+//!   [`FLUSH_AFTER_EVENTS`] of counts. The per-state record counts are
+//!   recounted from the records by the alarm every `RECOUNT_AFTER_MS`, so
+//!   a loss there heals.
 
 use std::collections::HashMap;
 
 use super::outcome::Counter;
 use super::Millis;
 
-/// Refusals counted in memory before a flush is forced.
-pub const FLUSH_AFTER_EVENTS: u32 = 64;
+/// Events counted in memory before a flush is forced.
+pub const FLUSH_AFTER_EVENTS: u32 = 256;
 
-/// Oldest unflushed refusal, in milliseconds, before a flush is forced.
+/// Oldest unflushed event, in milliseconds, before a flush is due.
 pub const FLUSH_AFTER_MS: Millis = 2_000;
 
 /// Counts not yet written.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Pending {
-    /// Per counter (only `Replays`, `InUse`, `Reused` are kept here).
+    /// Deltas per counter (a state move is −1 and +1).
     pub counters: HashMap<Counter, i64>,
     /// Replays per record, by key and the generation that completed it (a
     /// record reborn at a later generation does not inherit them).
     pub replays: HashMap<(String, i64), i64>,
+    /// The highest generation the sweep deleted since the last flush.
+    pub swept_generation: Option<i64>,
     events: u32,
     since: Option<Millis>,
 }
 
 impl Pending {
-    /// Counts one refusal (and, for a replay, the record it replayed).
+    /// Counts one event of `counter` (and, for a replay, the record it replayed).
     pub fn count(&mut self, counter: Counter, replayed: Option<(&str, i64)>, now: Millis) {
         self.add(counter, 1, now);
         if let Some((key, generation)) = replayed {
@@ -49,14 +62,24 @@ impl Pending {
         }
     }
 
-    /// Adds `n` to a counter (counts reported from elsewhere).
+    /// Adds `n` (which may be negative: a record leaving a state) to a counter.
     pub fn add(&mut self, counter: Counter, n: i64, now: Millis) {
-        if n <= 0 {
+        if n == 0 {
             return;
         }
         *self.counters.entry(counter).or_insert(0) += n;
-        self.events = self.events.saturating_add(1);
-        self.since.get_or_insert(now);
+        self.touch(now);
+    }
+
+    /// A record moved from one state to another (or appeared: `from` None).
+    pub fn moved(&mut self, from: Option<Counter>, to: Counter, now: Millis) {
+        if from == Some(to) {
+            return;
+        }
+        if let Some(from) = from {
+            self.add(from, -1, now);
+        }
+        self.add(to, 1, now);
     }
 
     /// Adds replays counted elsewhere (a gateway's replay cache).
@@ -68,6 +91,20 @@ impl Pending {
         self.add_to_record(key, generation, n);
     }
 
+    /// The sweep deleted a record of `generation`: new records start above it.
+    pub fn swept(&mut self, generation: i64, now: Millis) {
+        self.swept_generation = Some(
+            self.swept_generation
+                .map_or(generation, |g| g.max(generation)),
+        );
+        self.touch(now);
+    }
+
+    fn touch(&mut self, now: Millis) {
+        self.events = self.events.saturating_add(1);
+        self.since.get_or_insert(now);
+    }
+
     fn add_to_record(&mut self, key: &str, generation: i64, n: i64) {
         *self
             .replays
@@ -75,11 +112,29 @@ impl Pending {
             .or_insert(0) += n;
     }
 
+    /// The pending delta of `counter`.
+    pub fn delta(&self, counter: Counter) -> i64 {
+        self.counters.get(&counter).copied().unwrap_or(0)
+    }
+
+    /// The pending replays of one record.
+    pub fn record_replays(&self, key: &str, generation: i64) -> i64 {
+        self.replays
+            .get(&(key.to_string(), generation))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Events counted and not yet written.
+    pub fn events(&self) -> u32 {
+        self.events
+    }
+
     pub fn is_empty(&self) -> bool {
         self.events == 0
     }
 
-    /// Has enough accumulated that the next refusal should write it?
+    /// Has enough accumulated that the next operation should write it?
     pub fn is_due(&self, now: Millis) -> bool {
         self.events >= FLUSH_AFTER_EVENTS
             || self
@@ -87,13 +142,17 @@ impl Pending {
                 .is_some_and(|since| now - since >= FLUSH_AFTER_MS)
     }
 
-    /// Puts counts back after a flush that did not commit.
+    /// Puts counts back (after a flush that did not commit), or adds the
+    /// counts of a transaction that did.
     pub fn merge(&mut self, other: Pending) {
         for (c, n) in other.counters {
             *self.counters.entry(c).or_insert(0) += n;
         }
         for (k, n) in other.replays {
             *self.replays.entry(k).or_insert(0) += n;
+        }
+        if let Some(g) = other.swept_generation {
+            self.swept_generation = Some(self.swept_generation.map_or(g, |s| s.max(g)));
         }
         self.events = self.events.saturating_add(other.events);
         self.since = match (self.since, other.since) {

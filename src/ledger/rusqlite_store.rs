@@ -81,6 +81,14 @@ impl SqlStore for RusqliteStore {
         Ok(out)
     }
 
+    fn update(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError> {
+        let values: Vec<Value> = params.iter().map(to_value).collect();
+        self.conn
+            .execute(sql, rusqlite::params_from_iter(values.iter()))
+            .map(|changed| changed > 0)
+            .map_err(|e| StoreError::Sql(e.to_string()))
+    }
+
     fn database_size(&self) -> Option<u64> {
         self.conn
             .query_row(

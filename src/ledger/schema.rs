@@ -1,17 +1,40 @@
-//! The ledger's tables, created idempotently when an object starts.
+//! The ledger's tables (schema version 2), and the in-place upgrade of an
+//! object written by an earlier version.
 //!
 //! Role: the one place the schema is written down. The state machine in
-//! `ledger::mod` relies on every constraint here.
+//! `ledger::mod` relies on every constraint here. Billed rows decided the
+//! shape: the platform bills one row written per table row and per index
+//! entry a write touches, so
+//! - `idempotency_records` is `WITHOUT ROWID`, keyed by `key`: a new record
+//!   is one table row plus its `sweep_at` index entry (a rowid table with
+//!   a text primary key would add a hidden index entry);
+//! - the index is on `sweep_at` — the earliest time the record may expire,
+//!   set by its claim (claim time + retention) — not on `expires_at`, which
+//!   its completion moves (completion time + retention): a completion then
+//!   writes only its row;
+//! - every counter lives in the single `ledger_state` row, written once per
+//!   flush (see `pending`), never per operation.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
 //!   tenant column exists (a key can never be seen by another tenant).
-//! - `expires_at` is indexed: the sweep deletes through that index only.
+//! - `sweep_at <= expires_at` for every record, and `sweep_at` is indexed:
+//!   the sweep finds candidates through that index only, and the alarm set
+//!   at the earliest `sweep_at` is never late.
 //! - Times are epoch milliseconds (safe as JavaScript numbers).
+//! - An upgrade runs in one transaction on the object's first start with
+//!   the new code and keeps every record (its generation, lease, stored
+//!   response and replays) and every counter; running it twice changes
+//!   nothing.
 
-/// Statements run in order by `Ledger::migrate`. Each is idempotent.
-pub const SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS idempotency_records (
+use super::outcome::Counter;
+use super::store::{RowExt, SqlStore, StoreError};
+
+/// The schema this code writes (`ledger_state.schema_version`).
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// The records table (also the target of the v1 → v2 copy).
+const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
         key              TEXT PRIMARY KEY NOT NULL,
         state            TEXT NOT NULL CHECK (state IN ('in_flight', 'completed', 'released')),
         generation       INTEGER NOT NULL CHECK (generation >= 1),
@@ -21,17 +44,157 @@ pub const SCHEMA: &[&str] = &[
         claimed_at       INTEGER NOT NULL,  -- last claim or takeover
         lease_expires_at INTEGER,           -- in_flight only
         completed_at     INTEGER,
-        expires_at       INTEGER NOT NULL,  -- sweep deletes at or after this
+        expires_at       INTEGER NOT NULL,  -- the record leaves its window here
+        sweep_at         INTEGER NOT NULL,  -- <= expires_at: when the sweep may look
         response_status  INTEGER,
         response_headers TEXT,              -- JSON [[name, value]]
         response_body    BLOB,              -- NULL with retained = 0 is a tombstone
         retained         INTEGER,
         replays          INTEGER NOT NULL DEFAULT 0
-    )",
-    "CREATE INDEX IF NOT EXISTS idempotency_records_expires_at
-        ON idempotency_records (expires_at)",
-    "CREATE TABLE IF NOT EXISTS ledger_counters (
-        name  TEXT PRIMARY KEY NOT NULL,
-        value INTEGER NOT NULL
-    )",
-];
+    ) WITHOUT ROWID";
+
+const SWEEP_INDEX: &str = "CREATE INDEX IF NOT EXISTS idempotency_records_sweep_at
+        ON idempotency_records (sweep_at)";
+
+/// The columns both versions' records tables share, in order.
+const RECORD_COLUMNS: &str = "key, state, generation, fingerprint, components, created_at, \
+     claimed_at, lease_expires_at, completed_at, expires_at, response_status, response_headers, \
+     response_body, retained, replays";
+
+/// The one row of object-wide state: the schema version, every counter,
+/// the generation floor (every generation at or below it has been swept, so
+/// a new record starts above it), and when the per-state counts were last
+/// recounted from the records.
+fn state_table() -> String {
+    let counters: String = Counter::ALL
+        .iter()
+        .map(|c| format!(",\n        {} INTEGER NOT NULL DEFAULT 0", c.name()))
+        .collect();
+    format!(
+        "CREATE TABLE IF NOT EXISTS ledger_state (
+        id               INTEGER PRIMARY KEY CHECK (id = 1),
+        schema_version   INTEGER NOT NULL,
+        generation_floor INTEGER NOT NULL DEFAULT 0,
+        recounted_at     INTEGER NOT NULL DEFAULT 0{counters}
+    )"
+    )
+}
+
+fn has_table(store: &impl SqlStore, name: &str) -> Result<bool, StoreError> {
+    let rows = store.query(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?",
+        &[name.into()],
+    )?;
+    Ok(!rows.is_empty())
+}
+
+/// What an object holds when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// Nothing yet: a new object.
+    Empty,
+    /// Schema version 1 (`ledger_counters`, a rowid records table).
+    V1,
+    /// This version's schema.
+    Current,
+    /// A version newer than this code knows: refuse to touch it.
+    Newer(i64),
+}
+
+/// Which schema the database holds.
+pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
+    if has_table(store, "ledger_state")? {
+        let rows = store.query("SELECT schema_version FROM ledger_state WHERE id = 1", &[])?;
+        let version = rows.first().map(|r| r.int(0)).transpose()?.unwrap_or(0);
+        return Ok(match version {
+            v if v == SCHEMA_VERSION => Found::Current,
+            v if v > SCHEMA_VERSION => Found::Newer(v),
+            _ => Found::V1,
+        });
+    }
+    if has_table(store, "idempotency_records")? {
+        return Ok(Found::V1);
+    }
+    Ok(Found::Empty)
+}
+
+/// Creates the schema, or upgrades an earlier one in place (one
+/// transaction: the caller's `atomically`).
+pub fn migrate(store: &impl SqlStore) -> Result<Found, StoreError> {
+    let was = found(store)?;
+    match was {
+        Found::Current => {}
+        Found::Newer(v) => {
+            return Err(StoreError::Sql(format!(
+                "the database has ledger schema version {v}; this code knows {SCHEMA_VERSION}"
+            )))
+        }
+        Found::Empty => create(store)?,
+        Found::V1 => upgrade_v1(store)?,
+    }
+    Ok(was)
+}
+
+fn create(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(RECORDS, &[])?;
+    store.execute(SWEEP_INDEX, &[])?;
+    store.execute(&state_table(), &[])?;
+    store.execute(
+        "INSERT INTO ledger_state (id, schema_version) VALUES (1, ?)",
+        &[SCHEMA_VERSION.into()],
+    )
+}
+
+/// Schema 1 → 2: the records copied into the `WITHOUT ROWID` table (every
+/// column kept; `sweep_at` is the record's `expires_at`), the counters moved from `ledger_counters` rows into the
+/// state row, the per-state counts counted from the records.
+fn upgrade_v1(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        &RECORDS.replace("idempotency_records (", "idempotency_records_v2 ("),
+        &[],
+    )?;
+    store.execute(
+        &format!(
+            "INSERT INTO idempotency_records_v2 ({RECORD_COLUMNS}, sweep_at)
+             SELECT {RECORD_COLUMNS}, expires_at FROM idempotency_records"
+        ),
+        &[],
+    )?;
+    store.execute("DROP TABLE idempotency_records", &[])?;
+    store.execute(
+        "ALTER TABLE idempotency_records_v2 RENAME TO idempotency_records",
+        &[],
+    )?;
+    store.execute(SWEEP_INDEX, &[])?;
+    store.execute(&state_table(), &[])?;
+    let had_counters = has_table(store, "ledger_counters")?;
+    let value = |c: Counter| match c {
+        Counter::InFlight | Counter::Completed | Counter::Released => {
+            let state = match c {
+                Counter::InFlight => "in_flight",
+                Counter::Completed => "completed",
+                _ => "released",
+            };
+            format!("(SELECT COUNT(*) FROM idempotency_records WHERE state = '{state}')")
+        }
+        _ if had_counters => format!(
+            "COALESCE((SELECT value FROM ledger_counters WHERE name = '{}'), 0)",
+            c.name()
+        ),
+        _ => "0".to_string(),
+    };
+    let names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
+    let values: Vec<String> = Counter::ALL.iter().map(|c| value(*c)).collect();
+    store.execute(
+        &format!(
+            "INSERT INTO ledger_state (id, schema_version, {}) SELECT 1, ?, {}",
+            names.join(", "),
+            values.join(", ")
+        ),
+        &[SCHEMA_VERSION.into()],
+    )?;
+    if had_counters {
+        store.execute("DROP TABLE ledger_counters", &[])?;
+    }
+    Ok(())
+}

@@ -9,10 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::outcome::{Counter, KeyState};
+use super::outcome::Counter;
 use super::record::rfc3339;
-use super::store::{RowExt, SqlStore, StoreError};
-use super::Ledger;
+use super::store::{SqlStore, StoreError};
+use super::{Ledger, Millis};
 
 /// Counts kept by the object (docs/contract.md §2.7).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +47,17 @@ pub struct Stats {
     /// tell); new keys are refused once it reaches `MAX_DB_BYTES_PER_OBJECT`.
     #[serde(default)]
     pub db_bytes: i64,
+    /// Counts kept in memory, not yet written (see `ledger::pending`): what
+    /// a restart of the object right now would lose. 0 once flushed.
+    #[serde(default)]
+    pub unwritten_counts: i64,
+    /// SQLite rows this object instance has written, as the platform bills
+    /// them (since the instance started; 0 when the engine cannot tell).
+    #[serde(default)]
+    pub sql_rows_written: i64,
+    /// SQLite rows this object instance has read (billed as rows read).
+    #[serde(default)]
+    pub sql_rows_read: i64,
     pub next_sweep_at: Option<String>,
 }
 
@@ -72,6 +83,9 @@ impl Stats {
             (&mut self.waited_timed_out, other.waited_timed_out),
             (&mut self.waiting, other.waiting),
             (&mut self.db_bytes, other.db_bytes),
+            (&mut self.sql_rows_written, other.sql_rows_written),
+            (&mut self.unwritten_counts, other.unwritten_counts),
+            (&mut self.sql_rows_read, other.sql_rows_read),
         ];
         for (mine, theirs) in pairs {
             *mine += theirs;
@@ -85,7 +99,9 @@ impl Stats {
 
     fn slot(&mut self, counter: Counter) -> Option<&mut i64> {
         match counter {
-            Counter::Records => None,
+            Counter::InFlight => Some(&mut self.in_flight),
+            Counter::Completed => Some(&mut self.completed),
+            Counter::Released => Some(&mut self.released),
             Counter::Claims => Some(&mut self.claims),
             Counter::Replays => Some(&mut self.replays),
             Counter::InUse => Some(&mut self.in_use),
@@ -102,40 +118,34 @@ impl Stats {
 }
 
 impl<S: SqlStore> Ledger<S> {
-    /// The object's counters and record counts.
-    pub fn stats(&self) -> Result<Stats, StoreError> {
-        self.flush_pending()?;
+    /// The object's counters and record counts. Read-only and bounded: one
+    /// stored row (read once per instance) plus what is pending, and the
+    /// next sweep through its index — whatever the object holds.
+    pub fn stats(&self, now: Millis) -> Result<Stats, StoreError> {
         let mut stats = Stats::default();
-        for row in self
-            .store
-            .query("SELECT name, value FROM ledger_counters", &[])?
-        {
-            let value = row.int(1)?;
-            if let Some(slot) = Counter::parse(&row.text(0)?).and_then(|c| stats.slot(c)) {
+        for c in Counter::ALL {
+            let value = self.count_of(c)?;
+            if let Some(slot) = stats.slot(c) {
                 *slot = value;
             }
         }
-        for row in self.store.query(
-            "SELECT state, COUNT(*) FROM idempotency_records GROUP BY state",
-            &[],
-        )? {
-            let count = row.int(1)?;
-            match KeyState::parse(&row.text(0)?) {
-                Some(KeyState::InFlight) => stats.in_flight = count,
-                Some(KeyState::Completed) => stats.completed = count,
-                Some(KeyState::Released) => stats.released = count,
-                None => {}
-            }
+        // Counts an eviction lost can leave a state below zero until the
+        // next recount; never show that.
+        for count in [
+            &mut stats.in_flight,
+            &mut stats.completed,
+            &mut stats.released,
+        ] {
+            *count = (*count).max(0);
         }
         stats.records = stats.in_flight + stats.completed + stats.released;
-        stats.next_sweep_at = self.next_expires_at()?.map(rfc3339);
+        stats.next_sweep_at = self.next_sweep_at(now)?.map(rfc3339);
         stats.db_bytes = self.store.database_size().unwrap_or(0) as i64;
+        stats.unwritten_counts = i64::from(self.pending.borrow().events());
+        if let Some((written, read)) = self.store.billed_rows() {
+            stats.sql_rows_written = written as i64;
+            stats.sql_rows_read = read as i64;
+        }
         Ok(stats)
-    }
-
-    /// The number of records the quota counts (kept as a counter so a claim
-    /// never scans the table).
-    pub fn held_records(&self) -> Result<i64, StoreError> {
-        self.counter(Counter::Records)
     }
 }

@@ -80,6 +80,10 @@ pub trait SqlStore {
     /// Runs one statement with positional `?` parameters; returns all rows.
     fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError>;
 
+    /// Runs one `UPDATE` and says whether it changed a row — without a
+    /// `RETURNING` clause, which the platform bills as rows read.
+    fn update(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError>;
+
     /// Runs `body` as one transaction (joining an enclosing one if any).
     /// An `Err` from `body` rolls back every write it made.
     fn atomically<T, E: From<StoreError>>(
@@ -90,6 +94,12 @@ pub trait SqlStore {
     /// The database's size in bytes, when the engine can tell (the byte
     /// quota, `MAX_DB_BYTES_PER_OBJECT`, and `stats.db_bytes`).
     fn database_size(&self) -> Option<u64> {
+        None
+    }
+
+    /// Rows written and read so far, as the platform bills them (Durable
+    /// Object cursors report both), when the engine can tell.
+    fn billed_rows(&self) -> Option<(u64, u64)> {
         None
     }
 

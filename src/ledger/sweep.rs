@@ -2,15 +2,26 @@
 //! window, a batch at a time.
 //!
 //! What must stay true here: the sweep deletes at most `batch` records,
-//! only with `expires_at <= now` and no live lease, through the
-//! `expires_at` index, and keeps the record counter (the quota's count) in
+//! only with `expires_at <= now` and no live lease, found through the
+//! `sweep_at` index, and keeps the record counter (the quota's count) in
 //! step in the same transaction.
 
 use serde::{Deserialize, Serialize};
 
-use super::outcome::Counter;
+use super::outcome::{Counter, KeyState};
 use super::store::{RowExt, SqlStore, StoreError};
 use super::{Ledger, Millis};
+
+/// How often the alarm recounts the records per state (one read per
+/// record): the per-state counts are otherwise kept by counting.
+pub const RECOUNT_AFTER_MS: Millis = 3_600_000;
+
+/// An object instance that starts holding at most this many records
+/// recounts them at once (at most this many rows read), so counts its
+/// previous instance had not written yet (a restart, an eviction) are
+/// healed before anything reads them; a larger object waits for the
+/// alarm's hourly recount.
+pub const RECOUNT_ON_START_RECORDS: i64 = 10_000;
 
 /// What one sweep batch did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,27 +29,48 @@ pub struct SweepOutcome {
     pub deleted: usize,
     /// The batch was full: more expired records may remain.
     pub batch_full: bool,
-    /// The earliest `expires_at` still held, if any.
+    /// When the next record may expire, if any (see
+    /// [`Ledger::next_sweep_at`]).
     pub next_expires_at: Option<Millis>,
 }
 
+/// The first point of the `interval_ms` grid at or after `t`: the object
+/// sets its alarms there, so every record expiring within one interval is
+/// swept by one alarm.
+pub fn on_grid(t: Millis, interval_ms: Millis) -> Millis {
+    let interval = interval_ms.max(1);
+    t.div_euclid(interval)
+        .saturating_add(i64::from(t.rem_euclid(interval) != 0))
+        .saturating_mul(interval)
+}
+
 impl<S: SqlStore> Ledger<S> {
-    /// The earliest `expires_at` held, if any: when the next sweep is due.
-    pub fn next_expires_at(&self) -> Result<Option<Millis>, StoreError> {
-        let rows = self
-            .store
-            .query("SELECT MIN(expires_at) FROM idempotency_records", &[])?;
-        match rows.first() {
-            Some(row) => row.opt_int(0),
-            None => Ok(None),
-        }
+    /// When the next sweep is due after `now`: the earliest time a record
+    /// held may expire. Never after the earliest `expires_at` (each record's
+    /// `sweep_at` is at or before its expiry); bounded reads — the records
+    /// whose `sweep_at` has passed but whose completion put their expiry
+    /// later (runs still within their retention), and one index seek.
+    pub fn next_sweep_at(&self, now: Millis) -> Result<Option<Millis>, StoreError> {
+        let rows = self.store.query(
+            "SELECT (SELECT MIN(expires_at) FROM idempotency_records WHERE sweep_at <= ?1),
+                    (SELECT MIN(sweep_at) FROM idempotency_records WHERE sweep_at > ?1)",
+            &[now.into()],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        Ok(match (row.opt_int(0)?, row.opt_int(1)?) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
     }
 
-    /// Deletes at most `batch` records with `expires_at <= now`, through the
-    /// `expires_at` index, and says when the next one expires.
+    /// Deletes at most `batch` records with `expires_at <= now`, found
+    /// through the `sweep_at` index, writes the counts (the sweep's own and whatever
+    /// was pending), recounts the records per state when that is due, and
+    /// says when the next one expires.
     pub fn sweep(&self, now: Millis, batch: usize) -> Result<SweepOutcome, StoreError> {
-        self.store.atomically(|| {
-            self.flush_pending()?;
+        let deleted = self.transaction(|| {
             // Guard: expires_at <= now — nothing inside its window is
             // deleted — and no live lease: a running owner's record is never
             // swept (the claim keeps expires_at >= the lease's end, so this
@@ -46,24 +78,78 @@ impl<S: SqlStore> Ledger<S> {
             let rows = self.store.query(
                 "DELETE FROM idempotency_records
                  WHERE key IN (SELECT key FROM idempotency_records
-                               WHERE expires_at <= ?
-                                 AND NOT (state = 'in_flight' AND lease_expires_at > ?)
-                               ORDER BY expires_at LIMIT ?)
-                 RETURNING key",
-                &[now.into(), now.into(), (batch as i64).into()],
+                               WHERE sweep_at <= ?1 AND expires_at <= ?1
+                                 AND NOT (state = 'in_flight' AND lease_expires_at > ?1)
+                               ORDER BY sweep_at LIMIT ?2)
+                 RETURNING state, generation",
+                &[now.into(), (batch as i64).into()],
             )?;
-            let deleted = rows.len();
-            if deleted > 0 {
-                self.bump_all(&[
-                    (Counter::Records, -(deleted as i64)),
-                    (Counter::Swept, deleted as i64),
-                ])?;
+            let mut tally = self.tally();
+            for row in &rows {
+                let state = KeyState::parse(&row.text(0)?).ok_or_else(|| {
+                    StoreError::Decode("a swept record has no known state".into())
+                })?;
+                tally.add(Counter::of_state(state), -1, now);
+                tally.add(Counter::Swept, 1, now);
+                tally.swept(row.int(1)?, now);
             }
-            Ok(SweepOutcome {
-                deleted,
-                batch_full: deleted >= batch,
-                next_expires_at: self.next_expires_at()?,
-            })
+            Ok::<_, StoreError>(rows.len())
+        })?;
+        self.flush_pending()?;
+        self.recount_when_due(now)?;
+        Ok(SweepOutcome {
+            deleted,
+            batch_full: deleted >= batch,
+            next_expires_at: self.next_sweep_at(now)?,
         })
+    }
+
+    /// Counts the records per state from the records themselves (one read
+    /// per record) at most every [`RECOUNT_AFTER_MS`], so a count an
+    /// eviction lost heals.
+    fn recount_when_due(&self, now: Millis) -> Result<(), StoreError> {
+        if now - self.stored()?.recounted_at < RECOUNT_AFTER_MS {
+            return Ok(());
+        }
+        self.recount(now)
+    }
+
+    /// On an object instance's first request: recounts the records per
+    /// state if the object is small (see [`RECOUNT_ON_START_RECORDS`]).
+    pub fn recount_on_start(&self, now: Millis) -> Result<(), StoreError> {
+        if self.held_records()? > RECOUNT_ON_START_RECORDS {
+            return Ok(());
+        }
+        self.recount(now)
+    }
+
+    /// Sets the per-state record counts from the records themselves.
+    fn recount(&self, now: Millis) -> Result<(), StoreError> {
+        self.flush_pending()?;
+        let mut counts = [0i64; 3];
+        for row in self.store.query(
+            "SELECT state, COUNT(*) FROM idempotency_records GROUP BY state",
+            &[],
+        )? {
+            let n = row.int(1)?;
+            match KeyState::parse(&row.text(0)?) {
+                Some(KeyState::InFlight) => counts[0] = n,
+                Some(KeyState::Completed) => counts[1] = n,
+                Some(KeyState::Released) => counts[2] = n,
+                None => {}
+            }
+        }
+        self.store.execute(
+            "UPDATE ledger_state SET in_flight = ?, completed = ?, released = ?, recounted_at = ?
+             WHERE id = 1",
+            &[
+                counts[0].into(),
+                counts[1].into(),
+                counts[2].into(),
+                now.into(),
+            ],
+        )?;
+        *self.stored.borrow_mut() = None;
+        Ok(())
     }
 }

@@ -1,28 +1,38 @@
-//! The sweep and the alarm that drives it (docs/contract.md §4).
+//! The sweep, the alarm that drives it, and the timer that writes the
+//! pending counts (docs/contract.md §4).
 //!
-//! Role: run one bounded sweep batch per alarm and set the next alarm —
-//! within a second after a full batch, else at the next `expires_at`, or
-//! none when the ledger is empty (the mini-redis expiry loop: purge, return
-//! the next expiration, sleep until then). And make sure an alarm exists
-//! while the ledger holds records.
+//! Role: run one bounded sweep batch per alarm and set the next alarm
+//! (the mini-redis expiry loop: purge, return the next expiration, sleep
+//! until then), keep an alarm whenever the ledger holds records, and flush
+//! counts an idle object would otherwise keep in memory.
 //!
 //! What must stay true here:
 //! - Sweep runs only in `alarm()`, never on the request path.
+//! - The alarm is never late beyond the coalescing interval: it is set on
+//!   the `SWEEP_INTERVAL_SECONDS` grid at or after the earliest moment a
+//!   record may expire (`next_sweep_at`, itself never after the earliest
+//!   expiry), and moved earlier when a write may expire sooner — one sweep
+//!   per interval unless a batch is full (then again within a second).
 //! - An `Err` from the sweep is returned to the platform, which retries
-//!   the alarm; the sweep is idempotent (it deletes only what expired).
-//! - A claim arms the alarm only when this instance has not yet confirmed
-//!   one exists (one storage check per instance, which also re-arms after a
-//!   restart that lost an overdue alarm).
+//!   the alarm; the instance then forgets what it knew of the alarm, so its
+//!   next write checks (and re-arms) it even if the platform gave up.
+//! - The alarm is read once per instance (`getAlarm`) and then known: a
+//!   write sets it only when it must move earlier.
 //!
 //! Learned from worker 0.8.7 `src/durable.rs`: `Storage::set_alarm(i64)`
 //! treats the integer as an *offset* from now, not an epoch time, so every
 //! absolute time goes through [`at_epoch_ms`].
 
-use worker::{wasm_bindgen, Response, ScheduledTime};
+use std::rc::Rc;
+use std::time::Duration;
+
+use worker::{wasm_bindgen, Delay, Response, ScheduledTime};
 
 use super::TenantLedger;
 use crate::fields;
-use crate::ledger::rfc3339;
+use crate::ledger::pending::FLUSH_AFTER_MS;
+use crate::ledger::sweep::on_grid;
+use crate::ledger::{rfc3339, Millis};
 use crate::platform::{log, now_ms};
 
 /// How soon the alarm fires again after a full sweep batch.
@@ -36,6 +46,12 @@ fn at_epoch_ms(ms: i64) -> ScheduledTime {
 }
 
 impl TenantLedger {
+    fn interval_ms(&self) -> Millis {
+        self.config.as_ref().map_or(60_000, |c| {
+            (c.sweep_interval_seconds as i64).saturating_mul(1000)
+        })
+    }
+
     /// One alarm: sweep a batch, then set (or clear) the next alarm.
     pub(super) async fn sweep(&self) -> worker::Result<Response> {
         let config = self
@@ -43,21 +59,32 @@ impl TenantLedger {
             .as_ref()
             .map_err(|e| worker::Error::RustError(e.to_string()))?;
         let now = now_ms();
-        let outcome = self
-            .ledger
-            .sweep(now, config.sweep_batch)
-            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let outcome = match self.ledger.sweep(now, config.sweep_batch) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // The platform retries this alarm; if it gives up, the next
+                // write finds no alarm and sets one.
+                self.alarm_at.set(None);
+                log::error(
+                    "idempotency.sweep_failed",
+                    fields! {"error" => e.to_string()},
+                );
+                return Err(worker::Error::RustError(e.to_string()));
+            }
+        };
         let storage = self.state.storage();
-        if outcome.batch_full {
-            storage
-                .set_alarm(at_epoch_ms(now + FULL_BATCH_REARM_MS))
-                .await?;
-        } else if let Some(next) = outcome.next_expires_at {
-            storage.set_alarm(at_epoch_ms(next.max(now + 1))).await?;
+        let next = if outcome.batch_full {
+            Some(now + FULL_BATCH_REARM_MS)
         } else {
-            storage.delete_alarm().await?;
-            self.alarm_known.set(false);
+            outcome
+                .next_expires_at
+                .map(|at| on_grid(at.max(now + 1), self.interval_ms()))
+        };
+        match next {
+            Some(at) => storage.set_alarm(at_epoch_ms(at)).await?,
+            None => storage.delete_alarm().await?,
         }
+        self.alarm_at.set(Some(next));
         log::info(
             "idempotency.sweep",
             fields! {"deleted" => outcome.deleted, "batch_full" => outcome.batch_full},
@@ -65,34 +92,75 @@ impl TenantLedger {
         Response::ok("swept")
     }
 
-    /// Makes sure an alarm is set while the ledger holds records. Checks the
-    /// storage once per instance (this also re-arms after a restart, when an
-    /// overdue alarm may have been lost), then trusts `alarm_known`.
-    pub(super) async fn ensure_alarm(&self) {
-        if self.alarm_known.get() {
+    /// Makes sure the alarm fires by the first grid point at or after
+    /// `at` (a record written now may expire then): reads the alarm once per
+    /// instance, then sets it only when it must move earlier.
+    pub(super) async fn arm_by(&self, at: Millis) {
+        let storage = self.state.storage();
+        let known = match self.alarm_at.get() {
+            Some(known) => known,
+            None => match storage.get_alarm().await {
+                Ok(current) => current,
+                Err(e) => {
+                    log::warn(
+                        "idempotency.alarm_check_failed",
+                        fields! {"error" => e.to_string()},
+                    );
+                    return;
+                }
+            },
+        };
+        let target = on_grid(at.max(now_ms() + 1), self.interval_ms());
+        if known.is_some_and(|current| current <= target) {
+            self.alarm_at.set(Some(known));
             return;
         }
-        let storage = self.state.storage();
-        match storage.get_alarm().await {
-            Ok(Some(_)) => self.alarm_known.set(true),
-            Ok(None) => {
-                if let Ok(Some(at)) = self.ledger.next_expires_at() {
-                    match storage.set_alarm(at_epoch_ms(at.max(now_ms() + 1))).await {
-                        Ok(()) => {
-                            self.alarm_known.set(true);
-                            log::info("idempotency.alarm_armed", fields! {"at" => rfc3339(at)});
-                        }
-                        Err(e) => log::error(
-                            "idempotency.alarm_set_failed",
-                            fields! {"error" => e.to_string()},
-                        ),
-                    }
-                }
+        match storage.set_alarm(at_epoch_ms(target)).await {
+            Ok(()) => {
+                self.alarm_at.set(Some(Some(target)));
+                log::info("idempotency.alarm_armed", fields! {"at" => rfc3339(target)});
             }
+            Err(e) => {
+                self.alarm_at.set(None);
+                log::error(
+                    "idempotency.alarm_set_failed",
+                    fields! {"error" => e.to_string()},
+                );
+            }
+        }
+    }
+
+    /// On an instance's first request: an alarm must exist while records
+    /// do (a restarted workerd may have lost an overdue one, workerd #3138,
+    /// #3566), at the latest by the next moment a record may expire.
+    pub(super) async fn check_alarm(&self) {
+        match self.ledger.next_sweep_at(now_ms()) {
+            Ok(Some(at)) => self.arm_by(at).await,
+            Ok(None) => {}
             Err(e) => log::warn(
                 "idempotency.alarm_check_failed",
                 fields! {"error" => e.to_string()},
             ),
         }
+    }
+
+    /// Writes the pending counts [`FLUSH_AFTER_MS`] from now unless a flush
+    /// is already scheduled, so an object that goes idle writes them too.
+    pub(super) fn flush_later(&self) {
+        if self.flush_armed.get() || !self.ledger.has_pending() {
+            return;
+        }
+        self.flush_armed.set(true);
+        let (ledger, armed) = (Rc::clone(&self.ledger), Rc::clone(&self.flush_armed));
+        worker::wasm_bindgen_futures::spawn_local(async move {
+            Delay::from(Duration::from_millis(FLUSH_AFTER_MS as u64)).await;
+            armed.set(false);
+            if let Err(e) = ledger.flush_pending() {
+                log::warn(
+                    "idempotency.flush_failed",
+                    fields! {"error" => e.to_string()},
+                );
+            }
+        });
     }
 }

@@ -71,7 +71,13 @@ impl TenantLedger {
             Err(e) => return misconfigured(&e.variable, &e.message),
         };
         if !self.started.replace(true) {
-            self.ensure_alarm().await;
+            if let Err(e) = self.ledger.recount_on_start(now_ms()) {
+                log::warn(
+                    "idempotency.recount_failed",
+                    fields! {"error" => e.to_string()},
+                );
+            }
+            self.check_alarm().await;
         }
         // The path from the raw URL string: `Request::path()` would parse it
         // with the `url` crate, which alone adds IDNA tables to the bundle.
@@ -106,6 +112,9 @@ impl TenantLedger {
             Route::Execute => self.call::<ExecuteCall>(config, &body).await,
             Route::Replayed => self.call::<ReplayedCall>(config, &body).await,
         };
+        // Counts the call left in memory are written by a timer if no
+        // later call writes them first.
+        self.flush_later();
         answer.unwrap_or_else(|p| http::problem(&p))
     }
 
@@ -253,7 +262,7 @@ impl Apply<ClaimCall> for TenantLedger {
             )
             .await?;
         if let ClaimOutcome::Claimed { .. } = out {
-            self.ensure_alarm().await;
+            self.arm_by(policy.sweep_at(now_ms())).await;
         }
         Ok((out, report))
     }
@@ -295,7 +304,7 @@ impl Apply<ReleaseCall> for TenantLedger {
         self.check_home(&call.key, now_ms())?;
         let out = self
             .ledger
-            .release(&call.key, call.generation)
+            .release(&call.key, call.generation, now_ms())
             .map_err(|e| store_unavailable(&e))?;
         match &out {
             ReleaseOutcome::FencedOut { current } => {
@@ -349,7 +358,10 @@ impl Apply<StatsCall> for TenantLedger {
         _: &Config,
         _: StatsCall,
     ) -> Result<(crate::ledger::Stats, WaitReport), Problem> {
-        let mut stats = self.ledger.stats().map_err(|e| store_unavailable(&e))?;
+        let mut stats = self
+            .ledger
+            .stats(now_ms())
+            .map_err(|e| store_unavailable(&e))?;
         stats.waiting = self.waiters.parked() as i64;
         Ok(answered(stats))
     }
@@ -383,7 +395,7 @@ impl Apply<ExecuteCall> for TenantLedger {
         if matches!(out, ExecuteOutcome::Ran { .. }) {
             // Waiters parked on this key (behind an RPC claim) replay it.
             self.waiters.wake(&call.key);
-            self.ensure_alarm().await;
+            self.arm_by(policy.sweep_at(now_ms())).await;
         }
         Ok((out, report))
     }

@@ -31,6 +31,9 @@ pub struct DoSqlStore {
     /// The raw `DurableObjectStorage`, the `this` of `transactionSync`.
     storage: JsValue,
     depth: Cell<u32>,
+    /// Rows written and read by every statement so far (the cursors' own
+    /// billing figures, read once each cursor is drained).
+    billed: Cell<(u64, u64)>,
 }
 
 impl DoSqlStore {
@@ -40,6 +43,7 @@ impl DoSqlStore {
             sql: storage.sql(),
             storage: AsRef::<JsValue>::as_ref(storage.as_raw()).clone(),
             depth: Cell::new(0),
+            billed: Cell::new((0, 0)),
         }
     }
 
@@ -72,8 +76,9 @@ fn from_storage_value(v: SqlStorageValue) -> SqlValue {
     }
 }
 
-impl SqlStore for DoSqlStore {
-    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+impl DoSqlStore {
+    /// Runs one statement, drains its cursor, and adds its billed rows.
+    fn run(&self, sql: &str, params: &[SqlValue]) -> Result<(Vec<Row>, u64), StoreError> {
         let bindings: Vec<SqlStorageValue> = params.iter().map(to_storage_value).collect();
         let cursor = self
             .sql
@@ -84,11 +89,31 @@ impl SqlStore for DoSqlStore {
             let row = row.map_err(|e| StoreError::Sql(e.to_string()))?;
             rows.push(row.into_iter().map(from_storage_value).collect());
         }
-        Ok(rows)
+        let written = cursor.rows_written() as u64;
+        let (all_written, all_read) = self.billed.get();
+        self.billed
+            .set((all_written + written, all_read + cursor.rows_read() as u64));
+        Ok((rows, written))
+    }
+}
+
+impl SqlStore for DoSqlStore {
+    fn query(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Row>, StoreError> {
+        Ok(self.run(sql, params)?.0)
+    }
+
+    /// A row changed exactly when the cursor wrote one (the platform counts
+    /// a changed row as a row written).
+    fn update(&self, sql: &str, params: &[SqlValue]) -> Result<bool, StoreError> {
+        Ok(self.run(sql, params)?.1 > 0)
     }
 
     fn database_size(&self) -> Option<u64> {
         Some(self.sql.database_size() as u64)
+    }
+
+    fn billed_rows(&self) -> Option<(u64, u64)> {
+        Some(self.billed.get())
     }
 
     fn atomically<T, E: From<StoreError>>(

@@ -10,6 +10,7 @@
 //! decided here.
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
@@ -24,13 +25,17 @@ use crate::platform::{load_config, log};
 #[durable_object]
 pub struct TenantLedger {
     pub(super) state: State,
-    pub(super) ledger: Ledger<DoSqlStore>,
+    /// Shared with the flush timer (see [`super::alarm`]).
+    pub(super) ledger: Rc<Ledger<DoSqlStore>>,
     /// Parsed once per object instance; an invalid variable refuses every call.
     pub(super) config: Result<Config, ConfigError>,
     /// Schema creation outcome; a failure refuses every call.
     pub(super) ready: Result<(), String>,
-    /// True once this instance knows an alarm is set (avoids a set_alarm per request).
-    pub(super) alarm_known: Cell<bool>,
+    /// The alarm as this instance last read or set it: `None` until
+    /// checked (and again after a failed alarm), `Some(None)` for no alarm.
+    pub(super) alarm_at: Cell<Option<Option<i64>>>,
+    /// A flush of the pending counts is scheduled on a timer.
+    pub(super) flush_armed: Rc<Cell<bool>>,
     /// False until this instance's first request has checked the alarm: a
     /// restarted workerd may have lost an overdue alarm (workerd #3138, #3566).
     pub(super) started: Cell<bool>,
@@ -47,10 +52,18 @@ pub struct TenantLedger {
 impl DurableObject for TenantLedger {
     fn new(state: State, env: Env) -> Self {
         log::install_panic_hook();
-        let ledger = Ledger::new(DoSqlStore::new(&state));
+        let ledger = Rc::new(Ledger::new(DoSqlStore::new(&state)));
         let ready = ledger
             .migrate()
-            .and_then(|_| orders::migrate(ledger.store()))
+            .and_then(|found| {
+                if found == crate::ledger::schema::Found::V1 {
+                    log::warn(
+                        "idempotency.schema_upgraded",
+                        crate::fields! {"from" => 1, "to" => crate::ledger::schema::SCHEMA_VERSION},
+                    );
+                }
+                orders::migrate(ledger.store())
+            })
             .map_err(|e| e.to_string());
         let config = load_config(&env);
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
@@ -68,7 +81,8 @@ impl DurableObject for TenantLedger {
             ledger,
             config,
             ready,
-            alarm_known: Cell::new(false),
+            alarm_at: Cell::new(None),
+            flush_armed: Rc::new(Cell::new(false)),
             started: Cell::new(false),
         }
     }

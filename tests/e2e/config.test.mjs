@@ -8,7 +8,7 @@ import { startGateway, orderInit, json, slug, orders, wranglerVars, eventually }
 test("wrangler.toml publishes the documented defaults", () => {
   assert.deepEqual(wranglerVars(), {
     RETENTION_SECONDS: "86400", LEASE_SECONDS: "60", MAX_REQUEST_BODY_BYTES: "1048576",
-    MAX_STORED_BODY_BYTES: "1048576", SWEEP_BATCH: "500", IDEMPOTENCY_REQUIRED: "true",
+    MAX_STORED_BODY_BYTES: "1048576", SWEEP_BATCH: "500", SWEEP_INTERVAL_SECONDS: "60", IDEMPOTENCY_REQUIRED: "true",
     PROTECTED_METHODS: "POST,PATCH", FINGERPRINT_HEADERS: "content-type",
     STORED_RESPONSE_HEADERS: "content-type,location,etag", RELEASE_ON_5XX: "false",
     MAX_KEYS_PER_TENANT: "1000000", MAX_DB_BYTES_PER_OBJECT: "9000000000", FAILURE_POLICY: "closed", ORIGIN_TIMEOUT_SECONDS: "30",

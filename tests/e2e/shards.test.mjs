@@ -260,6 +260,8 @@ test("JS RPC while resharding: complete and release land at the object that gran
       for (const key of ["granted-old-complete", "granted-old-release"]) {
         assert.deepEqual(await rpc("claim", "acme", { key, fingerprint: fp }), { outcome: "claimed", generation: 1, takeover: false }, key);
       }
+      // The object writes its counts on its own timer; restart once it has.
+      await eventually(async () => (await rpc("stats", "acme")).unwritten_counts === 0, { ms: 30_000 });
     } finally { await before.dispose(); }
 
     // After: four shards, the single object as the previous layout.

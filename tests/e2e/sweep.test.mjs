@@ -11,7 +11,7 @@ import { startGateway, orderInit, read, json, orders, eventually, ACME } from ".
 const stats = async (gw) => (await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: ACME } }))).json;
 
 test("expired records are swept by alarm; a swept key then runs as a new operation", async () => {
-  const gw = await startGateway({ vars: { RETENTION_SECONDS: "5", LEASE_SECONDS: "2", ORIGIN_TIMEOUT_SECONDS: "1" } });
+  const gw = await startGateway({ vars: { RETENTION_SECONDS: "5", LEASE_SECONDS: "2", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "1" } });
   try {
     const first = await json(await gw.request("/v1/orders", orderInit({ key: "sweep-1" })));
     assert.equal(first.status, 201);
@@ -47,7 +47,7 @@ test("claims arm the alarm once, not on every request", async () => {
 });
 
 test("a backlog of 3,000 expired records clears over several alarms, each within SWEEP_BATCH", async () => {
-  const gw = await startGateway({ vars: { SWEEP_BATCH: "500" } });
+  const gw = await startGateway({ vars: { SWEEP_BATCH: "500", SWEEP_INTERVAL_SECONDS: "1" } });
   try {
     const ledger = await gw.ledger("backlog");
     const fingerprint = { digest: "", components: [{ name: "body", digest: "a".repeat(64) }] };
@@ -79,7 +79,7 @@ test("a backlog of 3,000 expired records clears over several alarms, each within
 test("after a restart the object re-arms its alarm and the sweep still happens", async () => {
   const dir = mkdtempSync(join(tmpdir(), "ledger-persist-"));
   try {
-    const opts = { vars: { RETENTION_SECONDS: "2", LEASE_SECONDS: "1", ORIGIN_TIMEOUT_SECONDS: "1" }, shared: { resourcePersistencePath: dir } };
+    const opts = { vars: { RETENTION_SECONDS: "2", LEASE_SECONDS: "1", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "1" }, shared: { resourcePersistencePath: dir } };
     const gw1 = await startGateway(opts);
     assert.equal((await json(await gw1.request("/v1/orders", orderInit({ key: "restart-1" })))).status, 201);
     await gw1.dispose();

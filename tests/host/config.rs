@@ -23,6 +23,7 @@ fn defaults_match_the_contract() {
     assert_eq!(c.max_request_body_bytes, 1_048_576);
     assert_eq!(c.max_stored_body_bytes, 1_048_576);
     assert_eq!(c.sweep_batch, 500);
+    assert_eq!(c.sweep_interval_seconds, 60);
     assert!(c.idempotency_required);
     assert_eq!(c.protected_methods, vec!["POST", "PATCH"]);
     assert_eq!(c.fingerprint_headers, vec!["content-type"]);
@@ -52,6 +53,8 @@ fn invalid_values_name_their_variable() {
         ("RETENTION_SECONDS", "abc"),
         ("LEASE_SECONDS", "0"),
         ("SWEEP_BATCH", "-1"),
+        ("SWEEP_INTERVAL_SECONDS", "0"),
+        ("SWEEP_INTERVAL_SECONDS", "3601"),
         ("IDEMPOTENCY_REQUIRED", "yes"),
         ("STORED_RESPONSE_HEADERS", "content-type,Set-Cookie"),
         ("FAILURE_POLICY", "sometimes"),

@@ -34,7 +34,7 @@ fn a_live_lease_answers_in_flight_with_the_time_left() {
             retry_after_ms: LEASE_MS - 10_000
         })
     );
-    assert_eq!(l.stats().unwrap().in_use, 1);
+    assert_eq!(l.stats(0).unwrap().in_use, 1);
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn a_different_fingerprint_is_a_mismatch_naming_the_body() {
         }),
         "also once completed"
     );
-    assert_eq!(l.stats().unwrap().reused, 2);
+    assert_eq!(l.stats(0).unwrap().reused, 2);
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn a_completed_key_replays_its_stored_response() {
         ),
         ("completed", 3, Some(201), Some(true))
     );
-    assert_eq!(l.stats().unwrap().replays, 3);
+    assert_eq!(l.stats(0).unwrap().replays, 3);
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn an_expired_lease_is_taken_over_and_the_old_owner_is_fenced_out() {
             expires_at: Some(t + 1 + RETENTION_MS),
         })
     );
-    let stats = l.stats().unwrap();
+    let stats = l.stats(0).unwrap();
     assert_eq!((stats.takeovers, stats.fenced_out, stats.claims), (1, 1, 2));
 }
 
@@ -188,7 +188,7 @@ fn a_late_completion_with_no_takeover_is_accepted() {
 fn release_lets_the_next_claim_run_at_the_next_generation() {
     let l = ledger();
     l.claim("k", &fp("a"), &policy(), 0).unwrap();
-    assert_eq!(l.release("k", 1).unwrap(), ReleaseOutcome::Released);
+    assert_eq!(l.release("k", 1, 0).unwrap(), ReleaseOutcome::Released);
     let view = l.lookup("k", 1).unwrap().unwrap();
     assert_eq!((view.state.as_str(), view.generation), ("released", 1));
     let out = l.claim("k", &fp("a"), &policy(), 2).unwrap();
@@ -205,23 +205,23 @@ fn release_lets_the_next_claim_run_at_the_next_generation() {
         CompleteOutcome::FencedOut { .. }
     ));
     assert!(matches!(
-        l.release("k", 1).unwrap(),
+        l.release("k", 1, 0).unwrap(),
         ReleaseOutcome::FencedOut { .. }
     ));
-    assert_eq!(l.stats().unwrap().fenced_out, 2);
+    assert_eq!(l.stats(0).unwrap().fenced_out, 2);
 }
 
 #[test]
 fn release_of_a_completed_or_unknown_record_is_fenced_out() {
     let l = ledger();
     assert!(matches!(
-        l.release("missing", 1).unwrap(),
+        l.release("missing", 1, 0).unwrap(),
         ReleaseOutcome::FencedOut { current: None }
     ));
     l.claim("k", &fp("a"), &policy(), 0).unwrap();
     l.complete("k", 1, &response("r"), RETENTION_MS, 1).unwrap();
     assert!(matches!(
-        l.release("k", 1).unwrap(),
+        l.release("k", 1, 0).unwrap(),
         ReleaseOutcome::FencedOut { .. }
     ));
     assert_eq!(

@@ -26,12 +26,16 @@ struct Rec {
     fp: u8,
     lease_end: i64,
     expires_at: i64,
+    /// The earliest the record may expire (claim time + retention).
+    sweep_at: i64,
     response: Option<String>,
 }
 
 #[derive(Default)]
 struct Model {
     recs: HashMap<String, Rec>,
+    /// The highest generation swept: a new key starts above it.
+    floor: i64,
 }
 
 impl Model {
@@ -42,19 +46,34 @@ impl Model {
             fp: fpid,
             lease_end: now + p.lease_ms,
             expires_at: now + p.retention_ms,
+            sweep_at: now + p.retention_ms,
             response: None,
         };
+        let floor = self.floor;
         match self.recs.get_mut(key) {
             None => {
                 if self.recs.len() as u64 >= p.max_keys {
-                    let next = self.recs.values().map(|r| r.expires_at).min().unwrap();
+                    // The next moment a record may expire: never later than the
+                    // earliest expiry.
+                    let next = self
+                        .recs
+                        .values()
+                        .map(|r| {
+                            if r.sweep_at <= now {
+                                r.expires_at
+                            } else {
+                                r.sweep_at
+                            }
+                        })
+                        .min()
+                        .unwrap();
                     return ClaimOutcome::Refused(Refusal::LedgerFull {
                         retry_after_ms: (next - now).max(1000),
                     });
                 }
-                self.recs.insert(key.into(), fresh(1));
+                self.recs.insert(key.into(), fresh(floor + 1));
                 ClaimOutcome::Claimed {
-                    generation: 1,
+                    generation: floor + 1,
                     takeover: false,
                 }
             }
@@ -93,6 +112,7 @@ impl Model {
                     r.generation += 1;
                     r.lease_end = now + p.lease_ms;
                     r.expires_at = now + p.retention_ms;
+                    r.sweep_at = now + p.retention_ms;
                     ClaimOutcome::Claimed {
                         generation: r.generation,
                         takeover: true,
@@ -115,6 +135,7 @@ impl Model {
                 r.state = St::Completed;
                 r.response = Some(body.into());
                 r.expires_at = now + p.retention_ms;
+                r.sweep_at = r.sweep_at.min(r.expires_at);
                 true
             }
             _ => false,
@@ -132,7 +153,14 @@ impl Model {
     }
 
     fn sweep(&mut self, now: i64) {
-        self.recs.retain(|_, r| r.expires_at > now);
+        let floor = &mut self.floor;
+        self.recs.retain(|_, r| {
+            let kept = r.expires_at > now;
+            if !kept {
+                *floor = (*floor).max(r.generation);
+            }
+            kept
+        });
     }
 }
 
@@ -189,7 +217,7 @@ fn run_one_seed(seed: u64, steps: usize) {
                     (key.to_string(), rng.gen_range(1..4))
                 };
                 let expected = model.release(&k, g);
-                let got = l.release(&k, g).unwrap();
+                let got = l.release(&k, g, 0).unwrap();
                 assert_eq!(
                     got == ReleaseOutcome::Released,
                     expected,

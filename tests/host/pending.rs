@@ -30,24 +30,28 @@ fn replays_409s_and_422s_write_nothing_until_a_flush_is_due() {
         l.claim("busy", &fp("a"), &policy(), 1_100).unwrap();
     }
     assert_eq!(changes(&l), before, "15 refusals, no row changed");
-    let stats = l.stats().unwrap();
+    let stats = l.stats(0).unwrap();
     assert_eq!((stats.replays, stats.reused, stats.in_use), (5, 5, 5));
     assert_eq!(l.lookup("done", 1_200).unwrap().unwrap().replays, 5);
 }
 
 #[test]
-fn pending_counts_are_written_by_the_next_write_and_when_due() {
+fn pending_counts_are_written_once_due_and_never_by_other_writes() {
     let l = ledger();
     completed(&l, "done");
+    l.flush_pending().unwrap();
     let before = changes(&l);
     for _ in 0..FLUSH_AFTER_EVENTS - 1 {
         l.claim("done", &fp("a"), &policy(), 2_000).unwrap();
     }
     assert_eq!(changes(&l), before);
     l.claim("done", &fp("a"), &policy(), 2_000).unwrap();
-    assert!(changes(&l) > before, "the 64th refusal writes the batch");
+    assert!(
+        changes(&l) > before,
+        "the last event of the bound writes the batch"
+    );
 
-    // Time bound: an old pending count is written by the next refusal.
+    // Time bound: an old pending count is written by the next operation.
     let before = changes(&l);
     l.claim("done", &fp("a"), &policy(), 3_000).unwrap();
     assert_eq!(changes(&l), before);
@@ -55,17 +59,19 @@ fn pending_counts_are_written_by_the_next_write_and_when_due() {
         .unwrap();
     assert!(changes(&l) > before);
 
-    // Any write carries what is pending: read the table, not `stats`.
+    // Other writes do not carry what is pending (a new key writes its
+    // record alone); the flush writes every count in one row.
     l.claim("done", &fp("a"), &policy(), 10_000).unwrap();
+    let before = changes(&l);
     l.claim("other", &fp("a"), &policy(), 10_000).unwrap();
+    assert_eq!(changes(&l), before + 1, "a new key writes its record only");
+    l.flush_pending().unwrap();
     let on_disk: i64 = l
         .store()
         .connection()
-        .query_row(
-            "SELECT value FROM ledger_counters WHERE name = 'replays'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT replays FROM ledger_state WHERE id = 1", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(on_disk, i64::from(FLUSH_AFTER_EVENTS) + 3);
 }
@@ -82,7 +88,11 @@ fn replays_of_an_old_generation_never_count_on_a_reborn_record() {
         ClaimOutcome::Claimed { generation: 2, .. }
     ));
     assert_eq!(l.lookup("k", later).unwrap().unwrap().replays, 0);
-    assert_eq!(l.stats().unwrap().replays, 1, "the tenant's count keeps it");
+    assert_eq!(
+        l.stats(0).unwrap().replays,
+        1,
+        "the tenant's count keeps it"
+    );
 }
 
 #[test]
@@ -92,7 +102,7 @@ fn replays_answered_elsewhere_are_added_exactly() {
     l.add_replays("k", 1, 7, 2_000);
     l.add_replays("k", 1, 0, 2_000);
     l.add_replays("k", 1, -3, 2_000);
-    assert_eq!(l.stats().unwrap().replays, 7);
+    assert_eq!(l.stats(0).unwrap().replays, 7);
     assert_eq!(l.lookup("k", 2_000).unwrap().unwrap().replays, 7);
 }
 
@@ -103,5 +113,5 @@ fn counts_reported_by_a_caller_reach_stats() {
     l.add_count(Counter::CompleteFailed, 2, 1_000);
     l.add_count(Counter::CompleteFailed, 0, 1_000);
     l.add_count(Counter::CompleteFailed, -4, 1_000);
-    assert_eq!(l.stats().unwrap().complete_failed, 2);
+    assert_eq!(l.stats(0).unwrap().complete_failed, 2);
 }

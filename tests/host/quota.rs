@@ -44,7 +44,7 @@ fn new_keys_are_refused_once_the_database_reaches_its_byte_quota() {
         ClaimOutcome::Refused(Refusal::Completed { .. })
     ));
     // And stats shows the size.
-    assert!(l.stats().unwrap().db_bytes as u64 >= p.max_db_bytes);
+    assert!(l.stats(0).unwrap().db_bytes as u64 >= p.max_db_bytes);
 }
 
 #[test]

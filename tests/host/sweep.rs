@@ -29,7 +29,7 @@ fn the_sweep_deletes_only_expired_records_in_bounded_batches() {
     }
     assert_eq!(total, 11);
     assert_eq!(count(&l, "idempotency_records"), 14);
-    let stats = l.stats().unwrap();
+    let stats = l.stats(0).unwrap();
     assert_eq!((stats.swept, stats.records), (11, 14));
     assert_eq!(
         l.held_records().unwrap(),
@@ -46,7 +46,7 @@ fn an_empty_ledger_sweeps_nothing_and_has_no_next_expiry() {
         (out.deleted, out.batch_full, out.next_expires_at),
         (0, false, None)
     );
-    assert_eq!(l.stats().unwrap().next_sweep_at, None);
+    assert_eq!(l.stats(0).unwrap().next_sweep_at, None);
 }
 
 #[test]
@@ -70,7 +70,7 @@ fn the_sweep_never_deletes_a_record_inside_its_window() {
                             .unwrap();
                     }
                     1 => {
-                        l.release(&key, generation).unwrap();
+                        l.release(&key, generation, 0).unwrap();
                     }
                     _ => {}
                 }
@@ -109,21 +109,21 @@ fn the_sweep_never_deletes_a_record_inside_its_window() {
 }
 
 #[test]
-fn the_sweep_deletes_through_the_expires_at_index() {
+fn the_sweep_finds_its_candidates_through_the_sweep_at_index() {
     let l = ledger();
     let plan: Vec<String> = {
         let conn = l.store().connection();
         let mut stmt = conn
-            .prepare("EXPLAIN QUERY PLAN SELECT key FROM idempotency_records WHERE expires_at <= ? AND NOT (state = 'in_flight' AND lease_expires_at > ?) ORDER BY expires_at LIMIT ?")
+            .prepare("EXPLAIN QUERY PLAN SELECT key FROM idempotency_records WHERE sweep_at <= ?1 AND expires_at <= ?1 AND NOT (state = 'in_flight' AND lease_expires_at > ?1) ORDER BY sweep_at LIMIT ?2")
             .unwrap();
-        stmt.query_map([0i64, 0, 10], |r| r.get::<_, String>(3))
+        stmt.query_map([0i64, 10], |r| r.get::<_, String>(3))
             .unwrap()
             .map(Result::unwrap)
             .collect()
     };
     assert!(
         plan.iter()
-            .any(|d| d.contains("USING") && d.contains("idempotency_records_expires_at")),
+            .any(|d| d.contains("USING") && d.contains("idempotency_records_sweep_at")),
         "plan: {plan:?}"
     );
     assert!(
@@ -150,7 +150,22 @@ fn a_record_whose_lease_is_live_is_never_swept_or_reborn() {
         ),
         "a retry during the lease is 409, never a second run: {retry:?}"
     );
-    assert_eq!(l.next_expires_at().unwrap(), Some(20_000));
+    assert_eq!(l.next_sweep_at(4_000).unwrap(), Some(20_000));
     // Once the lease has ended the usual rules apply again.
     assert_eq!(l.sweep(20_000, 100).unwrap().deleted, 1);
+}
+
+#[test]
+fn alarms_fall_on_the_interval_grid_never_before_their_time() {
+    use idempotency_ledger::ledger::sweep::on_grid;
+    assert_eq!(on_grid(60_000, 60_000), 60_000);
+    assert_eq!(on_grid(60_001, 60_000), 120_000);
+    assert_eq!(on_grid(1, 1_000), 1_000);
+    assert_eq!(on_grid(0, 1_000), 0);
+    assert_eq!(on_grid(1_234, 0), 1_234, "a zero interval is no grid");
+    assert_eq!(on_grid(i64::MAX - 5, 1_000), i64::MAX);
+    for t in [1i64, 999, 1_000, 59_999, 86_400_123] {
+        let at = on_grid(t, 1_000);
+        assert!(at >= t && at - t < 1_000, "{t} -> {at}");
+    }
 }

@@ -1,0 +1,66 @@
+// The in-place schema upgrade in workerd: a TenantLedger whose SQLite
+// database was written by the v1 code (tests/fixtures/ledger-v1.sqlite, the
+// same file the host migration tests use) starts under this version and
+// keeps every record, generation, lease, stored response and counter.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harness.mjs";
+
+/** Every SQLite file below `dir` (the persisted Durable Object databases). */
+function sqliteFiles(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...sqliteFiles(path));
+    else if (name.endsWith(".sqlite")) out.push(path);
+  }
+  return out;
+}
+
+test("an object written by the v1 code upgrades on its first start and answers as before", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-v1-"));
+  const opts = { shared: { resourcePersistencePath: dir } };
+  const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } });
+  try {
+    // Create acme's object, then put the v1 database in its place.
+    const first = await startGateway(opts);
+    assert.equal((await get(first, "/v1/idempotency/stats")).status, 200);
+    await first.dispose();
+    const files = sqliteFiles(dir).filter((f) => !f.includes("metadata"));
+    assert.equal(files.length, 1, `one object database: ${files}`);
+    rmSync(`${files[0]}-wal`, { force: true });
+    rmSync(`${files[0]}-shm`, { force: true });
+    copyFileSync(`${ROOT}tests/fixtures/ledger-v1.sqlite`, files[0]);
+
+    const gw = await startGateway(opts);
+    try {
+      const s = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.deepEqual(
+        [s.records, s.in_flight, s.completed, s.released, s.claims, s.replays, s.reused, s.in_use, s.takeovers, s.fenced_out],
+        [6, 2, 3, 1, 8, 2, 1, 1, 2, 1],
+        JSON.stringify(s),
+      );
+      const done = (await json(await get(gw, "/v1/idempotency-keys/done"))).json;
+      assert.deepEqual([done.state, done.generation, done.replays, done.response_status], ["completed", 1, 2, 201]);
+
+      // The embedded order written by v1 replays byte for byte; no second order.
+      const replay = await read(await gw.request("/v1/orders", orderInit({ key: "order-1", body: '{"sku":"A","quantity":1}' })));
+      assert.equal(replay.status, 201);
+      assert.equal(replay.headers["idempotent-replayed"], "true");
+      assert.equal(JSON.parse(replay.text).id, "ord_00000001");
+      assert.equal((await orders(gw)).length, 1);
+
+      // A completed key replays its stored bytes; an in-flight key is still in flight.
+      const again = await read(await gw.request("/v1/orders", orderInit({ key: "done", body: "a" })));
+      assert.deepEqual([again.status, again.text, again.headers["idempotent-replayed"]], [201, '{"id":1}', "true"]);
+      const busy = await json(await gw.request("/v1/orders", orderInit({ key: "busy", body: "c" })));
+      assert.equal(busy.status, 409);
+      const taken = (await json(await get(gw, "/v1/idempotency-keys/taken"))).json;
+      assert.deepEqual([taken.state, taken.generation], ["in_flight", 3]);
+      assert.ok(gw.events("idempotency.schema_upgraded").length === 1, "the upgrade is logged once");
+    } finally { await gw.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
