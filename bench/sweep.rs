@@ -30,12 +30,14 @@ fn ledger_with(backlog: usize) -> (Ledger<RusqliteStore>, tempdir::Dir) {
     let expired = ClaimPolicy {
         lease_ms: 1_000,
         retention_ms: 1_000,
+        settle_grace_ms: 0,
         max_keys: u64::MAX,
         max_db_bytes: u64::MAX,
     };
     let live = ClaimPolicy {
         lease_ms: 1_000,
         retention_ms: 86_400_000,
+        settle_grace_ms: 0,
         max_keys: u64::MAX,
         max_db_bytes: u64::MAX,
     };

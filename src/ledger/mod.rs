@@ -66,6 +66,11 @@ pub struct ClaimPolicy {
     pub retention_ms: Millis,
     /// Records one object may hold; a new key beyond this is refused.
     pub max_keys: u64,
+    /// How long after its lease ends an owner may still complete (the
+    /// origin timeout: a proxied owner waits that long for its origin). A
+    /// record is kept at least this long past its lease, so no owner that
+    /// may still complete ever finds its record swept.
+    pub settle_grace_ms: Millis,
     /// Bytes one object's database may reach before new keys are refused
     /// (`MAX_DB_BYTES_PER_OBJECT`), so a write never meets the platform's
     /// own limit (10 GB per object). Engines that cannot tell their size
@@ -75,10 +80,12 @@ pub struct ClaimPolicy {
 
 impl ClaimPolicy {
     /// When a record claimed (or taken over) at `now` leaves its retention
-    /// window: never before its lease ends, so neither the sweep nor an
-    /// expiry can free a key whose owner may still be running.
+    /// window: never before its lease ends plus the settle grace, so
+    /// neither the sweep nor an expiry can free a key whose owner may still
+    /// be running or completing.
     pub fn in_flight_expires_at(&self, now: Millis) -> Millis {
-        now.saturating_add(self.retention_ms.max(self.lease_ms))
+        let owner_done = self.lease_ms.saturating_add(self.settle_grace_ms.max(0));
+        now.saturating_add(self.retention_ms.max(owner_done))
     }
 
     /// The earliest a record claimed at `now` can expire (its `sweep_at`):

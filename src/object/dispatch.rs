@@ -168,6 +168,8 @@ impl TenantLedger {
         ClaimPolicy {
             lease_ms: lease_seconds.map_or(config.lease_ms(), |s| s as i64 * 1000),
             retention_ms: retention_seconds.map_or(config.retention_ms(), |s| s as i64 * 1000),
+            // A proxied owner waits up to ORIGIN_TIMEOUT_SECONDS for its origin.
+            settle_grace_ms: (config.origin_timeout_seconds as i64).saturating_mul(1000),
             max_keys: config.max_keys_per_tenant.div_ceil(u64::from(self.shards)),
             max_db_bytes: config.max_db_bytes_per_object,
         }

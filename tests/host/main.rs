@@ -6,6 +6,7 @@ mod support;
 mod config;
 mod contract;
 mod execute;
+mod fencing;
 mod fuzz;
 mod ledger;
 mod migration;

@@ -170,6 +170,7 @@ fn run_one_seed(seed: u64, steps: usize) {
     let p = ClaimPolicy {
         lease_ms: 1_000,
         retention_ms: 5_000,
+        settle_grace_ms: 0,
         max_keys: 4,
         max_db_bytes: u64::MAX,
     };

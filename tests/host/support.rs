@@ -19,6 +19,7 @@ pub fn policy() -> ClaimPolicy {
     ClaimPolicy {
         lease_ms: LEASE_MS,
         retention_ms: RETENTION_MS,
+        settle_grace_ms: 0,
         max_keys: 1_000_000,
         max_db_bytes: u64::MAX,
     }

@@ -87,6 +87,7 @@ impl DurableObject for Wallet {
         let policy = ClaimPolicy {
             lease_ms: 60_000,
             retention_ms: 86_400_000,
+            settle_grace_ms: 0,
             max_keys: 1_000_000,
             max_db_bytes: u64::MAX,
         };
