@@ -6,7 +6,9 @@
 //! Stripe-webhook style. Pure: the caller supplies the time.
 //!
 //! What must stay true here: the signed string is, byte for byte,
-//! `"{t}\n{tenant}\n{METHOD}\n{target}\n{hex sha256(body)}"` and the header
+//! `"{t}\n{tenant}\n{METHOD}\n{target}\n{idempotency key}\n{hex sha256(body)}"`
+//! (the `Idempotency-Key` field value as forwarded; empty without one), `t`
+//! is taken when the request is sent (after any claim or wait), and the header
 //! `X-Idempotency-Signature: t={t},v1={hex HMAC-SHA256(secret, signed)}`;
 //! the verification code in docs/proxy-mode.md and the e2e origin compute
 //! exactly this.
@@ -26,10 +28,11 @@ pub fn signed_payload(
     tenant: &str,
     method: &str,
     target: &str,
+    key: &str,
     body: &[u8],
 ) -> String {
     format!(
-        "{unix_seconds}\n{tenant}\n{method}\n{target}\n{}",
+        "{unix_seconds}\n{tenant}\n{method}\n{target}\n{key}\n{}",
         sha256_hex(body)
     )
 }
@@ -41,9 +44,10 @@ pub fn origin_signature(
     tenant: &str,
     method: &str,
     target: &str,
+    key: &str,
     body: &[u8],
 ) -> String {
-    let payload = signed_payload(unix_seconds, tenant, method, target, body);
+    let payload = signed_payload(unix_seconds, tenant, method, target, key, body);
     format!(
         "t={unix_seconds},v1={}",
         hmac_hex(secret.as_bytes(), payload.as_bytes())
@@ -64,22 +68,34 @@ mod tests {
                 "acme",
                 "POST",
                 "/charges?a=1",
+                "order-7f3a",
                 b"amount=100"
             ),
-            "t=1764496241,v1=c09bf28782b49eb4a39a2e859df805e9c7a9020858680aa8dc683b3a7d091d7d"
+            "t=1764496241,v1=f3d1d1443fab53bf8015c1b4a3169dd3d0c952c6be3c088a307a5c42551effd7"
         );
     }
 
     #[test]
     fn every_signed_part_changes_the_signature() {
-        let base = origin_signature("k".repeat(32).as_str(), 1, "acme", "POST", "/a", b"x");
+        let k = "k".repeat(32);
+        let base = origin_signature(&k, 1, "acme", "POST", "/a", "key", b"x");
         for other in [
-            origin_signature("j".repeat(32).as_str(), 1, "acme", "POST", "/a", b"x"),
-            origin_signature("k".repeat(32).as_str(), 2, "acme", "POST", "/a", b"x"),
-            origin_signature("k".repeat(32).as_str(), 1, "globex", "POST", "/a", b"x"),
-            origin_signature("k".repeat(32).as_str(), 1, "acme", "PUT", "/a", b"x"),
-            origin_signature("k".repeat(32).as_str(), 1, "acme", "POST", "/b", b"x"),
-            origin_signature("k".repeat(32).as_str(), 1, "acme", "POST", "/a", b"y"),
+            origin_signature(
+                "j".repeat(32).as_str(),
+                1,
+                "acme",
+                "POST",
+                "/a",
+                "key",
+                b"x",
+            ),
+            origin_signature(&k, 2, "acme", "POST", "/a", "key", b"x"),
+            origin_signature(&k, 1, "globex", "POST", "/a", "key", b"x"),
+            origin_signature(&k, 1, "acme", "PUT", "/a", "key", b"x"),
+            origin_signature(&k, 1, "acme", "POST", "/b", "key", b"x"),
+            origin_signature(&k, 1, "acme", "POST", "/a", "other", b"x"),
+            origin_signature(&k, 1, "acme", "POST", "/a", "", b"x"),
+            origin_signature(&k, 1, "acme", "POST", "/a", "key", b"y"),
         ] {
             assert_ne!(base, other);
         }

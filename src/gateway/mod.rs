@@ -48,7 +48,7 @@ use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{self, body_within, header, Body};
 use crate::platform::{log, now_ms};
 use crate::protocol::{path_of, target_of, Fingerprint, RequestParts};
-use origin::{Forward, Origin};
+use origin::{Forward, Origin, Signer};
 use protected::Protected;
 use reads::{key_homes, store_unavailable};
 use replays::{count_replays, count_replays_when_due, with_replays};
@@ -166,14 +166,7 @@ async fn application(
     }
 
     let client_headers = who.origin.as_ref().map(|_| Headers(req.headers()));
-    let mut forward = Forward::new(method, target, client_headers.as_ref(), &who.tenant, body);
-    if let (Some(secret), Some(_)) = (&config.origin_signing_secret, &who.origin) {
-        forward.sign(
-            secret.expose(),
-            &who.tenant,
-            (now_ms() / 1000).max(0) as u64,
-        );
-    }
+    let forward = Forward::new(method, target, client_headers.as_ref(), &who.tenant, body);
     let Some(key) = key else {
         let response = run_unprotected(who, &forward).await;
         let line = protection.is_logged().then(|| RequestLog {
@@ -293,7 +286,7 @@ async fn ledger_failed(
 /// the embedded application.
 async fn run_unprotected(who: &Tenancy, fwd: &Forward) -> Response {
     match &who.origin {
-        Some(origin) => forward_unprotected(origin, who.config(), fwd).await,
+        Some(origin) => forward_unprotected(origin, who.config(), &who.tenant, fwd).await,
         None => match &who.base {
             Ok(client) => embedded_unprotected(client, fwd).await,
             // The embedded application lives in the object itself.
@@ -302,12 +295,29 @@ async fn run_unprotected(who: &Tenancy, fwd: &Forward) -> Response {
     }
 }
 
-async fn forward_unprotected(origin: &Origin, config: &Config, fwd: &Forward) -> Response {
+/// What signs a forwarded request, when `ORIGIN_SIGNING_SECRET` is set.
+pub(crate) fn signer<'a>(config: &'a Config, tenant: &'a str) -> Option<Signer<'a>> {
+    config.origin_signing_secret.as_ref().map(|secret| Signer {
+        secret: secret.expose(),
+        tenant,
+    })
+}
+
+async fn forward_unprotected(
+    origin: &Origin,
+    config: &Config,
+    tenant: &str,
+    fwd: &Forward,
+) -> Response {
     let Ok(request) = origin.prepare(fwd) else {
         return http::app(proxy::not_forwardable(&fwd.method).0);
     };
     let timeout = Duration::from_secs(config.origin_timeout_seconds);
-    let result = origin.send(request, timeout).await.map_err(|e| e.failure());
+    let signer = signer(config, tenant);
+    let result = origin
+        .send(request, fwd, signer.as_ref(), timeout)
+        .await
+        .map_err(|e| e.failure());
     http::app(proxy::unprotected_answer(result))
 }
 

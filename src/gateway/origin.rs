@@ -52,6 +52,9 @@ pub struct Forward {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The `Idempotency-Key` field value as the client sent it (and as the
+    /// origin receives it; "" when absent): part of the signed payload.
+    pub idempotency_key: String,
 }
 
 /// Headers never forwarded from the client (hop-by-hop ones aside); a
@@ -86,28 +89,51 @@ impl Forward {
             None => Vec::new(),
         };
         headers.push(("x-tenant-id".into(), tenant.into()));
+        let idempotency_key = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
         Forward {
             method: method.to_string(),
             target: target.to_string(),
             headers,
             body,
+            idempotency_key,
         }
     }
 }
 
+/// What signs forwarded requests (`ORIGIN_SIGNING_SECRET`): the secret and
+/// the request's tenant.
+pub struct Signer<'a> {
+    pub secret: &'a str,
+    pub tenant: &'a str,
+}
+
 impl Forward {
-    /// Signs the request for the origin (`ORIGIN_SIGNING_SECRET`): adds
-    /// `X-Idempotency-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>`.
-    pub fn sign(&mut self, secret: &str, tenant: &str, unix_seconds: u64) {
+    /// Signs a prepared request right before it is sent (after any claim or
+    /// wait, so `t` is the send time): sets `X-Idempotency-Signature:
+    /// t=<unix seconds>,v1=<hex HMAC-SHA256>`.
+    pub fn sign(
+        &self,
+        request: &Request,
+        signer: &Signer<'_>,
+        unix_seconds: u64,
+    ) -> Result<(), String> {
         let value = origin_signature(
-            secret,
+            signer.secret,
             unix_seconds,
-            tenant,
+            signer.tenant,
             &self.method,
             &self.target,
+            &self.idempotency_key,
             &self.body,
         );
-        self.headers.push((SIGNATURE_HEADER.into(), value));
+        request
+            .headers()
+            .set(SIGNATURE_HEADER, &value)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -154,12 +180,21 @@ impl Origin {
             .map_err(|e| e.to_string())
     }
 
-    /// Sends a prepared request and reads the whole response within `timeout`.
+    /// Signs (when a signer is given) and sends a prepared request, and
+    /// reads the whole response within `timeout`. A signature that cannot be
+    /// set is a request that cannot be sent: no response at all.
     pub async fn send(
         &self,
         request: Request,
+        fwd: &Forward,
+        signer: Option<&Signer<'_>>,
         timeout: Duration,
     ) -> Result<AppResponse, OriginError> {
+        if let Some(signer) = signer {
+            let now = (crate::platform::now_ms() / 1000).max(0) as u64;
+            fwd.sign(&request, signer, now)
+                .map_err(OriginError::Unreachable)?;
+        }
         let exchange = async {
             let response = match self {
                 Origin::Service(fetcher) => fetcher.fetch_request(request).await,

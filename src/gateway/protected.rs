@@ -200,15 +200,20 @@ impl Protected<'_> {
             }
         };
         let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
-        let result = origin.send(request, timeout).await.map_err(|e| {
-            if let OriginError::Unreachable(reason) = &e {
-                log::warn(
-                    "idempotency.origin_unavailable",
-                    fields! {"error" => reason, "key" => log::short_hash(self.key)},
-                );
-            }
-            e.failure()
-        });
+        // Signed now, after the claim and any wait: `t` is the send time.
+        let signer = super::signer(self.config, self.tenant);
+        let result = origin
+            .send(request, self.forward, signer.as_ref(), timeout)
+            .await
+            .map_err(|e| {
+                if let OriginError::Unreachable(reason) = &e {
+                    log::warn(
+                        "idempotency.origin_unavailable",
+                        fields! {"error" => reason, "key" => log::short_hash(self.key)},
+                    );
+                }
+                e.failure()
+            });
         let AfterOrigin {
             settle,
             reply,

@@ -96,10 +96,10 @@ test("no client path reaches the object's RPC routes through the application rou
 // The JS origin verification of docs/proxy-mode.md, verbatim.
 import { createHmac, createHash, timingSafeEqual } from "node:crypto"; // or Web Crypto in a Worker
 
-export function verifyGatewaySignature({ header, tenant, method, target, body, secret, now = Date.now() / 1000 }) {
+export function verifyGatewaySignature({ header, tenant, method, target, idempotencyKey = "", body, secret, now = Date.now() / 1000 }) {
   const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header ?? "");
   if (!m || Math.abs(now - Number(m[1])) > 300) return false;
-  const payload = `${m[1]}\n${tenant}\n${method}\n${target}\n${createHash("sha256").update(body).digest("hex")}`;
+  const payload = `${m[1]}\n${tenant}\n${method}\n${target}\n${idempotencyKey}\n${createHash("sha256").update(body).digest("hex")}`;
   const expected = createHmac("sha256", secret).update(payload).digest();
   return timingSafeEqual(expected, Buffer.from(m[2], "hex"));
 }
@@ -117,13 +117,15 @@ test("with ORIGIN_SIGNING_SECRET every forwarded request carries a verifiable si
       const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header);
       assert.ok(m, `one gateway signature, the client's dropped: ${header}`);
       assert.ok(Math.abs(Date.now() / 1000 - Number(m[1])) < 300, "signed now");
-      // docs/proxy-mode.md's verification, verbatim: t, tenant, METHOD, target, sha256(body).
+      // docs/proxy-mode.md's verification, verbatim: t, tenant, METHOD, target, key, sha256(body).
       const target = seen.url.replace(/^\/base/, "");
-      const payload = `${m[1]}\n${seen.headers["x-tenant-id"]}\n${seen.method}\n${target}\n${createHash("sha256").update(seen.body).digest("hex")}`;
+      const idempotencyKey = seen.headers["idempotency-key"] ?? "";
+      const payload = `${m[1]}\n${seen.headers["x-tenant-id"]}\n${seen.method}\n${target}\n${idempotencyKey}\n${createHash("sha256").update(seen.body).digest("hex")}`;
       assert.equal(m[2], createHmac("sha256", secret).update(payload).digest("hex"));
-      const args = { header, tenant: seen.headers["x-tenant-id"], method: seen.method, target, body: seen.body, secret };
-      assert.ok(verifyGatewaySignature(args), "the README's verifier accepts it");
+      const args = { header, tenant: seen.headers["x-tenant-id"], method: seen.method, target, idempotencyKey, body: seen.body, secret };
+      assert.ok(verifyGatewaySignature(args), "the documented verifier accepts it");
       assert.ok(!verifyGatewaySignature({ ...args, tenant: "globex" }), "a forged tenant is refused");
+      assert.ok(!verifyGatewaySignature({ ...args, idempotencyKey: "other-key" }), "a signature is bound to its key");
       assert.ok(!verifyGatewaySignature({ ...args, now: Number(m[1]) + 301 }), "outside the replay window");
     }
   } finally { await gw.dispose(); await origin.close(); }
@@ -133,6 +135,33 @@ test("with ORIGIN_SIGNING_SECRET every forwarded request carries a verifiable si
     await plain.request("/charges", post("unsigned-1"));
     assert.equal(unsigned.requests[0].headers["x-idempotency-signature"], undefined);
   } finally { await plain.dispose(); await unsigned.close(); }
+});
+
+test("a retry that waited is signed when it is sent, not when it arrived", async () => {
+  const secret = "s3cret-s3cret-s3cret-s3cret-s3cret!";
+  const held = deferred();
+  // The first run is held open; the key is released (a 500 with
+  // RELEASE_ON_5XX) once a waiting retry has arrived, and the retry then runs.
+  const origin = await startOrigin(async (_req, n) => {
+    if (n === 1) { await held.promise; return { status: 500, body: "first" }; }
+    return { status: 200, body: "second" };
+  });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, ORIGIN_SIGNING_SECRET: secret, RELEASE_ON_5XX: "true", IN_FLIGHT_WAIT_MAX_SECONDS: "30" } });
+  try {
+    const first = gw.request("/charges", post("signed-late"));
+    await origin.waitForRequests(1);
+    const arrived = Math.floor(Date.now() / 1000);
+    const retry = gw.request("/charges", { ...post("signed-late"), headers: { ...post("signed-late").headers, prefer: "wait=20" } });
+    // Hold the first run at least two seconds past the retry's arrival.
+    await eventually(async () => (await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: ACME } }))).json.waiting === 1);
+    await new Promise((r) => setTimeout(r, 2_100));
+    held.resolve();
+    assert.equal((await first).status, 500);
+    const second = await read(await retry);
+    assert.deepEqual([second.status, second.text], [200, "second"]);
+    const m = /^t=(\d+),/.exec(origin.requests[1].headers["x-idempotency-signature"]);
+    assert.ok(Number(m[1]) >= arrived + 2, `signed at ${m[1]}, the retry arrived at ${arrived}`);
+  } finally { held.resolve(); await gw.dispose(); await origin.close(); }
 });
 
 test("with LOG_HASH_KEY log hashes are keyed HMACs, not plain SHA-256 prefixes", async () => {

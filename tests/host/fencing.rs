@@ -63,7 +63,10 @@ fn the_sweep_spares_a_record_whose_owner_may_still_complete() {
     let g = granted(l.claim("slow", &fp("a"), &p, 10_000).unwrap()).0;
     assert_eq!(g, 1);
     l.sweep(10_000 + 2_000 + 29_999, 100).unwrap();
-    assert!(l.holds("slow", 10_000 + 2_000 + 29_999).unwrap(), "kept through the grace");
+    assert!(
+        l.holds("slow", 10_000 + 2_000 + 29_999).unwrap(),
+        "kept through the grace"
+    );
     assert_eq!(l.sweep(10_000 + 2_000 + 30_000, 100).unwrap().deleted, 1);
     assert!(!l.holds("slow", 10_000 + 2_000 + 30_000).unwrap());
 }

@@ -10,6 +10,7 @@ fn verify_gateway_signature(
     tenant: &str,
     method: &str,
     target: &str,
+    idempotency_key: &str,
     body: &[u8],
     secret: &[u8],
     now_unix: u64,
@@ -24,7 +25,7 @@ fn verify_gateway_signature(
         return false;
     }
     let payload = format!(
-        "{t}\n{tenant}\n{method}\n{target}\n{}",
+        "{t}\n{tenant}\n{method}\n{target}\n{idempotency_key}\n{}",
         hex::encode(Sha256::digest(body))
     );
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
@@ -43,6 +44,7 @@ fn the_readme_verifier_accepts_the_gateway_signature_within_its_window_only() {
         "acme",
         "POST",
         "/charges?a=1",
+        "charge-1",
         b"amount=100",
     );
     let ok = |h: &str, tenant, body: &[u8], now| {
@@ -51,6 +53,7 @@ fn the_readme_verifier_accepts_the_gateway_signature_within_its_window_only() {
             tenant,
             "POST",
             "/charges?a=1",
+            "charge-1",
             body,
             secret.as_bytes(),
             now,
@@ -70,6 +73,19 @@ fn the_readme_verifier_accepts_the_gateway_signature_within_its_window_only() {
     assert!(
         !ok(&header, "acme", b"amount=101", 1_000_000),
         "another body"
+    );
+    assert!(
+        !verify_gateway_signature(
+            &header,
+            "acme",
+            "POST",
+            "/charges?a=1",
+            "charge-2",
+            b"amount=100",
+            secret.as_bytes(),
+            1_000_000
+        ),
+        "another key"
     );
     assert!(!ok("t=1000000,v1=00", "acme", b"amount=100", 1_000_000));
     assert!(!ok("garbage", "acme", b"amount=100", 1_000_000));
