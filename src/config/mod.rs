@@ -118,9 +118,17 @@ fn windows(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigErr
     Ok((retention_seconds, lease_seconds))
 }
 
+/// The largest request body an operator may allow (16 MiB). A protected
+/// body is held whole (it is fingerprinted, and in embedded mode sent to
+/// the object base64-encoded in JSON): the gateway isolate holds about five
+/// copies of it at its peak, and wasm memory never shrinks, so 16 MiB keeps
+/// a request within a Worker's 128 MB with room for the rest.
+pub const MAX_REQUEST_BODY_CEILING: u64 = 16 * 1_048_576;
+
 /// `MAX_REQUEST_BODY_BYTES` and `MAX_STORED_BODY_BYTES`.
 fn body_limits(get: &dyn Fn(&str) -> Option<String>) -> Result<(usize, usize), ConfigError> {
-    let request = number(get, "MAX_REQUEST_BODY_BYTES", 1_048_576, 0, 100 * 1_048_576)?;
+    let ceiling = MAX_REQUEST_BODY_CEILING;
+    let request = number(get, "MAX_REQUEST_BODY_BYTES", 1_048_576, 0, ceiling)?;
     let ceiling = STORED_BODY_CEILING as u64;
     let stored = number(get, "MAX_STORED_BODY_BYTES", 1_048_576, 0, ceiling)?;
     Ok((request as usize, stored as usize))

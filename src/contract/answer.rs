@@ -130,9 +130,11 @@ pub fn ledger_failure(error: &LedgerError, policy: FailurePolicy, waiting: bool)
     }
 }
 
-/// The answer to a failed ledger call that runs nothing either way. A
-/// problem the object rendered itself (a `misconfigured` object, a refused
-/// call) is passed through as it is; every other failure is `503`.
+/// The answer to a failed ledger call that runs nothing (more) either way.
+/// A problem the object rendered itself (a `misconfigured` object, a
+/// refused call) is passed through as it is; every other failure is `503`,
+/// whose detail says honestly whether the call may have acted: only a
+/// ledger that was certainly not reached "did not run" the request.
 pub fn read_failure(error: &LedgerError) -> AppResponse {
     match error {
         LedgerError::Refused { status, problem } if problem.is_object() => AppResponse {
@@ -140,7 +142,14 @@ pub fn read_failure(error: &LedgerError) -> AppResponse {
             headers: vec![("content-type".into(), PROBLEM_CONTENT_TYPE.into())],
             body: problem.to_string().into_bytes(),
         },
-        _ => store_unavailable().into(),
+        LedgerError::NotReached(_) => store_unavailable().into(),
+        LedgerError::Unreachable(_) | LedgerError::Undecodable(_) | LedgerError::Refused { .. } => {
+            Problem::new(
+                ProblemKind::StoreUnavailable,
+                "the idempotency ledger did not answer in full; the request may have run: retry with the same Idempotency-Key to get its outcome",
+            )
+            .into()
+        }
     }
 }
 

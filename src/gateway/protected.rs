@@ -123,13 +123,60 @@ impl Protected<'_> {
         claim: &ClaimCall,
     ) -> Result<(Waited<ClaimOutcome>, &LedgerClient), LedgerError> {
         if let Some(previous) = self.previous {
-            match self.bounded(previous.claim_waiting(claim)).await {
+            match self.claim_bounded(previous, claim).await {
                 Err(LedgerError::Refused { status: 421, .. }) => {}
                 answered => return answered.map(|outcome| (outcome, previous)),
             }
         }
-        let outcome = self.bounded(self.client.claim_waiting(claim)).await?;
+        let outcome = self.claim_bounded(self.client, claim).await?;
         Ok((outcome, self.client))
+    }
+
+    /// A claim, bounded like [`Self::bounded`]. A waiting claim this request
+    /// gives up on may still be granted by its object later (the object was
+    /// slow, not gone): nobody would run it, so the key would sit in flight
+    /// until its lease ended. The abandoned call is therefore kept running
+    /// (`ctx.wait_until`) and, if it is granted after all, released at once
+    /// (logged `idempotency.abandoned_claim_released`).
+    async fn claim_bounded(
+        &self,
+        client: &LedgerClient,
+        claim: &ClaimCall,
+    ) -> Result<Waited<ClaimOutcome>, LedgerError> {
+        if self.wait.wait_ms == 0 {
+            return client.claim_waiting(claim).await;
+        }
+        let (owner, call) = (client.clone(), claim.clone());
+        let granted = Box::pin(async move { owner.claim_waiting(&call).await });
+        let limit = Delay::from(Duration::from_millis(
+            self.wait.wait_ms + WAIT_ANSWER_GRACE_MS,
+        ));
+        match select(granted, limit).await {
+            Either::Left((result, _)) => result,
+            Either::Right((_, abandoned)) => {
+                let (client, key) = (client.clone(), claim.key.clone());
+                self.ctx.wait_until(async move {
+                    if let Ok(Waited {
+                        outcome: ClaimOutcome::Claimed { generation, .. },
+                        ..
+                    }) = abandoned.await
+                    {
+                        let call = ReleaseCall {
+                            key: key.clone(),
+                            generation,
+                        };
+                        let released = release_durably(client, call).await;
+                        log::warn(
+                            "idempotency.abandoned_claim_released",
+                            fields! {"key" => log::short_hash(&key), "released" => released.is_ok()},
+                        );
+                    }
+                });
+                Err(LedgerError::Unreachable(
+                    "no answer from the ledger within the wait budget".into(),
+                ))
+            }
+        }
     }
 
     /// The answer, with `Preference-Applied` if the client asked to wait

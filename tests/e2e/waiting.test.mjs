@@ -221,7 +221,8 @@ test("RPC: a claim with wait_ms parks until release, then claims at the next gen
 // A link in front of the real TenantLedger that can drop every call it is
 // carrying, as the runtime does when an object is reset (code update,
 // eviction): the caller's stub fetch throws. `/__reset` on the link object
-// triggers it; `/__swallow` makes it hold waiting claims without an answer.
+// triggers it; `/__swallow` makes it hold waiting claims without an answer;
+// `/__delay` makes it forward waiting claims only after 7 s (a slow object).
 const resetLink = {
   name: "reset", modules: true,
   durableObjects: {
@@ -230,7 +231,7 @@ const resetLink = {
   },
   script: `
     export class ResetLink {
-      constructor(state, env) { this.state = state; this.env = env; this.pending = new Set(); this.swallow = false; }
+      constructor(state, env) { this.state = state; this.env = env; this.pending = new Set(); this.swallow = false; this.delay = 0; }
       async fetch(request) {
         const path = new URL(request.url).pathname;
         if (path === "/__reset") {
@@ -240,9 +241,11 @@ const resetLink = {
           return new Response(String(n));
         }
         if (path === "/__swallow") { this.swallow = true; return new Response("ok"); }
+        if (path === "/__delay") { this.delay = 7000; return new Response("ok"); }
         const text = await request.text();
         const waiting = path === "/rpc/v1/claim" && JSON.parse(text).wait_ms > 0;
         if (waiting && this.swallow) return new Promise(() => {});
+        if (waiting && this.delay) await new Promise((r) => setTimeout(r, this.delay));
         const real = this.env.REAL.get(this.env.REAL.idFromName(this.state.id.name));
         const forwarded = real.fetch(request.url, { method: request.method, headers: request.headers, body: text });
         if (!waiting) return forwarded;
@@ -255,9 +258,9 @@ const resetLink = {
     export default { fetch() { return new Response("unused"); } }`,
 };
 
-async function linkedGateway(origin) {
+async function linkedGateway(origin, vars = {}) {
   return startGateway({
-    vars: { ORIGIN_URL: origin.url },
+    vars: { ORIGIN_URL: origin.url, ...vars },
     workers: [resetLink],
     gateway: {
       durableObjects: {
@@ -310,6 +313,31 @@ test("a waiting call that never gets an answer is given up after its budget plus
     assert.equal((await first).status, 201);
     assert.equal(origin.requests.length, 1);
   } finally { release(); await gw.dispose(); await origin.close(); }
+});
+
+test("a waiting claim the gateway gave up on, granted later by a slow object, is released at once", async () => {
+  const held = deferred();
+  // The first run is held, then answers 500 with RELEASE_ON_5XX: the key is
+  // released while the waiting retry's claim is still on its way.
+  const origin = await startOrigin(async (_req, n) => (n === 1 ? (await held.promise, { status: 500, body: "no" }) : { status: 201, body: "ran" }));
+  const gw = await linkedGateway(origin, { RELEASE_ON_5XX: "true" });
+  const lookup = async () => (await json(await gw.request("/v1/idempotency-keys/wait-abandoned", { headers: { authorization: ACME } }))).json;
+  try {
+    const first = gw.request("/charges", post("wait-abandoned")).then(read);
+    await origin.waitForRequests(1);
+    await linkControl(gw, "/__delay");
+    const waiter = gw.request("/charges", post("wait-abandoned", { prefer: "wait=1" })).then(json);
+    held.resolve();
+    assert.equal((await first).status, 500, "the first run answered 5xx and released the key");
+    const r = await waiter;
+    assert.equal(r.status, 409, "given up after its budget and the grace");
+    // The delayed claim reached the object after the key was released: it
+    // was granted to nobody, and the gateway gave it back.
+    await eventually(() => gw.events("idempotency.abandoned_claim_released").length === 1, { ms: 30_000 });
+    await eventually(async () => (await lookup()).state === "released", { ms: 30_000 });
+    const again = await read(await gw.request("/charges", post("wait-abandoned")));
+    assert.deepEqual([again.status, again.text], [201, "ran"], "a retry runs at once, no lease to wait out");
+  } finally { held.resolve(); await gw.dispose(); await origin.close(); }
 });
 
 test("invalid wait configuration is refused loudly", async () => {

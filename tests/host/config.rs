@@ -53,6 +53,7 @@ fn invalid_values_name_their_variable() {
         ("RETENTION_SECONDS", "abc"),
         ("LEASE_SECONDS", "0"),
         ("SWEEP_BATCH", "-1"),
+        ("MAX_REQUEST_BODY_BYTES", "16777217"),
         ("SWEEP_INTERVAL_SECONDS", "0"),
         ("SWEEP_INTERVAL_SECONDS", "3601"),
         ("IDEMPOTENCY_REQUIRED", "yes"),

@@ -353,3 +353,23 @@ fn replaying_a_null_body_status_sends_no_body() {
     assert!(answer.body.is_empty());
     assert_eq!(header(&answer, REPLAYED_HEADER), Some("true"));
 }
+
+#[test]
+fn a_503_says_the_request_may_have_run_unless_the_ledger_was_never_reached() {
+    let detail = |e: LedgerError| {
+        let answer = read_failure(&e);
+        expect_problem(&answer, 503, "idempotency-store-unavailable")["detail"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(detail(LedgerError::NotReached("no binding".into())).contains("was not run"));
+    for e in [
+        LedgerError::Unreachable("reset".into()),
+        LedgerError::Undecodable("half an answer".into()),
+    ] {
+        let d = detail(e);
+        assert!(d.contains("may have run"), "{d}");
+        assert!(!d.contains("not run"), "{d}");
+    }
+}
