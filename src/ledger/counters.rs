@@ -27,7 +27,7 @@ impl<S: SqlStore> Ledger<S> {
         let names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
         let rows = self.store.query(
             &format!(
-                "SELECT generation_floor, recounted_at, {} FROM ledger_state WHERE id = 1",
+                "SELECT generation_floor, recounted_at, object_name, {} FROM ledger_state WHERE id = 1",
                 names.join(", ")
             ),
             &[],
@@ -38,13 +38,35 @@ impl<S: SqlStore> Ledger<S> {
         let mut stored = Stored {
             generation_floor: row.int(0)?,
             recounted_at: row.int(1)?,
+            object_name: row.opt_text(2)?,
             ..Stored::default()
         };
         for (i, c) in Counter::ALL.iter().enumerate() {
-            stored.counters.insert(*c, row.int(i + 2)?);
+            stored.counters.insert(*c, row.int(i + 3)?);
         }
         *self.stored.borrow_mut() = Some(stored.clone());
         Ok(stored)
+    }
+
+    /// The object's name as it was recorded (see [`Ledger::record_name`]).
+    pub fn object_name(&self) -> Result<Option<String>, StoreError> {
+        Ok(self.stored()?.object_name)
+    }
+
+    /// Records the object's name, once: later starts read it back even if
+    /// the runtime does not hand the name over (one row, once per object).
+    pub fn record_name(&self, name: &str) -> Result<(), StoreError> {
+        if self.stored()?.object_name.as_deref() == Some(name) {
+            return Ok(());
+        }
+        self.store.execute(
+            "UPDATE ledger_state SET object_name = ? WHERE id = 1",
+            &[name.into()],
+        )?;
+        if let Some(stored) = self.stored.borrow_mut().as_mut() {
+            stored.object_name = Some(name.to_string());
+        }
+        Ok(())
     }
 
     /// A counter as it stands: stored plus pending.

@@ -103,6 +103,7 @@ pub(crate) struct Stored {
     pub counters: HashMap<Counter, i64>,
     pub generation_floor: i64,
     pub recounted_at: Millis,
+    pub object_name: Option<String>,
 }
 
 /// The ledger over one tenant's SQLite database.

@@ -63,8 +63,10 @@ const RECORD_COLUMNS: &str = "key, state, generation, fingerprint, components, c
 
 /// The one row of object-wide state: the schema version, every counter,
 /// the generation floor (every generation at or below it has been swept, so
-/// a new record starts above it), and when the per-state counts were last
-/// recounted from the records.
+/// a new record starts above it), when the per-state counts were last
+/// recounted from the records, and the object's own name (the tenant and
+/// its place in a shard layout) as first seen and verified, so its role
+/// never depends on the runtime handing the name over again.
 fn state_table() -> String {
     let counters: String = Counter::ALL
         .iter()
@@ -75,7 +77,8 @@ fn state_table() -> String {
         id               INTEGER PRIMARY KEY CHECK (id = 1),
         schema_version   INTEGER NOT NULL,
         generation_floor INTEGER NOT NULL DEFAULT 0,
-        recounted_at     INTEGER NOT NULL DEFAULT 0{counters}
+        recounted_at     INTEGER NOT NULL DEFAULT 0,
+        object_name      TEXT{counters}
     )"
     )
 }

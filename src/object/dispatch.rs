@@ -162,17 +162,18 @@ impl TenantLedger {
         config: &Config,
         lease_seconds: Option<u64>,
         retention_seconds: Option<u64>,
-    ) -> ClaimPolicy {
+    ) -> Result<ClaimPolicy, Problem> {
+        let shards = self.place(config)?.shards;
         // MAX_KEYS_PER_TENANT stays a tenant's quota: each of a sharded
         // tenant's N objects holds at most its N-th part (rounded up).
-        ClaimPolicy {
+        Ok(ClaimPolicy {
             lease_ms: lease_seconds.map_or(config.lease_ms(), |s| s as i64 * 1000),
             retention_ms: retention_seconds.map_or(config.retention_ms(), |s| s as i64 * 1000),
             // A proxied owner waits up to ORIGIN_TIMEOUT_SECONDS for its origin.
             settle_grace_ms: (config.origin_timeout_seconds as i64).saturating_mul(1000),
-            max_keys: config.max_keys_per_tenant.div_ceil(u64::from(self.shards)),
+            max_keys: config.max_keys_per_tenant.div_ceil(u64::from(shards)),
             max_db_bytes: config.max_db_bytes_per_object,
-        }
+        })
     }
 
     /// Runs a claim or execute on `key` at the object's clock: in its home
@@ -193,7 +194,7 @@ impl TenantLedger {
             key,
             budget,
             |now| {
-                self.check_home(key, now)?;
+                self.check_home(config, key, now)?;
                 attempt(now).map_err(|e| store_unavailable(&e))
             },
             |out| refusal(out).and_then(Refusal::lease_remaining),
@@ -212,8 +213,8 @@ impl TenantLedger {
     /// so no caller — not even a gateway still running the old
     /// configuration — can create a key here while another creates it in
     /// its current object.
-    fn check_home(&self, key: &str, now: Millis) -> Result<(), Problem> {
-        if !self.retired {
+    fn check_home(&self, config: &Config, key: &str, now: Millis) -> Result<(), Problem> {
+        if !self.place(config)?.retired {
             return Ok(());
         }
         if self
@@ -248,7 +249,7 @@ impl Apply<ClaimCall> for TenantLedger {
         config: &Config,
         call: ClaimCall,
     ) -> Result<(ClaimOutcome, WaitReport), Problem> {
-        let policy = self.policy(config, call.lease_seconds, call.retention_seconds);
+        let policy = self.policy(config, call.lease_seconds, call.retention_seconds)?;
         check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
         let claim = |now| {
             self.ledger
@@ -277,9 +278,9 @@ impl Apply<CompleteCall> for TenantLedger {
         call: CompleteCall,
     ) -> Result<(CompleteOutcome, WaitReport), Problem> {
         let now = now_ms();
-        self.check_home(&call.key, now)?;
+        self.check_home(config, &call.key, now)?;
         let retention = self
-            .policy(config, None, call.retention_seconds)
+            .policy(config, None, call.retention_seconds)?
             .retention_ms;
         let out = self
             .ledger
@@ -300,10 +301,10 @@ impl Apply<CompleteCall> for TenantLedger {
 impl Apply<ReleaseCall> for TenantLedger {
     async fn apply(
         &self,
-        _: &Config,
+        config: &Config,
         call: ReleaseCall,
     ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
-        self.check_home(&call.key, now_ms())?;
+        self.check_home(config, &call.key, now_ms())?;
         let out = self
             .ledger
             .release(&call.key, call.generation, now_ms())
@@ -375,7 +376,7 @@ impl Apply<ExecuteCall> for TenantLedger {
         config: &Config,
         call: ExecuteCall,
     ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
-        let policy = self.policy(config, None, None);
+        let policy = self.policy(config, None, None)?;
         let capture = config.capture_policy();
         let request = &call.request;
         let execute = |now| {

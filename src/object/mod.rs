@@ -8,6 +8,8 @@
 //!   unprotected requests, and every RPC v1 call parsed → validated →
 //!   applied.
 //! - [`alarm`] — the sweep and the alarm that drives it.
+//! - [`place`] — the object's name and its role in its tenant's layout,
+//!   recorded once so it never depends on the runtime handing it over.
 //! - [`waiting`] — requests parked on an in-flight key: the registry and
 //!   the loop that claims again when they wake.
 //! - [`do_store`] — the ledger's [`SqlStore`](crate::ledger::SqlStore)
@@ -36,6 +38,8 @@ pub mod do_store;
 pub mod alarm;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod dispatch;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod place;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod tenant_ledger;
 

@@ -15,8 +15,8 @@ use std::rc::Rc;
 use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
 use super::do_store::DoSqlStore;
+use super::place::Place;
 use super::waiting::Waiters;
-use crate::config::shards::{parse_object_name, Role};
 use crate::config::{Config, ConfigError};
 use crate::ledger::Ledger;
 use crate::orders;
@@ -41,12 +41,10 @@ pub struct TenantLedger {
     pub(super) started: Cell<bool>,
     /// Requests parked on in-flight keys (in memory: gone with the instance).
     pub(super) waiters: Waiters,
-    /// How many objects this one's layout has (from its `idFromName` name,
-    /// see `config::shards`; 1 for a tenant's single object).
-    pub(super) shards: u32,
-    /// True when this object belongs to a retired shard layout under the
-    /// configuration it runs with (both fixed for the instance's life).
-    pub(super) retired: bool,
+    /// Its place in its tenant's layout, once known (see [`super::place`]).
+    pub(super) place: Cell<Option<Place>>,
+    /// The object's bindings (to verify its name against its id).
+    pub(super) env: Env,
 }
 
 impl DurableObject for TenantLedger {
@@ -67,15 +65,9 @@ impl DurableObject for TenantLedger {
             .map_err(|e| e.to_string());
         let config = load_config(&env);
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
-        let name = state.id().name();
-        let shards = name.as_deref().map_or(1, |n| parse_object_name(n).shards);
-        let retired = match (&name, &config) {
-            (Some(n), Ok(c)) => c.tenant_shards.role_of(n) == Role::Retired,
-            _ => false,
-        };
         TenantLedger {
-            shards,
-            retired,
+            place: Cell::new(None),
+            env,
             waiters: Waiters::new(max_waiters),
             state,
             ledger,

@@ -304,3 +304,40 @@ test("JS RPC while resharding: complete and release land at the object that gran
     } finally { await after.dispose(); }
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
+
+test("an object's role comes from the name it recorded, not from the runtime handing it over again", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "named-"));
+  const { origin } = await countingOrigin();
+  const vars = { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": {"shards": 4, "previous": 1}}' };
+  const start = () => startGateway({ vars, shared: { resourcePersistencePath: dir } });
+  const fp = await fingerprint({ method: "POST", target: "/charges", headers: {}, body: new TextEncoder().encode("x") });
+  const claimAt = async (stub, key) => {
+    const r = await stub.fetch("https://l/rpc/v1/claim", { method: "POST", body: JSON.stringify({ key, fingerprint: fp }) });
+    return { status: r.status, body: await r.json() };
+  };
+  try {
+    // The retired object "acme" is reached by name once: it records its name.
+    const first = await start();
+    let hexId;
+    try {
+      assert.equal((await read(await first.request("/charges", post("named-1")))).status, 201);
+      const ns = await first.mf.getDurableObjectNamespace("TENANT_LEDGER");
+      hexId = ns.idFromName("acme").toString();
+    } finally { await first.dispose(); }
+
+    const again = await start();
+    try {
+      const ns = await again.mf.getDurableObjectNamespace("TENANT_LEDGER");
+      // Addressed by its id alone (no name from the runtime), it still knows
+      // it is retired: a key it does not hold is 421, never claimed there.
+      const moved = await claimAt(ns.get(ns.idFromString(hexId)), "never-here");
+      assert.equal(moved.status, 421, JSON.stringify(moved.body));
+      assert.match(moved.body.type, /idempotency-key-moved$/);
+      // An object that never learned its name refuses keyed calls while
+      // tenants are sharded: it cannot tell its role.
+      const unnamed = await claimAt(ns.get(ns.newUniqueId()), "k");
+      assert.equal(unnamed.status, 503, JSON.stringify(unnamed.body));
+      assert.match(unnamed.body.type, /idempotency-store-unavailable$/);
+    } finally { await again.dispose(); }
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});

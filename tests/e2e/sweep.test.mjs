@@ -93,3 +93,25 @@ test("after a restart the object re-arms its alarm and the sweep still happens",
     } finally { await gw2.dispose(); }
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
+
+test("a retention shortened across a restart moves the alarm earlier: new records are swept on time", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-retention-"));
+  try {
+    const shared = { resourcePersistencePath: dir };
+    // One record under the default retention arms the alarm a day out.
+    const before = await startGateway({ shared });
+    assert.equal((await json(await before.request("/v1/orders", orderInit({ key: "long-lived" })))).status, 201);
+    await before.dispose();
+
+    const after = await startGateway({ shared, vars: { RETENTION_SECONDS: "2", LEASE_SECONDS: "1", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "1" } });
+    try {
+      for (let i = 0; i < 40; i++) {
+        assert.equal((await json(await after.request("/v1/orders", orderInit({ key: `short-${i}` })))).status, 201);
+      }
+      await eventually(async () => (await stats(after)).swept >= 40, { ms: 45_000, every: 500 });
+      const s = await stats(after);
+      assert.equal(s.records, 1, "only the day-long record is left");
+      assert.equal((await json(await after.request("/v1/idempotency-keys/long-lived", { headers: { authorization: ACME } }))).status, 200);
+    } finally { await after.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});

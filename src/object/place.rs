@@ -1,0 +1,111 @@
+//! Where this object stands in its tenant's layout: its name, and from it
+//! its shard count and its role (current or retired shard).
+//!
+//! Role: learn the object's name once and keep it. workerd hands a Durable
+//! Object its `idFromName` name on a request addressed by name, but an
+//! object woken otherwise (an alarm after eviction, an `idFromString`
+//! stub) may get none; a role derived only from that would make a retired
+//! shard behave as a current one and claim keys it must refuse (`421`). So
+//! the first name the runtime hands over is verified against the object's
+//! own id (`idFromName(name) == id`) and recorded in the ledger; every
+//! later instance reads it back.
+//!
+//! What must stay true here: a runtime name that does not hash to this
+//! object's id is refused, never recorded; while the name is unknown, an
+//! object of a deployment that shards tenants refuses keyed calls
+//! (`503`): it cannot tell whether it is retired.
+
+use super::TenantLedger;
+use crate::config::shards::{parse_object_name, Role};
+use crate::config::Config;
+use crate::fields;
+use crate::platform::{log, LEDGER_BINDING};
+use crate::protocol::{Problem, ProblemKind};
+
+/// The object's place, once known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// How many objects its layout has (1 for a tenant's single object).
+    pub shards: u32,
+    /// It belongs to a retired layout: it answers only for keys it holds.
+    pub retired: bool,
+}
+
+impl Place {
+    fn of(name: &str, config: &Config) -> Place {
+        Place {
+            shards: parse_object_name(name).shards,
+            retired: config.tenant_shards.role_of(name) == Role::Retired,
+        }
+    }
+}
+
+impl TenantLedger {
+    /// The object's place, learned on first use (see the module doc).
+    pub(super) fn place(&self, config: &Config) -> Result<Place, Problem> {
+        if let Some(place) = self.place.get() {
+            return Ok(place);
+        }
+        let recorded = self.ledger.object_name().map_err(|e| {
+            log::error(
+                "idempotency.store_unavailable",
+                fields! {"error" => e.to_string()},
+            );
+            Problem::of(ProblemKind::StoreUnavailable)
+        })?;
+        let name = match (self.state.id().name(), recorded) {
+            (Some(given), recorded) => {
+                self.verify_name(&given)?;
+                if recorded.as_deref() != Some(given.as_str()) {
+                    if let Err(e) = self.ledger.record_name(&given) {
+                        log::warn(
+                            "idempotency.name_not_recorded",
+                            fields! {"error" => e.to_string()},
+                        );
+                    }
+                }
+                Some(given)
+            }
+            (None, recorded) => recorded,
+        };
+        let place = match name {
+            Some(name) => Place::of(&name, config),
+            // Unknown, and no tenant is sharded: it is a tenant's one object.
+            None if config.tenant_shards == Default::default() => Place {
+                shards: 1,
+                retired: false,
+            },
+            None => {
+                log::error("idempotency.object_unnamed", serde_json::Map::new());
+                return Err(Problem::new(
+                    ProblemKind::StoreUnavailable,
+                    "this ledger object does not know its name yet, so it cannot tell its place in a sharded layout; the request was not run",
+                ));
+            }
+        };
+        self.place.set(Some(place));
+        Ok(place)
+    }
+
+    /// The runtime's name for this object must be the one its id was made
+    /// from.
+    fn verify_name(&self, name: &str) -> Result<(), Problem> {
+        let expected = self
+            .env
+            .durable_object(LEDGER_BINDING)
+            .and_then(|ns| ns.id_from_name(name).map(|id| id.to_string()));
+        match expected {
+            Ok(id) if id == self.state.id().to_string() => Ok(()),
+            // No binding to check with (a deployment that binds the class
+            // under another name): the runtime's name is all there is.
+            Err(_) => Ok(()),
+            Ok(_) => {
+                log::error("idempotency.object_name_mismatch", serde_json::Map::new());
+                Err(Problem::new(
+                    ProblemKind::StoreUnavailable,
+                    "this ledger object's name does not match its id; the request was not run",
+                ))
+            }
+        }
+    }
+}
