@@ -128,16 +128,6 @@ function claimFailure(error) {
 const CLAIM_OUTCOMES = new Set(["claimed", "completed", "in_flight", "mismatch", "ledger_full"]);
 
 /**
- * The claimed key of one request, and how to settle it.
- * @typedef {object} Claimed
- * @property {LedgerClient} client
- * @property {string} key
- * @property {number} generation
- * @property {{ waitUntil(promise: Promise<unknown>): void }} [ctx]
- * @property {(failure: SettlementFailure) => void | Promise<void>} report
- */
-
-/**
  * Completes (`response` given) or releases the claimed key, retried as the
  * gateway retries (./settle.js), under `ctx.waitUntil` when there is a
  * context, so a client hang-up cannot cancel it; the request awaits the
@@ -145,20 +135,23 @@ const CLAIM_OUTCOMES = new Set(["claimed", "completed", "in_flight", "mismatch",
  * after the retries, or an answer without a known outcome) is reported
  * through the hook. `fenced_out` is an answer, not a failure (the object
  * logs it).
- * @param {Claimed} claimed
+ * @param {{ client: LedgerClient; key: string; generation: number; ctx?: { waitUntil(promise: Promise<unknown>): void };
+ *   report: (failure: SettlementFailure) => void | Promise<void> }} claimed The claimed key of one request.
  * @param {import("./stored.js").StoredResponse} [response]
  * @returns {Promise<void>}
  */
 function settlement({ client, key, generation, ctx, report }, response) {
   const operation = response === undefined ? "release" : "complete";
   const call = response === undefined ? () => client.release({ key, generation }) : () => client.complete({ key, generation, response });
+  const [success, landedState] = response === undefined ? ["released", "released"] : ["stored", "completed"];
   const done = (async () => {
     let error;
     try {
-      const { answer } = await settle(/** @type {() => Promise<{ outcome?: unknown }>} */ (call), {
-        landed: (a) => landedEarlier(a, generation, operation === "complete" ? "completed" : "released"),
+      const { answer, landed } = await settle(/** @type {() => Promise<{ outcome?: unknown }>} */ (call), {
+        landed: (a) => landedEarlier(a, generation, /** @type {"completed" | "released"} */ (landedState)),
       });
-      if (["stored", "released", "fenced_out"].includes(/** @type {string} */ (answer?.outcome))) return;
+      if (landed || answer?.outcome === success) return;
+      if (answer?.outcome === "fenced_out") return; // superseded by a later owner: an answer, logged by the object
       error = new Error(`the ledger answered ${operation} without a known outcome`);
     } catch (e) {
       error = e;
@@ -245,7 +238,6 @@ export function idempotencyContract(options) {
         return out;
       };
       if (claim.outcome !== "claimed") return applied(refusalResponse(claim));
-      /** @type {Claimed} */
       const claimed = { client, key, generation: claim.generation, ctx, report: o.onSettlementFailed };
       let result;
       try {
