@@ -13,6 +13,9 @@
 // the route throws (Hono turns the error into a response; the middleware
 // sees `c.error`) — and refusals answered with the gateway's problem
 // documents and `Retry-After`; replays carry `Idempotent-Replayed: true`.
+// Completion and release are retried as the gateway's and run under
+// `c.executionCtx.waitUntil`; an unreachable ledger is answered `503
+// idempotency-store-unavailable`.
 // No runtime import of Hono: any Hono 4 app can use it.
 import { idempotencyContract } from "./contract.js";
 /** @import { MiddlewareHandler } from "hono" */

@@ -15,6 +15,7 @@
 //   waiting.js      Prefer: wait=N
 //   shards.js       TENANT_SHARDS: placement, the routing rule, TenantLedgers
 //   defaults.js     the middleware's defaults (the gateway's)
+//   settle.js       completion and release retried as the gateway retries them
 //   contract.js     the middleware contract (withIdempotency; ./hono.js)
 export { DEFAULTS } from "./defaults.js";
 export * from "./key.js";
@@ -25,4 +26,5 @@ export * from "./stored.js";
 export * from "./answer.js";
 export * from "./waiting.js";
 export * from "./shards.js";
+export * from "./settle.js";
 export * from "./contract.js";

@@ -160,6 +160,8 @@ test("npm pack ships exactly the client, its types, the docs and the README", as
     "client/problems.js",
     "client/rpc.d.ts",
     "client/rpc.js",
+    "client/settle.d.ts",
+    "client/settle.js",
     "client/shards.d.ts",
     "client/shards.js",
     "client/stored.d.ts",

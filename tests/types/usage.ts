@@ -90,3 +90,21 @@ export async function viaRpc(ledger: LedgerServiceRpc, fp: Awaited<ReturnType<ty
   if (claim.outcome === "claimed") return claim.generation;
   return claim.waited_ms;
 }
+
+// A settlement that fails after its retries goes to the hook; `settle` is the same retry rule for your own calls.
+import { settle, landedEarlier, SETTLE_RETRY_DELAYS_MS, type SettlementFailure } from "idempotency-ledger";
+
+export const reported = withIdempotency<AppEnv>(async () => new Response("ok", { status: 201 }), {
+  ledger: (_request, env) => LedgerClient.forTenant(env.LEDGER, "acme"),
+  onSettlementFailed: async (failure: SettlementFailure) => {
+    const op: "complete" | "release" = failure.operation;
+    console.error(op, failure.generation, failure.error instanceof LedgerError ? failure.error.status : String(failure.error));
+  },
+});
+
+export async function completeDurably(client: LedgerClient, key: string, generation: number, response: StoredResponse): Promise<boolean> {
+  const { answer, landed, attempts } = await settle(() => client.complete({ key, generation, response }), {
+    landed: (a) => landedEarlier(a, generation, "completed"),
+  });
+  return landed || (answer.outcome === "stored" && attempts <= SETTLE_RETRY_DELAYS_MS.length + 1);
+}
