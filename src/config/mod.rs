@@ -10,6 +10,7 @@
 //! - `set-cookie` can never be a stored response header.
 //! - `API_TOKENS` has no built-in fallback: without it nobody is authorised.
 
+pub mod reshard;
 pub mod shards;
 pub mod vars;
 pub mod waiting;

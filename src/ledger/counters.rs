@@ -16,7 +16,7 @@
 use super::outcome::Counter;
 use super::pending::Pending;
 use super::store::{RowExt, SqlStore, SqlValue, StoreError};
-use super::{Ledger, Millis, Stored};
+use super::{LayoutRecord, Ledger, Millis, Stored};
 
 impl<S: SqlStore> Ledger<S> {
     /// The `ledger_state` row, read on first use.
@@ -27,7 +27,9 @@ impl<S: SqlStore> Ledger<S> {
         let names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
         let rows = self.store.query(
             &format!(
-                "SELECT generation_floor, recounted_at, object_name, {} FROM ledger_state WHERE id = 1",
+                "SELECT generation_floor, recounted_at, object_name, layout_shards,
+                        layout_previous, layout_since, layout_window, {}
+                 FROM ledger_state WHERE id = 1",
                 names.join(", ")
             ),
             &[],
@@ -39,10 +41,21 @@ impl<S: SqlStore> Ledger<S> {
             generation_floor: row.int(0)?,
             recounted_at: row.int(1)?,
             object_name: row.opt_text(2)?,
+            layout: match (row.opt_int(3)?, row.opt_int(5)?, row.opt_int(6)?) {
+                (Some(shards), Some(since), Some(window_ms)) => Some(LayoutRecord {
+                    shards: shards.clamp(1, i64::from(u32::MAX)) as u32,
+                    previous: row
+                        .opt_int(4)?
+                        .map(|p| p.clamp(1, i64::from(u32::MAX)) as u32),
+                    since,
+                    window_ms,
+                }),
+                _ => None,
+            },
             ..Stored::default()
         };
         for (i, c) in Counter::ALL.iter().enumerate() {
-            stored.counters.insert(*c, row.int(i + 3)?);
+            stored.counters.insert(*c, row.int(i + 7)?);
         }
         *self.stored.borrow_mut() = Some(stored.clone());
         Ok(stored)
@@ -67,6 +80,39 @@ impl<S: SqlStore> Ledger<S> {
             stored.object_name = Some(name.to_string());
         }
         Ok(())
+    }
+
+    /// The tenant's layout as recorded here (this object being its registry).
+    pub fn layout_record(&self) -> Result<Option<LayoutRecord>, StoreError> {
+        Ok(self.stored()?.layout)
+    }
+
+    /// Records the tenant's layout (one row, on a layout change only).
+    pub fn record_layout(&self, record: &LayoutRecord) -> Result<(), StoreError> {
+        self.store.execute(
+            "UPDATE ledger_state SET layout_shards = ?, layout_previous = ?, layout_since = ?,
+                 layout_window = ?
+             WHERE id = 1",
+            &[
+                i64::from(record.shards).into(),
+                record.previous.map(i64::from).into(),
+                record.since.into(),
+                record.window_ms.into(),
+            ],
+        )?;
+        if let Some(stored) = self.stored.borrow_mut().as_mut() {
+            stored.layout = Some(*record);
+        }
+        Ok(())
+    }
+
+    /// Does this object hold any record at all (live or not yet swept)?
+    /// One row read.
+    pub fn holds_any(&self) -> Result<bool, StoreError> {
+        Ok(!self
+            .store
+            .query("SELECT 1 FROM idempotency_records LIMIT 1", &[])?
+            .is_empty())
     }
 
     /// A counter as it stands: stored plus pending.

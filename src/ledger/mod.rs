@@ -104,6 +104,20 @@ pub(crate) struct Stored {
     pub generation_floor: i64,
     pub recounted_at: Millis,
     pub object_name: Option<String>,
+    /// The tenant's recorded layout, when this object is its registry.
+    pub layout: Option<LayoutRecord>,
+}
+
+/// A tenant's layout as its registry records it (see `config::reshard`,
+/// which decides what may follow it): the shard count, the previous
+/// count while resharding, when it was recorded, and how long a layout it
+/// replaced may still hold live records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayoutRecord {
+    pub shards: u32,
+    pub previous: Option<u32>,
+    pub since: Millis,
+    pub window_ms: Millis,
 }
 
 /// The ledger over one tenant's SQLite database.

@@ -78,7 +78,11 @@ fn state_table() -> String {
         schema_version   INTEGER NOT NULL,
         generation_floor INTEGER NOT NULL DEFAULT 0,
         recounted_at     INTEGER NOT NULL DEFAULT 0,
-        object_name      TEXT{counters}
+        object_name      TEXT,
+        layout_shards    INTEGER,  -- the tenant's layout history, kept by its
+        layout_previous  INTEGER,  -- registry (config::reshard): the layout,
+        layout_since     INTEGER,  -- when it was recorded, and how long a
+        layout_window    INTEGER{counters}   -- layout it replaced may hold live keys
     )"
     )
 }

@@ -29,9 +29,9 @@ use crate::orders;
 use crate::platform::{http, log, misconfigured, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
 use crate::rpc::{
-    check_claim_windows, Call, ClaimCall, CompleteCall, ExecuteCall, LookupAnswer, LookupCall,
-    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall, APP_PATH, APP_TARGET_HEADER,
-    WAITED_HEADER,
+    check_claim_windows, Call, ClaimCall, CompleteCall, ExecuteCall, LayoutCall, LayoutOutcome,
+    LookupAnswer, LookupCall, ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall,
+    APP_PATH, APP_TARGET_HEADER, WAITED_HEADER,
 };
 
 fn bad_call(detail: impl Into<String>) -> Problem {
@@ -111,6 +111,7 @@ impl TenantLedger {
             Route::Stats => self.call::<StatsCall>(config, &body).await,
             Route::Execute => self.call::<ExecuteCall>(config, &body).await,
             Route::Replayed => self.call::<ReplayedCall>(config, &body).await,
+            Route::Layout => self.call::<LayoutCall>(config, &body).await,
         };
         // Counts the call left in memory are written by a timer if no
         // later call writes them first.
@@ -224,6 +225,7 @@ impl TenantLedger {
         {
             return Ok(());
         }
+        self.reshard_pending();
         Err(Problem::of(ProblemKind::KeyMoved))
     }
 
@@ -249,6 +251,7 @@ impl Apply<ClaimCall> for TenantLedger {
         config: &Config,
         call: ClaimCall,
     ) -> Result<(ClaimOutcome, WaitReport), Problem> {
+        self.check_layout(config).await?;
         let policy = self.policy(config, call.lease_seconds, call.retention_seconds)?;
         check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
         let claim = |now| {
@@ -277,6 +280,7 @@ impl Apply<CompleteCall> for TenantLedger {
         config: &Config,
         call: CompleteCall,
     ) -> Result<(CompleteOutcome, WaitReport), Problem> {
+        self.check_layout(config).await?;
         let now = now_ms();
         self.check_home(config, &call.key, now)?;
         let retention = self
@@ -304,6 +308,7 @@ impl Apply<ReleaseCall> for TenantLedger {
         config: &Config,
         call: ReleaseCall,
     ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
+        self.check_layout(config).await?;
         self.check_home(config, &call.key, now_ms())?;
         let out = self
             .ledger
@@ -376,6 +381,7 @@ impl Apply<ExecuteCall> for TenantLedger {
         config: &Config,
         call: ExecuteCall,
     ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
+        self.check_layout(config).await?;
         let policy = self.policy(config, None, None)?;
         let capture = config.capture_policy();
         let request = &call.request;
@@ -401,5 +407,23 @@ impl Apply<ExecuteCall> for TenantLedger {
             self.arm_by(policy.sweep_at(now_ms())).await;
         }
         Ok((out, report))
+    }
+}
+
+impl Apply<LayoutCall> for TenantLedger {
+    async fn apply(
+        &self,
+        config: &Config,
+        call: LayoutCall,
+    ) -> Result<(LayoutOutcome, WaitReport), Problem> {
+        // Only the tenant's registry keeps its layout history.
+        let place = self.place(config)?;
+        if !place.tenant.as_ref().is_some_and(|(_, registry)| *registry) {
+            return Err(bad_call(
+                "layout goes to the tenant's registry: the object named by the tenant",
+            ));
+        }
+        self.decide_layout(&call)?;
+        Ok(answered(LayoutOutcome::Accepted))
     }
 }

@@ -10,6 +10,8 @@
 //! - [`alarm`] — the sweep and the alarm that drives it.
 //! - [`place`] — the object's name and its role in its tenant's layout,
 //!   recorded once so it never depends on the runtime handing it over.
+//! - [`reshard`] — the tenant's registry accepting (or refusing) the
+//!   configured layout before an object's first keyed call.
 //! - [`waiting`] — requests parked on an in-flight key: the registry and
 //!   the loop that claims again when they wake.
 //! - [`do_store`] — the ledger's [`SqlStore`](crate::ledger::SqlStore)
@@ -40,6 +42,8 @@ pub mod alarm;
 pub mod dispatch;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod place;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod reshard;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod tenant_ledger;
 

@@ -10,9 +10,10 @@
 //! own id (`idFromName(name) == id`) and recorded in the ledger; every
 //! later instance reads it back.
 //!
-//! What must stay true here: a runtime name that does not hash to this
-//! object's id is refused, never recorded; while the name is unknown, an
-//! object of a deployment that shards tenants refuses keyed calls
+//! What must stay true here: the recorded name is one the runtime handed
+//! over (checked against the object's id through the `TENANT_LEDGER`
+//! binding where that binding is this class); while the name is unknown,
+//! an object of a deployment that shards tenants refuses keyed calls
 //! (`503`): it cannot tell whether it is retired.
 
 use super::TenantLedger;
@@ -23,19 +24,25 @@ use crate::platform::{log, LEDGER_BINDING};
 use crate::protocol::{Problem, ProblemKind};
 
 /// The object's place, once known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
     /// How many objects its layout has (1 for a tenant's single object).
     pub shards: u32,
     /// It belongs to a retired layout: it answers only for keys it holds.
     pub retired: bool,
+    /// Its tenant and whether it is the tenant's registry (the object named
+    /// by the tenant alone); `None` for an unnamed object of a deployment
+    /// that shards no tenant.
+    pub tenant: Option<(String, bool)>,
 }
 
 impl Place {
     fn of(name: &str, config: &Config) -> Place {
+        let parsed = parse_object_name(name);
         Place {
-            shards: parse_object_name(name).shards,
+            shards: parsed.shards,
             retired: config.tenant_shards.role_of(name) == Role::Retired,
+            tenant: Some((parsed.tenant.clone(), parsed.tenant == name)),
         }
     }
 }
@@ -43,7 +50,7 @@ impl Place {
 impl TenantLedger {
     /// The object's place, learned on first use (see the module doc).
     pub(super) fn place(&self, config: &Config) -> Result<Place, Problem> {
-        if let Some(place) = self.place.get() {
+        if let Some(place) = self.place.borrow().clone() {
             return Ok(place);
         }
         let recorded = self.ledger.object_name().map_err(|e| {
@@ -55,7 +62,9 @@ impl TenantLedger {
         })?;
         let name = match (self.state.id().name(), recorded) {
             (Some(given), recorded) => {
-                self.verify_name(&given)?;
+                if recorded.as_deref() != Some(given.as_str()) {
+                    self.verify_name(&given)?;
+                }
                 if recorded.as_deref() != Some(given.as_str()) {
                     if let Err(e) = self.ledger.record_name(&given) {
                         log::warn(
@@ -74,6 +83,7 @@ impl TenantLedger {
             None if config.tenant_shards == Default::default() => Place {
                 shards: 1,
                 retired: false,
+                tenant: None,
             },
             None => {
                 log::error("idempotency.object_unnamed", serde_json::Map::new());
@@ -83,29 +93,25 @@ impl TenantLedger {
                 ));
             }
         };
-        self.place.set(Some(place));
+        *self.place.borrow_mut() = Some(place.clone());
         Ok(place)
     }
 
-    /// The runtime's name for this object must be the one its id was made
-    /// from.
+    /// Checks the runtime's name against the object's id where it can: the
+    /// `TENANT_LEDGER` binding, when it is this class's namespace, must make
+    /// this id from this name. The name itself comes from the runtime (only
+    /// an `idFromName` id carries one), so a binding that names another
+    /// class (a proxy in front of the ledger) cannot refute it: that is
+    /// logged, and the runtime's name stands.
     fn verify_name(&self, name: &str) -> Result<(), Problem> {
         let expected = self
             .env
             .durable_object(LEDGER_BINDING)
             .and_then(|ns| ns.id_from_name(name).map(|id| id.to_string()));
         match expected {
-            Ok(id) if id == self.state.id().to_string() => Ok(()),
-            // No binding to check with (a deployment that binds the class
-            // under another name): the runtime's name is all there is.
-            Err(_) => Ok(()),
-            Ok(_) => {
-                log::error("idempotency.object_name_mismatch", serde_json::Map::new());
-                Err(Problem::new(
-                    ProblemKind::StoreUnavailable,
-                    "this ledger object's name does not match its id; the request was not run",
-                ))
-            }
+            Ok(id) if id == self.state.id().to_string() => {}
+            _ => log::warn("idempotency.object_name_unverified", serde_json::Map::new()),
         }
+        Ok(())
     }
 }

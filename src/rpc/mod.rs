@@ -18,6 +18,7 @@
 pub mod claim;
 pub mod complete;
 pub mod execute;
+pub mod layout;
 pub mod lookup;
 pub mod release;
 pub mod replayed;
@@ -30,6 +31,7 @@ use crate::protocol::validate_key;
 pub use claim::{check_claim_windows, ClaimCall};
 pub use complete::CompleteCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
+pub use layout::{LayoutCall, LayoutOutcome};
 pub use lookup::{LookupAnswer, LookupCall};
 pub use release::ReleaseCall;
 pub use replayed::{
@@ -142,10 +144,11 @@ pub enum Route {
     Stats,
     Execute,
     Replayed,
+    Layout,
 }
 
 /// The one route table: each operation and its path under [`RPC_V1_PREFIX`].
-pub const ROUTES: [(Route, &str); 7] = [
+pub const ROUTES: [(Route, &str); 8] = [
     (Route::Claim, "/rpc/v1/claim"),
     (Route::Complete, "/rpc/v1/complete"),
     (Route::Release, "/rpc/v1/release"),
@@ -153,6 +156,7 @@ pub const ROUTES: [(Route, &str); 7] = [
     (Route::Stats, "/rpc/v1/stats"),
     (Route::Execute, "/rpc/v1/execute"),
     (Route::Replayed, "/rpc/v1/replayed"),
+    (Route::Layout, "/rpc/v1/layout"),
 ];
 
 impl Route {

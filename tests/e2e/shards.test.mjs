@@ -341,3 +341,51 @@ test("an object's role comes from the name it recorded, not from the runtime han
     } finally { await again.dispose(); }
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
+
+test("a TENANT_SHARDS change that would forget live keys is refused, never a second run", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-refused-"));
+  const { origin, runs } = await countingOrigin();
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...vars }, shared: { resourcePersistencePath: dir } });
+  const keys = ["live-0", "live-1", "live-2", "live-3"];
+  try {
+    // One object holds four completed keys.
+    const one = await start({});
+    try {
+      for (const key of keys) assert.equal((await read(await one.request("/charges", post(key)))).status, 201);
+    } finally { await one.dispose(); }
+
+    // Four shards without "previous": the keys' old object would never be
+    // asked, so every keyed request is refused loudly instead of running.
+    const dropped = await start({ TENANT_SHARDS: '{"acme": 4}' });
+    try {
+      for (const key of [...keys, "brand-new"]) {
+        const r = await json(await dropped.request("/charges", post(key)));
+        assert.equal(r.status, 500, `${key}: ${r.text}`);
+        assert.equal(slug(r.json), "misconfigured");
+        assert.match(r.json.detail, /TENANT_SHARDS/);
+      }
+      assert.ok(dropped.events("idempotency.misconfigured").some((e) => e.variable === "TENANT_SHARDS"));
+    } finally { await dropped.dispose(); }
+    for (const key of keys) assert.equal(runs.get(key), 1, `${key} ran once`);
+
+    // With "previous" the reshard is accepted: old keys replay, new keys run.
+    const resharding = await start({ TENANT_SHARDS: '{"acme": {"shards": 4, "previous": 1}}' });
+    try {
+      for (const key of keys) {
+        const r = await read(await resharding.request("/charges", post(key)));
+        assert.deepEqual([r.status, r.headers["idempotent-replayed"]], [201, "true"], key);
+      }
+      assert.equal((await read(await resharding.request("/charges", post("after-reshard")))).status, 201);
+    } finally { await resharding.dispose(); }
+
+    // Dropping "previous" before its window has passed is refused again.
+    const early = await start({ TENANT_SHARDS: '{"acme": 4}' });
+    try {
+      const r = await json(await early.request("/charges", post("too-early")));
+      assert.equal(r.status, 500);
+      assert.equal(slug(r.json), "misconfigured");
+    } finally { await early.dispose(); }
+    for (const key of keys) assert.equal(runs.get(key), 1, `${key} still ran once`);
+    assert.equal(runs.get("brand-new"), undefined);
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});

@@ -1,0 +1,53 @@
+//! `layout`: an object of a tenant's configured layout asks the tenant's
+//! registry (the object named by the tenant alone) whether that layout may
+//! follow the layouts the tenant had (docs/contract.md §8, `config::reshard`).
+//!
+//! Answer: [`LayoutOutcome::Accepted`], or `500 misconfigured` naming
+//! `TENANT_SHARDS` with the reason. Sent once per object instance, before
+//! its first keyed call.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Call, Route};
+use crate::config::shards::MAX_SHARDS;
+
+/// The longest window a caller may name (ten years).
+pub const MAX_LAYOUT_WINDOW_MS: i64 = 315_360_000_000;
+
+/// `layout`: the configured layout and its window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayoutCall {
+    pub shards: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<u32>,
+    /// How long a layout that stops taking keys may hold live records
+    /// (retention + lease + origin timeout + sweep interval).
+    pub window_ms: i64,
+}
+
+/// The answer to `layout`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum LayoutOutcome {
+    Accepted,
+}
+
+impl Call for LayoutCall {
+    const ROUTE: Route = Route::Layout;
+    type Answer = LayoutOutcome;
+
+    fn validate(&self) -> Result<(), String> {
+        let count = |n: u32| (1..=MAX_SHARDS).contains(&n);
+        if !count(self.shards) || self.previous.is_some_and(|p| !count(p)) {
+            return Err(format!("shards and previous must be 1..={MAX_SHARDS}"));
+        }
+        if self.previous == Some(self.shards) {
+            return Err("previous equals shards".into());
+        }
+        if !(0..=MAX_LAYOUT_WINDOW_MS).contains(&self.window_ms) {
+            return Err(format!("window_ms must be 0..={MAX_LAYOUT_WINDOW_MS}"));
+        }
+        Ok(())
+    }
+}
