@@ -52,6 +52,11 @@ fn incomplete() -> Problem {
     )
 }
 
+/// The answer to an origin status that cannot be passed on or stored.
+pub fn not_passable(status: u16) -> AppResponse {
+    invalid(status).into()
+}
+
 fn invalid(status: u16) -> Problem {
     Problem::new(
         ProblemKind::OriginInvalidResponse,

@@ -31,6 +31,7 @@ pub mod protected;
 pub mod reads;
 pub mod replays;
 pub mod settings;
+pub mod stream;
 
 use std::time::Duration;
 
@@ -155,6 +156,21 @@ async fn application(
         Protection::Keyed(key) => Some(key.clone()),
         Protection::Unprotected | Protection::UnprotectedNoKey => None,
     };
+    let client_headers = who.origin.as_ref().map(|_| Headers(req.headers()));
+    // An unprotected request to the origin streams through: nothing holds
+    // its body (unless it is signed: the signature covers the body's hash).
+    if key.is_none() && who.origin.is_some() && config.origin_signing_secret.is_none() {
+        let mut forward = Forward::new(
+            method,
+            target,
+            client_headers.as_ref(),
+            &who.tenant,
+            Vec::new(),
+        );
+        forward.stream = req.body();
+        let response = run_unprotected(who, &forward).await;
+        return (response, unprotected_line(who, &protection));
+    }
     let declared = head_length.as_deref().and_then(admission::declared_length);
     let body = match body_within(req, declared, config.max_request_body_bytes).await {
         Ok(Body::Read(b)) => b,
@@ -165,16 +181,10 @@ async fn application(
         return refused(rejection, key);
     }
 
-    let client_headers = who.origin.as_ref().map(|_| Headers(req.headers()));
     let forward = Forward::new(method, target, client_headers.as_ref(), &who.tenant, body);
     let Some(key) = key else {
         let response = run_unprotected(who, &forward).await;
-        let line = protection.is_logged().then(|| RequestLog {
-            outcome: Disposition::UnprotectedNoKey,
-            tenant: who.tenant.clone(),
-            key: None,
-        });
-        return (response, line);
+        return (response, unprotected_line(who, &protection));
     };
     let (response, outcome) = protect(req, env, ctx, who, &key, &forward).await;
     let line = RequestLog {
@@ -183,6 +193,16 @@ async fn application(
         key: Some(key),
     };
     (response, Some(line))
+}
+
+/// The log line of a request that ran without the ledger: only a protected
+/// method without a key (`IDEMPOTENCY_REQUIRED=false`) is logged.
+fn unprotected_line(who: &Tenancy, protection: &Protection) -> Option<RequestLog> {
+    protection.is_logged().then(|| RequestLog {
+        outcome: Disposition::UnprotectedNoKey,
+        tenant: who.tenant.clone(),
+        key: None,
+    })
 }
 
 /// A protected request: fingerprint, a replay from this isolate if it has
@@ -314,11 +334,15 @@ async fn forward_unprotected(
     };
     let timeout = Duration::from_secs(config.origin_timeout_seconds);
     let signer = signer(config, tenant);
-    let result = origin
-        .send(request, fwd, signer.as_ref(), timeout)
+    // Unprotected: nothing is stored, so the answer streams through.
+    match origin
+        .send_streaming(request, fwd, signer.as_ref(), timeout)
         .await
-        .map_err(|e| e.failure());
-    http::app(proxy::unprotected_answer(result))
+    {
+        Ok(Ok(response)) => response,
+        Ok(Err(status)) => http::app(proxy::not_passable(status)),
+        Err(e) => http::app(proxy::unprotected_answer(Err(e.failure()))),
+    }
 }
 
 async fn embedded_unprotected(client: &LedgerClient, fwd: &Forward) -> Response {

@@ -20,14 +20,15 @@
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use worker::{Delay, Env, Fetch, Fetcher, Headers, Request};
+use worker::{Delay, Env, Fetch, Fetcher, Headers, Request, Response};
 
 use crate::config::Config;
 use crate::contract::signature::{origin_signature, SIGNATURE_HEADER};
 use crate::contract::OriginFailure;
-use crate::platform::http::{outbound_request, read_app_response};
+use crate::platform::http::{
+    outbound_request, outbound_streaming, pass_through, read_bounded, Bounded,
+};
 use crate::protocol::is_hop_by_hop;
-use crate::protocol::AppResponse;
 
 /// Where the origin is.
 pub enum Origin {
@@ -55,6 +56,9 @@ pub struct Forward {
     /// The `Idempotency-Key` field value as the client sent it (and as the
     /// origin receives it; "" when absent): part of the signed payload.
     pub idempotency_key: String,
+    /// An unprotected, unsigned request's body, passed to the origin as it
+    /// arrives instead of `body` (nothing needs to hold it).
+    pub stream: Option<worker::worker_sys::web_sys::ReadableStream>,
 }
 
 /// Headers never forwarded from the client (hop-by-hop ones aside); a
@@ -100,6 +104,7 @@ impl Forward {
             headers,
             body,
             idempotency_key,
+            stream: None,
         }
     }
 }
@@ -176,37 +181,72 @@ impl Origin {
         for (name, value) in &fwd.headers {
             headers.append(name, value).map_err(|e| e.to_string())?;
         }
-        outbound_request(&self.url_for(&fwd.target), &fwd.method, headers, &fwd.body)
-            .map_err(|e| e.to_string())
+        let url = self.url_for(&fwd.target);
+        match &fwd.stream {
+            Some(stream) => outbound_streaming(&url, &fwd.method, headers, stream),
+            None => outbound_request(&url, &fwd.method, headers, &fwd.body),
+        }
+        .map_err(|e| e.to_string())
     }
 
-    /// Signs (when a signer is given) and sends a prepared request, and
-    /// reads the whole response within `timeout`. A signature that cannot be
-    /// set is a request that cannot be sent: no response at all.
+    /// Signs (when a signer is given) and sends a prepared request; the
+    /// origin's response headers must arrive within `timeout`. A signature
+    /// that cannot be set is a request that cannot be sent: no response at
+    /// all.
+    async fn exchange(
+        &self,
+        request: Request,
+        fwd: &Forward,
+        signer: Option<&Signer<'_>>,
+    ) -> Result<Response, OriginError> {
+        if let Some(signer) = signer {
+            let now = (crate::platform::now_ms() / 1000).max(0) as u64;
+            fwd.sign(&request, signer, now)
+                .map_err(OriginError::Unreachable)?;
+        }
+        match self {
+            Origin::Service(fetcher) => fetcher.fetch_request(request).await,
+            Origin::Url(_) => Fetch::Request(request).send().await,
+        }
+        .map_err(unreachable)
+    }
+
+    /// A protected request: the response read within `timeout` up to
+    /// `bound + 1` body bytes (the whole response when it ends within the
+    /// bound; else its head, those bytes and the rest, to stream).
     pub async fn send(
         &self,
         request: Request,
         fwd: &Forward,
         signer: Option<&Signer<'_>>,
         timeout: Duration,
-    ) -> Result<AppResponse, OriginError> {
-        if let Some(signer) = signer {
-            let now = (crate::platform::now_ms() / 1000).max(0) as u64;
-            fwd.sign(&request, signer, now)
-                .map_err(OriginError::Unreachable)?;
-        }
+        bound: usize,
+    ) -> Result<Bounded, OriginError> {
         let exchange = async {
-            let response = match self {
-                Origin::Service(fetcher) => fetcher.fetch_request(request).await,
-                Origin::Url(_) => Fetch::Request(request).send().await,
-            }
-            .map_err(unreachable)?;
-            read_app_response(response)
+            let response = self.exchange(request, fwd, signer).await?;
+            read_bounded(response, bound)
                 .await
-                .map_err(|e| OriginError::Incomplete(e.to_string()))
+                .map_err(|e| OriginError::Incomplete(format!("{e:?}")))
         };
         match select(Box::pin(exchange), Box::pin(Delay::from(timeout))).await {
             Either::Left((result, _)) => result,
+            Either::Right(_) => Err(OriginError::Timeout),
+        }
+    }
+
+    /// An unprotected request: the response passed on as a stream once its
+    /// headers arrived within `timeout` (the body is never read here).
+    /// `Ok(Err(status))`: a status that cannot be passed on.
+    pub async fn send_streaming(
+        &self,
+        request: Request,
+        fwd: &Forward,
+        signer: Option<&Signer<'_>>,
+        timeout: Duration,
+    ) -> Result<Result<Response, u16>, OriginError> {
+        let exchange = self.exchange(request, fwd, signer);
+        match select(Box::pin(exchange), Box::pin(Delay::from(timeout))).await {
+            Either::Left((result, _)) => result.map(pass_through),
             Either::Right(_) => Err(OriginError::Timeout),
         }
     }

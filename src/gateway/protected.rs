@@ -37,13 +37,15 @@ use crate::contract::proxy::{
 use crate::contract::replay_cache::Replayable;
 use crate::contract::waiting::{WaitPlan, WAIT_ANSWER_GRACE_MS};
 use crate::contract::Disposition;
+use crate::contract::OriginFailure;
 use crate::fields;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, ExecuteOutcome, KeyState, Refusal, ReleaseOutcome,
 };
 use crate::platform::client::{LedgerClient, LedgerError, Waited};
-use crate::platform::{http, log, now_ms};
-use crate::protocol::{AppResponse, Fingerprint};
+use crate::platform::http::{self, Bounded};
+use crate::platform::{log, now_ms};
+use crate::protocol::{is_passable_status, AppResponse, Fingerprint, StoredResponse};
 use crate::rpc::{AppRequestRef, ClaimCall, CompleteCall, ExecuteCallRef, ReleaseCall};
 
 /// One protected request on its way through the ledger.
@@ -249,8 +251,9 @@ impl Protected<'_> {
         let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
         // Signed now, after the claim and any wait: `t` is the send time.
         let signer = super::signer(self.config, self.tenant);
+        let cap = self.config.max_stored_body_bytes;
         let result = origin
-            .send(request, self.forward, signer.as_ref(), timeout)
+            .send(request, self.forward, signer.as_ref(), timeout, cap)
             .await
             .map_err(|e| {
                 if let OriginError::Unreachable(reason) = &e {
@@ -261,6 +264,18 @@ impl Protected<'_> {
                 }
                 e.failure()
             });
+        let result = match result {
+            Ok(Bounded::Over { head, rest }) if is_passable_status(head.status) => {
+                let streamed = self
+                    .streamed(client, generation, takeover, head, rest)
+                    .await;
+                return Ok((streamed, Disposition::ran(takeover)));
+            }
+            // A status that cannot be passed on is refused as a whole.
+            Ok(Bounded::Over { head, .. }) => Ok(head),
+            Ok(Bounded::Whole(response)) => Ok(response),
+            Err(failure) => Err(failure),
+        };
         let AfterOrigin {
             settle,
             reply,
@@ -319,6 +334,77 @@ impl Protected<'_> {
             }
             Settle::Keep => outcome,
         }
+    }
+
+    /// A response over `MAX_STORED_BODY_BYTES`: streamed to the caller (see
+    /// [`super::stream`]) while the key is settled — completed as a
+    /// tombstone once the whole body went through, or released at once for
+    /// a 5xx under `RELEASE_ON_5XX` — under `ctx.wait_until`.
+    async fn streamed(
+        &self,
+        client: &LedgerClient,
+        generation: i64,
+        takeover: bool,
+        head: AppResponse,
+        rest: worker::worker_sys::web_sys::ReadableStreamDefaultReader,
+    ) -> Response {
+        let (response, writer) = match http::streaming(&head) {
+            Ok(pair) => pair,
+            Err(e) => {
+                // No stream to answer with: the claim is kept (the origin ran).
+                log::error(
+                    "idempotency.stream_failed",
+                    fields! {"error" => e.to_string()},
+                );
+                return http::app(
+                    proxy::after_origin(Err(OriginFailure::Incomplete), takeover, self.config)
+                        .reply,
+                );
+            }
+        };
+        let release = head.status >= 500 && self.config.release_on_5xx;
+        let stored = StoredResponse::capture(&head, &self.config.capture_policy());
+        let (client, key) = (client.clone(), self.key.to_string());
+        let prefix = head.body;
+        if release {
+            let call = ReleaseCall {
+                key: key.clone(),
+                generation,
+            };
+            if let Err(e) = release_durably(client.clone(), call).await {
+                log::error(
+                    "idempotency.release_failed",
+                    fields! {"error" => e.to_string(), "key" => log::short_hash(&key)},
+                );
+            }
+        }
+        self.ctx.wait_until(async move {
+            let whole = super::stream::pump(prefix, rest, writer).await;
+            if release {
+                return;
+            }
+            match whole {
+                Ok(()) => {
+                    let call = CompleteCall {
+                        key: key.clone(),
+                        generation,
+                        response: stored,
+                        retention_seconds: None,
+                    };
+                    if let Err(e) = complete_durably(client, call).await {
+                        log::error(
+                            "idempotency.complete_failed",
+                            fields! {"error" => e.to_string(), "key" => log::short_hash(&key)},
+                        );
+                    }
+                }
+                Err(e) => log::warn(
+                    "idempotency.origin_response_incomplete",
+                    fields! {"error" => e, "key" => log::short_hash(&key)},
+                ),
+            }
+        });
+        response
     }
 
     /// Runs `settlement` so that it finishes even if this request is

@@ -84,11 +84,26 @@ pub fn outbound_request(
     headers: Headers,
     body: &[u8],
 ) -> worker::Result<Request> {
+    outbound(url, method, headers, &js_sys::Uint8Array::from(body).into())
+}
+
+/// As [`outbound_request`], with the body a stream passed on as it arrives
+/// (never read here).
+pub fn outbound_streaming(
+    url: &str,
+    method: &str,
+    headers: Headers,
+    body: &web_sys::ReadableStream,
+) -> worker::Result<Request> {
+    outbound(url, method, headers, body.as_ref())
+}
+
+fn outbound(url: &str, method: &str, headers: Headers, body: &JsValue) -> worker::Result<Request> {
     let init = web_sys::RequestInit::new();
     init.set_method(method);
     init.set_headers(&headers.0);
     if method != "GET" && method != "HEAD" {
-        init.set_body(&js_sys::Uint8Array::from(body).into());
+        init.set_body(body);
     }
     let request = web_sys::Request::new_with_str_and_init(url, &init)
         .map_err(|e| worker::Error::JsError(format!("{e:?}")))?;
@@ -152,24 +167,138 @@ pub async fn body_within(
     }
 }
 
-/// Reads a workers-rs response into an [`AppResponse`] (header names lowercased).
-pub async fn read_app_response(mut response: Response) -> worker::Result<AppResponse> {
-    let status = response.status_code();
-    // Hop-by-hop headers describe the origin's connection, not the answer.
-    let headers = response
+/// The headers of a response as the gateway passes them on: names
+/// lowercased, hop-by-hop headers (which describe the origin's connection,
+/// not the answer) dropped.
+fn passed_headers(response: &Response) -> Vec<(String, String)> {
+    response
         .headers()
         .entries()
         .map(|(n, v)| (n.to_ascii_lowercase(), v))
         .filter(|(n, _)| !crate::protocol::is_hop_by_hop(n))
-        .collect();
-    let body = if is_null_body_status(status) {
-        Vec::new()
-    } else {
-        response.bytes().await?
+        .collect()
+}
+
+/// A response body read with a bound.
+pub enum Bounded {
+    /// The whole response: its body was at most the bound.
+    Whole(AppResponse),
+    /// The body passed the bound: its status and headers, the first
+    /// `bound + 1` bytes, and the rest of the body still to be read.
+    Over {
+        head: AppResponse,
+        rest: web_sys::ReadableStreamDefaultReader,
+    },
+}
+
+/// Reads a response's body up to `bound + 1` bytes: the whole response if
+/// it ends within the bound, else what was read and a reader for the rest
+/// (never buffered here). An `Err` is a body that broke off.
+pub async fn read_bounded(response: Response, bound: usize) -> Result<Bounded, JsValue> {
+    let status = response.status_code();
+    let headers = passed_headers(&response);
+    // A status the Fetch API cannot carry (a 101) must not be rebuilt into
+    // a Response (workers-rs would panic): its answer is decided by status.
+    if !crate::protocol::is_passable_status(status) || is_null_body_status(status) {
+        return Ok(Bounded::Whole(AppResponse {
+            status,
+            headers,
+            body: Vec::new(),
+        }));
+    }
+    let raw: web_sys::Response = response.into();
+    let stream = match raw.body() {
+        Some(stream) => stream,
+        _ => {
+            return Ok(Bounded::Whole(AppResponse {
+                status,
+                headers,
+                body: Vec::new(),
+            }))
+        }
     };
-    Ok(AppResponse {
-        status,
-        headers,
-        body,
+    let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let mut body = Vec::new();
+    while body.len() <= bound {
+        match read_chunk(&reader).await? {
+            Some(chunk) => body.extend_from_slice(&chunk),
+            None => {
+                return Ok(Bounded::Whole(AppResponse {
+                    status,
+                    headers,
+                    body,
+                }))
+            }
+        }
+    }
+    Ok(Bounded::Over {
+        head: AppResponse {
+            status,
+            headers,
+            body,
+        },
+        rest: reader,
     })
+}
+
+/// The next chunk of a stream, or `None` at its end.
+pub async fn read_chunk(
+    reader: &web_sys::ReadableStreamDefaultReader,
+) -> Result<Option<Vec<u8>>, JsValue> {
+    let step = JsFuture::from(reader.read()).await?;
+    let done = js_sys::Reflect::get(&step, &JsValue::from_str("done"))?
+        .as_bool()
+        .unwrap_or(true);
+    if done {
+        return Ok(None);
+    }
+    let value = js_sys::Reflect::get(&step, &JsValue::from_str("value"))?;
+    Ok(Some(js_sys::Uint8Array::new(&value).to_vec()))
+}
+
+/// Passes a response on as it arrives: its status, its headers less the
+/// hop-by-hop ones, and its body as a stream (never read here). `Err`:
+/// the status, which the Fetch API cannot carry (1xx, outside 200–599).
+pub fn pass_through(response: Response) -> Result<Response, u16> {
+    let status = response.status_code();
+    if !crate::protocol::is_passable_status(status) {
+        return Err(status);
+    }
+    let headers = Headers::new();
+    for (name, value) in passed_headers(&response) {
+        let _ = headers.append(&name, &value);
+    }
+    let builder = Response::builder()
+        .with_status(status)
+        .with_headers(headers);
+    if is_null_body_status(status) {
+        return Ok(builder.empty());
+    }
+    let raw: web_sys::Response = response.into();
+    Ok(match raw.body() {
+        Some(stream) => builder.stream(stream),
+        None => builder.empty(),
+    })
+}
+
+/// A streaming response with `head`'s status and headers whose body is
+/// what is written to the returned writer.
+pub fn streaming(
+    head: &AppResponse,
+) -> worker::Result<(Response, web_sys::WritableStreamDefaultWriter)> {
+    let pipe =
+        web_sys::TransformStream::new().map_err(|e| worker::Error::JsError(format!("{e:?}")))?;
+    let writer = pipe
+        .writable()
+        .get_writer()
+        .map_err(|e| worker::Error::JsError(format!("{e:?}")))?;
+    let headers = Headers::new();
+    for (name, value) in &head.headers {
+        let _ = headers.append(name, value);
+    }
+    let response = Response::builder()
+        .with_status(head.status)
+        .with_headers(headers)
+        .stream(pipe.readable());
+    Ok((response, writer))
 }

@@ -1,0 +1,96 @@
+// Streams (docs/contract.md §2.6): unprotected requests and responses pass
+// through as they arrive, and a protected response too large to store
+// streams to its caller while the gateway keeps at most MAX_STORED_BODY_BYTES
+// + 1 bytes of it — the record a tombstone, the origin run once.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { createHash } from "node:crypto";
+import { startGateway, deferred, json, slug, eventually, ACME } from "./harness.mjs";
+
+/** An origin that sends `first` bytes, then waits for `release`, then the rest. */
+async function drippingOrigin({ first, rest }) {
+  const release = deferred();
+  const state = { finished: false, runs: 0, received: [] };
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", async () => {
+      state.runs++;
+      state.received.push(Buffer.concat(chunks));
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      res.write(Buffer.alloc(first, 97));
+      await release.promise;
+      res.end(Buffer.alloc(rest, 98), () => { state.finished = true; });
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  server.unref();
+  return { url: `http://127.0.0.1:${server.address().port}`, state, release, close: () => { server.closeAllConnections?.(); server.close(); } };
+}
+
+/** Reads the first chunk of a streamed body, then the rest once `after` ran. */
+async function firstThenRest(response, after) {
+  const reader = response.body.getReader();
+  const head = await reader.read();
+  assert.ok(!head.done && head.value.length > 0, "a first chunk arrived");
+  await after();
+  const chunks = [Buffer.from(head.value)];
+  for (;;) {
+    const step = await reader.read();
+    if (step.done) break;
+    chunks.push(Buffer.from(step.value));
+  }
+  return Buffer.concat(chunks);
+}
+
+test("an unprotected response streams: the first bytes arrive while the origin is still sending", async () => {
+  const origin = await drippingOrigin({ first: 64 * 1024, rest: 704 * 1024 });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url } });
+  try {
+    const r = await gw.request("/download", { headers: { authorization: ACME } });
+    assert.equal(r.status, 200);
+    const body = await firstThenRest(r, async () => {
+      assert.equal(origin.state.finished, false, "the first bytes came before the origin finished");
+      origin.release.resolve();
+    });
+    assert.equal(body.length, 768 * 1024);
+  } finally { origin.release.resolve(); await gw.dispose(); origin.close(); }
+});
+
+test("an unprotected request body passes through to the origin byte for byte", async () => {
+  const origin = await drippingOrigin({ first: 1, rest: 1 });
+  origin.release.resolve();
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url } });
+  try {
+    const payload = Buffer.alloc(512 * 1024, 7);
+    payload.write("the exact bytes", 1000);
+    const r = await gw.request("/upload", { method: "PUT", headers: { authorization: ACME }, body: payload });
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    assert.equal(createHash("sha256").update(origin.state.received[0]).digest("hex"), createHash("sha256").update(payload).digest("hex"));
+  } finally { await gw.dispose(); origin.close(); }
+});
+
+test("a protected response over MAX_STORED_BODY_BYTES streams to its caller, then replays as a tombstone; the origin runs once", async () => {
+  const origin = await drippingOrigin({ first: 96 * 1024, rest: 160 * 1024 });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, MAX_STORED_BODY_BYTES: "65536" } });
+  const post = () => ({ method: "POST", headers: { authorization: ACME, "idempotency-key": "big-1", "content-type": "text/plain" }, body: "x" });
+  try {
+    const r = await gw.request("/report", post());
+    assert.equal(r.status, 200);
+    const body = await firstThenRest(r, async () => {
+      assert.equal(origin.state.finished, false, "the first bytes came before the origin finished");
+      origin.release.resolve();
+    });
+    assert.equal(body.length, 256 * 1024, "the caller got the whole body");
+    // The key completes (as a tombstone) once the whole body went through.
+    await eventually(async () => (await json(await gw.request("/v1/idempotency-keys/big-1", { headers: { authorization: ACME } }))).json?.state === "completed");
+    const replay = await json(await gw.request("/report", post()));
+    assert.equal(replay.status, 500);
+    assert.equal(slug(replay.json), "idempotency-response-not-retained");
+    assert.equal(replay.json.original_status, 200);
+    assert.equal(replay.headers["idempotent-replayed"], "true");
+    assert.equal(origin.state.runs, 1);
+  } finally { origin.release.resolve(); await gw.dispose(); origin.close(); }
+});
