@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { startGateway, startOrigin, deferred, json, read, slug, eventually, ACME, DEMO_TOKENS, sha256hex } from "./harness.mjs";
+import { startGateway, startOrigin, deferred, json, read, slug, eventually, lossyLinkWorker, ACME, DEMO_TOKENS, sha256hex } from "./harness.mjs";
 
 const post = (key, body = "amount=100") => ({
   method: "POST",
@@ -231,28 +231,7 @@ test("a chunked body with no Content-Length is refused with 413 as soon as it pa
 // A lossy link in front of the real TenantLedger (not a fake ledger: every
 // call that gets through is served by the real object): the first `complete`
 // is dropped before it reaches the object, as a broken connection would.
-const lossyLink = {
-  name: "lossy", modules: true,
-  durableObjects: {
-    LINK: { className: "LossyLink", useSQLite: true },
-    REAL: { className: "TenantLedger", scriptName: "gateway" },
-  },
-  script: `
-    let dropped = 0;
-    export class LossyLink {
-      constructor(state, env) { this.state = state; this.env = env; }
-      async fetch(request) {
-        if (new URL(request.url).pathname === "/rpc/v1/complete" && dropped === 0) {
-          dropped++;
-          console.log("lossy-link: dropped a complete call");
-          throw new Error("connection reset");
-        }
-        const real = this.env.REAL.get(this.env.REAL.idFromName(this.state.id.name));
-        return real.fetch(request);
-      }
-    }
-    export default { fetch() { return new Response("unused"); } }`,
-};
+const lossyLink = lossyLinkWorker();
 
 test("a completion whose first attempt is lost is retried: the key completes and replays", async () => {
   const origin = await startOrigin(() => ({ status: 201, headers: { "content-type": "text/plain" }, body: "charged once" }));

@@ -189,3 +189,35 @@ export async function eventually(fn, { ms = 30_000, every = 200 } = {}) {
     await new Promise((r) => setTimeout(r, every));
   }
 }
+
+/**
+ * A lossy link in front of the real TenantLedger (not a fake ledger: every
+ * call that gets through is served by the real object): the first
+ * `complete` is dropped before it reaches the object, as a broken
+ * connection would. Bind `TENANT_LEDGER` (or a client's `LEDGER`) to
+ * `{ className: "LossyLink", scriptName: "lossy" }`.
+ */
+export function lossyLinkWorker() {
+  return {
+    name: "lossy", modules: true,
+    durableObjects: {
+      LINK: { className: "LossyLink", useSQLite: true },
+      REAL: { className: "TenantLedger", scriptName: "gateway" },
+    },
+    script: `
+      let dropped = 0;
+      export class LossyLink {
+        constructor(state, env) { this.state = state; this.env = env; }
+        async fetch(request) {
+          if (new URL(request.url).pathname === "/rpc/v1/complete" && dropped === 0) {
+            dropped++;
+            console.log("lossy-link: dropped a complete call");
+            throw new Error("connection reset");
+          }
+          const real = this.env.REAL.get(this.env.REAL.idFromName(this.state.id.name));
+          return real.fetch(request);
+        }
+      }
+      export default { fetch() { return new Response("unused"); } }`,
+  };
+}

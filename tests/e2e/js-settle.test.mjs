@@ -5,30 +5,9 @@
 // gateway does (client/settle.js), so the key still completes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, read, eventually, ROOT, CLIENT_MODULES } from "./harness.mjs";
+import { startGateway, read, eventually, lossyLinkWorker, ROOT, CLIENT_MODULES } from "./harness.mjs";
 
-const lossyLink = {
-  name: "lossy", modules: true,
-  durableObjects: {
-    LINK: { className: "LossyLink", useSQLite: true },
-    REAL: { className: "TenantLedger", scriptName: "gateway" },
-  },
-  script: `
-    let dropped = 0;
-    export class LossyLink {
-      constructor(state, env) { this.state = state; this.env = env; }
-      async fetch(request) {
-        if (new URL(request.url).pathname === "/rpc/v1/complete" && dropped === 0) {
-          dropped++;
-          console.log("lossy-link: dropped a complete call");
-          throw new Error("connection reset");
-        }
-        const real = this.env.REAL.get(this.env.REAL.idFromName(this.state.id.name));
-        return real.fetch(request);
-      }
-    }
-    export default { fetch() { return new Response("unused"); } }`,
-};
+const lossyLink = lossyLinkWorker();
 
 // The JS Worker of clients.test.mjs (withIdempotency at /wrapped), its
 // LEDGER bound to the lossy link instead of the TenantLedger itself.
