@@ -16,6 +16,7 @@
 //!   for another key is `421 idempotency-key-moved` and changes nothing.
 
 use serde::de::DeserializeOwned;
+use worker::wasm_bindgen_futures::JsFuture;
 use worker::{Request, Response};
 
 use super::do_store::DoSqlStore;
@@ -48,6 +49,12 @@ fn store_unavailable(e: &StoreError) -> Problem {
     Problem::of(ProblemKind::StoreUnavailable)
 }
 
+/// A request's whole body (callers are Workers sending one JSON call).
+async fn whole_body(req: &Request) -> Result<Vec<u8>, wasm_bindgen::JsValue> {
+    let buffer = JsFuture::from(req.inner().array_buffer()?).await?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}
+
 /// What one RPC call does to this object: its answer and, for a call that
 /// may wait, how long it was parked.
 trait Apply<C: Call> {
@@ -61,7 +68,7 @@ fn answered<T>(answer: T) -> (T, WaitReport) {
 
 impl TenantLedger {
     /// Routes one request: the embedded application, or an RPC v1 call.
-    pub(super) async fn serve(&self, mut req: Request) -> Response {
+    pub(super) async fn serve(&self, req: Request) -> Response {
         if let Err(e) = &self.ready {
             log::error("idempotency.schema_error", fields! {"error" => e});
             return http::problem(&Problem::of(ProblemKind::StoreUnavailable));
@@ -84,7 +91,9 @@ impl TenantLedger {
         let url = req.inner().url();
         let path = path_of(target_of(&url)).to_string();
         let method = req.inner().method();
-        let body = match req.bytes().await {
+        // One `arrayBuffer()` and one copy into wasm (worker 0.8.7's
+        // `Request::bytes` drains a stream reader, a crossing per chunk).
+        let body = match whole_body(&req).await {
             Ok(b) => b,
             Err(_) => return http::problem(&bad_call("the request body could not be read")),
         };
