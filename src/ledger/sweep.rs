@@ -111,7 +111,7 @@ impl<S: SqlStore> Ledger<S> {
         if now - self.stored()?.recounted_at < RECOUNT_AFTER_MS {
             return Ok(());
         }
-        self.recount(now)
+        self.recount(now, true)
     }
 
     /// On an object instance's first request: recounts the records per
@@ -120,11 +120,14 @@ impl<S: SqlStore> Ledger<S> {
         if self.held_records()? > RECOUNT_ON_START_RECORDS {
             return Ok(());
         }
-        self.recount(now)
+        self.recount(now, false)
     }
 
-    /// Sets the per-state record counts from the records themselves.
-    fn recount(&self, now: Millis) -> Result<(), StoreError> {
+    /// Sets the per-state record counts from the records themselves. The
+    /// alarm's hourly recount always writes (it records when it ran); a
+    /// start-up recount writes only a count that was wrong, so a healthy
+    /// object's start costs no row.
+    fn recount(&self, now: Millis, scheduled: bool) -> Result<(), StoreError> {
         self.flush_pending()?;
         let mut counts = [0i64; 3];
         for row in self.store.query(
@@ -138,6 +141,12 @@ impl<S: SqlStore> Ledger<S> {
                 Some(KeyState::Released) => counts[2] = n,
                 None => {}
             }
+        }
+        let stored = self.stored()?.counters;
+        let known = [Counter::InFlight, Counter::Completed, Counter::Released]
+            .map(|c| stored.get(&c).copied().unwrap_or(0));
+        if !scheduled && known == counts {
+            return Ok(());
         }
         self.store.execute(
             "UPDATE ledger_state SET in_flight = ?, completed = ?, released = ?, recounted_at = ?

@@ -115,3 +115,36 @@ fn counts_reported_by_a_caller_reach_stats() {
     l.add_count(Counter::CompleteFailed, -4, 1_000);
     assert_eq!(l.stats(0).unwrap().complete_failed, 2);
 }
+
+#[test]
+fn counts_a_restart_lost_are_recounted_on_the_next_start_and_a_healthy_start_writes_nothing() {
+    let path = std::env::temp_dir().join(format!(
+        "lost-{}-{}.sqlite",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let open = || {
+        let l = Ledger::new(RusqliteStore::new(
+            rusqlite::Connection::open(&path).unwrap(),
+        ));
+        l.migrate().unwrap();
+        l
+    };
+    {
+        let l = open();
+        l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
+        // Dropped before any flush: the object restarted.
+    }
+    let l = open();
+    assert_eq!(l.stats(0).unwrap().in_flight, 0, "the count was lost");
+    l.recount_on_start(2_000).unwrap();
+    assert_eq!(l.stats(0).unwrap().in_flight, 1, "and recounted");
+    let before = changes(&l);
+    l.recount_on_start(3_000).unwrap();
+    assert_eq!(
+        changes(&l),
+        before,
+        "a start with the right counts writes no row"
+    );
+    let _ = std::fs::remove_file(&path);
+}
