@@ -132,13 +132,15 @@ test("fingerprint() reproduces every shared fingerprint vector", async () => {
   }
 });
 
-test("npm pack ships exactly the client, its types, the docs and the README", async () => {
+test("npm pack ships exactly the client, its types, the docs, the README, the changelog and the licence", async () => {
   const { execFileSync } = await import("node:child_process");
   const root = new URL("../../", import.meta.url).pathname;
   const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
   const files = pack.files.map((f) => f.path).sort();
   // The modules (one per seam), their declarations (emitted by `npm run check:types`), the docs.
   assert.deepEqual(files, [
+    "CHANGELOG.md",
+    "LICENSE",
     "README.md",
     "client/answer.d.ts",
     "client/answer.js",
