@@ -34,6 +34,22 @@ fn replayed_body(l: &Ledger<RusqliteStore>, p: &ClaimPolicy, now: i64) -> Vec<u8
     }
 }
 
+/// A (generation 1) completes late and is fenced out; B (generation 2)
+/// completes, and B's answer is what replays.
+fn late_owner_fenced_out_and_retry_replays(l: &Ledger<RusqliteStore>, p: &ClaimPolicy) {
+    assert!(matches!(
+        l.complete("k", 1, &response("A"), p.retention_ms, 6_000)
+            .unwrap(),
+        CompleteOutcome::FencedOut { .. }
+    ));
+    assert_eq!(
+        l.complete("k", 2, &response("B"), p.retention_ms, 8_000)
+            .unwrap(),
+        CompleteOutcome::Stored
+    );
+    assert_eq!(replayed_body(l, p, 8_100), b"B");
+}
+
 #[test]
 fn the_sweep_spares_a_record_whose_owner_may_still_complete() {
     let l = ledger();
@@ -47,18 +63,7 @@ fn the_sweep_spares_a_record_whose_owner_may_still_complete() {
         granted(l.claim("k", &fp("a"), &p, 4_000).unwrap()),
         (2, true)
     );
-    // A's late completion is fenced out; B's stands and is what replays.
-    assert!(matches!(
-        l.complete("k", 1, &response("A"), p.retention_ms, 6_000)
-            .unwrap(),
-        CompleteOutcome::FencedOut { .. }
-    ));
-    assert_eq!(
-        l.complete("k", 2, &response("B"), p.retention_ms, 8_000)
-            .unwrap(),
-        CompleteOutcome::Stored
-    );
-    assert_eq!(replayed_body(&l, &p, 8_100), b"B");
+    late_owner_fenced_out_and_retry_replays(&l, &p);
     // Only once the grace has passed as well is an unfinished record swept.
     let g = granted(l.claim("slow", &fp("a"), &p, 10_000).unwrap()).0;
     assert_eq!(g, 1);
@@ -83,38 +88,17 @@ fn a_key_claimed_again_after_the_sweep_starts_above_every_generation_swept() {
         granted(l.claim("k", &fp("a"), &p, 4_000).unwrap()),
         (2, false)
     );
-    assert!(matches!(
-        l.complete("k", 1, &response("A"), p.retention_ms, 6_000)
-            .unwrap(),
-        CompleteOutcome::FencedOut { .. }
-    ));
-    assert_eq!(
-        l.complete("k", 2, &response("B"), p.retention_ms, 8_000)
-            .unwrap(),
-        CompleteOutcome::Stored
-    );
-    assert_eq!(replayed_body(&l, &p, 8_100), b"B");
+    late_owner_fenced_out_and_retry_replays(&l, &p);
     // Every new key starts above the floor, too.
     assert_eq!(granted(l.claim("other", &fp("a"), &p, 8_200).unwrap()).0, 2);
 }
 
 #[test]
 fn the_generation_floor_survives_a_restart_of_the_object() {
-    let path = std::env::temp_dir().join(format!(
-        "floor-{}-{}.sqlite",
-        std::process::id(),
-        rand::random::<u64>()
-    ));
-    let open = || {
-        let l = Ledger::new(RusqliteStore::new(
-            rusqlite::Connection::open(&path).unwrap(),
-        ));
-        l.migrate().unwrap();
-        l
-    };
+    let file = LedgerFile::new("floor");
     let p = short(0);
     {
-        let l = open();
+        let l = file.open();
         for generation in 1..=3 {
             // Claimed, lease ended, taken over: generation 3 at the end.
             let at = (generation - 1) * 2_001;
@@ -125,10 +109,9 @@ fn the_generation_floor_survives_a_restart_of_the_object() {
         }
         assert_eq!(l.sweep(100_000, 100).unwrap().deleted, 1);
     }
-    let l = open();
+    let l = file.open();
     assert_eq!(
         granted(l.claim("k", &fp("a"), &p, 200_000).unwrap()),
         (4, false)
     );
-    let _ = std::fs::remove_file(&path);
 }

@@ -118,24 +118,13 @@ fn counts_reported_by_a_caller_reach_stats() {
 
 #[test]
 fn counts_a_restart_lost_are_recounted_on_the_next_start_and_a_healthy_start_writes_nothing() {
-    let path = std::env::temp_dir().join(format!(
-        "lost-{}-{}.sqlite",
-        std::process::id(),
-        rand::random::<u64>()
-    ));
-    let open = || {
-        let l = Ledger::new(RusqliteStore::new(
-            rusqlite::Connection::open(&path).unwrap(),
-        ));
-        l.migrate().unwrap();
-        l
-    };
+    let file = LedgerFile::new("lost");
     {
-        let l = open();
+        let l = file.open();
         l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
         // Dropped before any flush: the object restarted.
     }
-    let l = open();
+    let l = file.open();
     assert_eq!(l.stats(0).unwrap().in_flight, 0, "the count was lost");
     l.recount_on_start(2_000).unwrap();
     assert_eq!(l.stats(0).unwrap().in_flight, 1, "and recounted");
@@ -146,5 +135,4 @@ fn counts_a_restart_lost_are_recounted_on_the_next_start_and_a_healthy_start_wri
         before,
         "a start with the right counts writes no row"
     );
-    let _ = std::fs::remove_file(&path);
 }

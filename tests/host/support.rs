@@ -15,6 +15,34 @@ pub fn ledger() -> Ledger<RusqliteStore> {
     ledger
 }
 
+/// A ledger database in a file, opened (and migrated) anew by each
+/// `open` — an object's restart — and removed when dropped.
+pub struct LedgerFile(std::path::PathBuf);
+
+impl LedgerFile {
+    pub fn new(prefix: &str) -> Self {
+        LedgerFile(std::env::temp_dir().join(format!(
+            "{prefix}-{}-{}.sqlite",
+            std::process::id(),
+            rand::random::<u64>()
+        )))
+    }
+
+    pub fn open(&self) -> Ledger<RusqliteStore> {
+        let ledger = Ledger::new(RusqliteStore::new(
+            rusqlite::Connection::open(&self.0).expect("open sqlite file"),
+        ));
+        ledger.migrate().expect("migrate");
+        ledger
+    }
+}
+
+impl Drop for LedgerFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 pub fn policy() -> ClaimPolicy {
     ClaimPolicy {
         lease_ms: LEASE_MS,
