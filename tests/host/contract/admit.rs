@@ -53,36 +53,23 @@ fn missing_empty_foreign_or_unknown_credentials_are_401() {
 
 #[test]
 fn only_get_and_head_health_skip_authentication() {
-    assert_eq!(admission::route("GET", "/health"), GatewayRoute::Health);
-    assert_eq!(admission::route("HEAD", "/health"), GatewayRoute::Health);
-    assert_eq!(
-        admission::route("POST", "/health"),
-        GatewayRoute::Application
-    );
-    assert_eq!(
-        admission::route("GET", "/health/"),
-        GatewayRoute::Application
-    );
-    assert_eq!(
-        admission::route("GET", "/v1/idempotency-keys/a%20b"),
-        GatewayRoute::KeyIntrospection("a%20b")
-    );
-    assert_eq!(
-        admission::route("GET", "/v1/idempotency/stats"),
-        GatewayRoute::Stats
-    );
-    assert_eq!(
-        admission::route("POST", "/v1/idempotency/stats"),
-        GatewayRoute::Application
-    );
-    assert_eq!(
-        admission::route("GET", "/openapi.json"),
-        GatewayRoute::OpenApi
-    );
-    assert_eq!(
-        admission::route("POST", "/openapi.json"),
-        GatewayRoute::Application
-    );
+    for (method, path, expected) in [
+        ("GET", "/health", GatewayRoute::Health),
+        ("HEAD", "/health", GatewayRoute::Health),
+        ("POST", "/health", GatewayRoute::Application),
+        ("GET", "/health/", GatewayRoute::Application),
+        (
+            "GET",
+            "/v1/idempotency-keys/a%20b",
+            GatewayRoute::KeyIntrospection("a%20b"),
+        ),
+        ("GET", "/v1/idempotency/stats", GatewayRoute::Stats),
+        ("POST", "/v1/idempotency/stats", GatewayRoute::Application),
+        ("GET", "/openapi.json", GatewayRoute::OpenApi),
+        ("POST", "/openapi.json", GatewayRoute::Application),
+    ] {
+        assert_eq!(admission::route(method, path), expected, "{method} {path}");
+    }
 }
 
 #[test]
