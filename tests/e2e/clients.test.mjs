@@ -2,18 +2,9 @@
 // npm package's client, bound to the real TenantLedger with script_name.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, read, json, eventually, ROOT, ACME, CLIENT_MODULES } from "./harness.mjs";
+import { startGateway, read, json, eventually, jsClientWorker, ACME } from "./harness.mjs";
 
-const jsWorker = {
-  name: "js-client",
-  modulesRoot: ROOT,
-  modules: [
-    { type: "ESModule", path: `${ROOT}tests/e2e/workers/js-client.mjs` },
-    ...CLIENT_MODULES,
-  ],
-  compatibilityDate: "2026-11-01",
-  durableObjects: { LEDGER: { className: "TenantLedger", scriptName: "gateway", useSQLite: true } },
-};
+const jsWorker = jsClientWorker("js-client", { className: "TenantLedger", scriptName: "gateway", useSQLite: true });
 
 let gw, js;
 before(async () => {

@@ -40,6 +40,24 @@ export const CLIENT_MODULES = [
   "index", "defaults", "bytes", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "contract",
 ].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
 
+/**
+ * The JavaScript Worker of tests/e2e/workers/js-client.mjs (the npm
+ * package's client and withIdempotency), its LEDGER a Durable Object
+ * namespace of another script: the real TenantLedger, or a link in front of it.
+ */
+export function jsClientWorker(name, ledger) {
+  return {
+    name,
+    modulesRoot: ROOT,
+    modules: [
+      { type: "ESModule", path: `${ROOT}tests/e2e/workers/js-client.mjs` },
+      ...CLIENT_MODULES,
+    ],
+    compatibilityDate: "2026-11-01",
+    durableObjects: { LEDGER: ledger },
+  };
+}
+
 /** The deployed script's modules: the entry (Rust build + JS RPC entrypoint), the wasm, the client. */
 export const GATEWAY_MODULES = [
   { type: "ESModule", path: `${ROOT}worker/entry.mjs` },

@@ -5,22 +5,13 @@
 // gateway does (client/settle.js), so the key still completes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, read, eventually, lossyLinkWorker, ROOT, CLIENT_MODULES } from "./harness.mjs";
+import { startGateway, read, eventually, lossyLinkWorker, jsClientWorker } from "./harness.mjs";
 
 const lossyLink = lossyLinkWorker();
 
 // The JS Worker of clients.test.mjs (withIdempotency at /wrapped), its
 // LEDGER bound to the lossy link instead of the TenantLedger itself.
-const jsWorker = {
-  name: "js-lossy",
-  modulesRoot: ROOT,
-  modules: [
-    { type: "ESModule", path: `${ROOT}tests/e2e/workers/js-client.mjs` },
-    ...CLIENT_MODULES,
-  ],
-  compatibilityDate: "2026-11-01",
-  durableObjects: { LEDGER: { className: "LossyLink", scriptName: "lossy" } },
-};
+const jsWorker = jsClientWorker("js-lossy", { className: "LossyLink", scriptName: "lossy" });
 
 let gw, js;
 before(async () => {
