@@ -16,7 +16,8 @@
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { parseArgs } from "node:util";
 import { fingerprint } from "../client/fingerprint.js";
-import { ACME, DEMO_TOKENS, ROOT, wranglerVars } from "../tests/e2e/harness.mjs";
+import { LedgerClient } from "../client/rpc.js";
+import { DEMO_TOKENS, ROOT, eventually, orderInit, wranglerVars } from "../tests/e2e/harness.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -36,7 +37,7 @@ const N = Number(opts.n);
  * (see src/ledger/pending.rs), which adds 1/n to an operation: hence 4.05.
  * Sweep figures are per record swept.
  */
-export const BOUNDS = {
+const BOUNDS = {
   "floor: fresh POST (order insert only)": null,
   "embedded fresh key": { written: 4.05, read: 4 },
   "proxy fresh key (claim + complete)": { written: 4.0, read: 4.05 },
@@ -52,11 +53,11 @@ export const BOUNDS = {
 
 const encode = (s) => Buffer.from(s).toString("base64");
 
-function modules(entry) {
+function modules(floor) {
   return [
-    { type: "ESModule", path: `${ROOT}${entry}` },
+    { type: "ESModule", path: `${ROOT}${floor ? "bench/cost/floor.mjs" : "bench/cost/product.mjs"}` },
     { type: "ESModule", path: `${ROOT}bench/cost/meter.mjs` },
-    ...(entry.includes("product")
+    ...(!floor
       ? [
           { type: "ESModule", path: `${ROOT}build/index.js` },
           { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
@@ -71,7 +72,7 @@ async function start({ floor = false, vars = {} } = {}) {
     workers: [{
       name: "metered",
       modulesRoot: ROOT,
-      modules: modules(floor ? "bench/cost/floor.mjs" : "bench/cost/product.mjs"),
+      modules: modules(floor),
       compatibilityDate: "2026-11-01",
       bindings: { ...(floor ? {} : wranglerVars()), LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0", ...vars, API_TOKENS: JSON.stringify(DEMO_TOKENS) },
       durableObjects: { [binding]: { className: floor ? "MeteredOrders" : "MeteredLedger", useSQLite: true } },
@@ -79,23 +80,15 @@ async function start({ floor = false, vars = {} } = {}) {
   }));
   await mf.ready;
   const ns = await mf.getDurableObjectNamespace(binding);
-  const object = ns.get(ns.idFromName("acme"));
-  const call = async (path, body) => {
-    const r = await object.fetch(`https://tenant-ledger${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    const text = await r.text();
-    if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${text}`);
-    return JSON.parse(text);
-  };
-  const meter = async () => (await object.fetch("https://tenant-ledger/__meter")).json();
+  // The package's own client speaks RPC v1 to the object (the floor's
+  // object has no RPC: only its meter is read).
+  const ledger = LedgerClient.forTenant(ns, "acme");
+  const meter = async () => (await ledger.stub.fetch("https://tenant-ledger/__meter")).json();
   const request = (path, init) => mf.dispatchFetch(new URL(path, "http://gateway.test"), init);
-  return { mf, call, meter, request };
+  return { mf, ledger, meter, request };
 }
 
-const order = (key, body = '{"sku":"SKU-1","quantity":2}') => ({
-  method: "POST",
-  headers: { authorization: ACME, "content-type": "application/json", ...(key ? { "idempotency-key": key } : {}) },
-  body,
-});
+const order = (key) => orderInit({ key });
 
 async function expectStatus(res, status) {
   await res.arrayBuffer();
@@ -143,15 +136,6 @@ function record(name, reading, per) {
  * so a scenario pays for its own counts. */
 const settle = () => new Promise((r) => setTimeout(r, 2_500));
 
-async function until(check, what, ms = 120_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 // ---- the floor -------------------------------------------------------------
 {
   const floor = await start({ floor: true });
@@ -177,7 +161,7 @@ async function until(check, what, ms = 120_000) {
   await settle();
   record("replay (object path)", await p.meter(), N);
 
-  for (let i = 0; i < N; i++) await expectStatus(await p.request("/v1/orders", order("fresh-0", '{"sku":"OTHER","quantity":1}')), 422);
+  for (let i = 0; i < N; i++) await expectStatus(await p.request("/v1/orders", orderInit({ key: "fresh-0", body: '{"sku":"OTHER","quantity":1}' })), 422);
   await settle();
   record("mismatch 422", await p.meter(), N);
 
@@ -185,43 +169,43 @@ async function until(check, what, ms = 120_000) {
   const f = await fp(body);
   const stored = { status: 201, headers: [["content-type", "text/plain"]], body: encode("ok") };
   for (let i = 0; i < N; i++) {
-    const c = await p.call("/rpc/v1/claim", { key: `proxy-${i}`, fingerprint: f });
-    await p.call("/rpc/v1/complete", { key: `proxy-${i}`, generation: c.generation, response: stored });
+    const c = await p.ledger.claim({ key: `proxy-${i}`, fingerprint: f });
+    await p.ledger.complete({ key: `proxy-${i}`, generation: c.generation, response: stored });
   }
   await settle();
   record("proxy fresh key (claim + complete)", await p.meter(), N);
 
-  await p.call("/rpc/v1/claim", { key: "busy", fingerprint: f });
+  await p.ledger.claim({ key: "busy", fingerprint: f });
   await p.meter();
   for (let i = 0; i < N; i++) {
-    const c = await p.call("/rpc/v1/claim", { key: "busy", fingerprint: f });
+    const c = await p.ledger.claim({ key: "busy", fingerprint: f });
     if (c.outcome !== "in_flight") throw new Error(`expected in_flight, got ${c.outcome}`);
   }
   await settle();
   record("in-use 409", await p.meter(), N);
 
   for (let i = 0; i < N; i++) {
-    const c = await p.call("/rpc/v1/claim", { key: `release-${i}`, fingerprint: f });
-    await p.call("/rpc/v1/release", { key: `release-${i}`, generation: c.generation });
+    const c = await p.ledger.claim({ key: `release-${i}`, fingerprint: f });
+    await p.ledger.release({ key: `release-${i}`, generation: c.generation });
   }
   await settle();
   record("release (claim + release)", await p.meter(), N);
 
-  for (let i = 0; i < N; i++) await p.call("/rpc/v1/claim", { key: `takeover-${i}`, fingerprint: f, lease_seconds: 1 });
+  for (let i = 0; i < N; i++) await p.ledger.claim({ key: `takeover-${i}`, fingerprint: f, lease_seconds: 1 });
   await new Promise((r) => setTimeout(r, 1_200));
   await p.meter();
   for (let i = 0; i < N; i++) {
-    const c = await p.call("/rpc/v1/claim", { key: `takeover-${i}`, fingerprint: f, lease_seconds: 1 });
+    const c = await p.ledger.claim({ key: `takeover-${i}`, fingerprint: f, lease_seconds: 1 });
     if (!c.takeover) throw new Error(`expected a takeover, got ${JSON.stringify(c)}`);
   }
   await settle();
   record("takeover (the taking claim)", await p.meter(), N);
 
-  for (let i = 0; i < N; i++) await p.call("/rpc/v1/lookup", { key: "fresh-0" });
+  for (let i = 0; i < N; i++) await p.ledger.lookup("fresh-0");
   await settle();
   record("lookup", await p.meter(), N);
 
-  for (let i = 0; i < N; i++) await p.call("/rpc/v1/stats", {});
+  for (let i = 0; i < N; i++) await p.ledger.stats();
   await settle();
   record("stats", await p.meter(), N);
   await p.mf.dispose();
@@ -236,12 +220,10 @@ async function until(check, what, ms = 120_000) {
     await expectStatus(await p.request("/v1/orders", order(`sweep-${i}`)), 201);
     await new Promise((r) => setTimeout(r, 20));
   }
-  const writes = await p.meter();
-  await until(async () => (await p.call("/rpc/v1/stats", {})).records === 0, "the sweep to empty the ledger");
+  await p.meter(); // the fresh keys' own writes and alarm arming are their cost, not the sweep's
+  await eventually(async () => (await p.ledger.stats()).records === 0, { ms: 120_000, every: 250 });
   const reading = await p.meter();
   delete reading.calls["/rpc/v1/stats"];
-  // The fresh keys' own alarm arming is part of their cost, not the sweep's.
-  void writes;
   record("sweep, per record (steady arrival)", reading, N);
   await p.mf.dispose();
 }

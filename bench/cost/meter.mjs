@@ -19,45 +19,38 @@ function entry(path) {
 
 /** A `sql` handle that keeps every cursor for the call `current()` names. */
 export function meterSql(sql, current) {
-  return new Proxy(sql, {
-    get(target, prop) {
-      if (prop === "exec") {
-        return (...args) => {
-          const cursor = target.exec(...args);
-          const e = entry(current());
-          e.statements++;
-          const text = String(args[0]).replace(/\s+/g, " ").slice(0, 90);
-          let q = bySql.get(text);
-          if (!q) bySql.set(text, (q = { count: 0, rowsRead: 0, rowsWritten: 0 }));
-          q.count++;
-          open.push([e, cursor, q]);
-          return cursor;
-        };
-      }
-      const v = Reflect.get(target, prop);
-      return typeof v === "function" ? v.bind(target) : v;
+  const exec = (...args) => {
+    const cursor = sql.exec(...args);
+    const e = entry(current());
+    e.statements++;
+    const text = String(args[0]).replace(/\s+/g, " ").slice(0, 90);
+    let q = bySql.get(text);
+    if (!q) bySql.set(text, (q = { count: 0, rowsRead: 0, rowsWritten: 0 }));
+    q.count++;
+    open.push([e, cursor, q]);
+    return cursor;
+  };
+  return overlay(sql, { exec });
+}
+
+/** `target` with the members of `own` in place of its own (the rest bound to it). */
+function overlay(target, own) {
+  return new Proxy(target, {
+    get(t, prop) {
+      if (Object.hasOwn(own, prop)) return own[prop];
+      const v = Reflect.get(t, prop);
+      return typeof v === "function" ? v.bind(t) : v;
     },
   });
 }
 
 /** A `ctx` whose storage is metered (the Rust class reads `ctx.storage`). */
 export function meterCtx(ctx, current) {
-  const sql = meterSql(ctx.storage.sql, current);
-  const storage = new Proxy(ctx.storage, {
-    get(target, prop) {
-      if (prop === "sql") return sql;
-      if (prop === "setAlarm") return (...args) => { entry(current()).setAlarm++; return target.setAlarm(...args); };
-      const v = Reflect.get(target, prop);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
+  const storage = overlay(ctx.storage, {
+    sql: meterSql(ctx.storage.sql, current),
+    setAlarm: (...args) => { entry(current()).setAlarm++; return ctx.storage.setAlarm(...args); },
   });
-  return new Proxy(ctx, {
-    get(target, prop) {
-      if (prop === "storage") return storage;
-      const v = Reflect.get(target, prop);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
-  });
+  return overlay(ctx, { storage });
 }
 
 /** Adds the consumed cursors' figures to their calls. */
