@@ -45,7 +45,7 @@ use crate::ledger::{
 use crate::platform::client::{LedgerClient, LedgerError, Waited};
 use crate::platform::http::{self, Bounded};
 use crate::platform::{log, now_ms};
-use crate::protocol::{is_passable_status, AppResponse, Fingerprint, StoredResponse};
+use crate::protocol::{AppResponse, Fingerprint};
 use crate::rpc::{AppRequestRef, ClaimCall, CompleteCall, ExecuteCallRef, ReleaseCall};
 
 /// One protected request on its way through the ledger.
@@ -265,14 +265,12 @@ impl Protected<'_> {
                 e.failure()
             });
         let result = match result {
-            Ok(Bounded::Over { head, rest }) if is_passable_status(head.status) => {
-                let streamed = self
-                    .streamed(client, generation, takeover, head, rest)
-                    .await;
-                return Ok((streamed, Disposition::ran(takeover)));
+            Ok(Bounded::Over { head, rest }) => {
+                // The same decision as for a whole response; only the body
+                // differs (what was read, and a reader for the rest).
+                let after = proxy::after_origin(Ok(head), takeover, self.config);
+                return Ok(self.streamed(client, generation, after, rest).await);
             }
-            // A status that cannot be passed on is refused as a whole.
-            Ok(Bounded::Over { head, .. }) => Ok(head),
             Ok(Bounded::Whole(response)) => Ok(response),
             Err(failure) => Err(failure),
         };
@@ -306,14 +304,7 @@ impl Protected<'_> {
                 };
                 let completion = self.outliving(complete_durably(client.clone(), call)).await;
                 if let Err(e) = &completion {
-                    log::error(
-                        "idempotency.complete_failed",
-                        fields! {"error" => e.to_string(), "key" => log::short_hash(self.key)},
-                    );
-                    // Counted in the tenant's stats with the next write-back.
-                    with_replays(self.config.replay_cache_bytes, |c| {
-                        c.count_complete_failure(self.tenant, now_ms())
-                    });
+                    complete_failed(e, self.key, self.tenant, self.config.replay_cache_bytes);
                 }
                 // The object logs idempotency.fenced_out (it sees every caller).
                 proxy::after_completion(outcome, completion.as_ref())
@@ -336,19 +327,31 @@ impl Protected<'_> {
         }
     }
 
-    /// A response over `MAX_STORED_BODY_BYTES`: streamed to the caller (see
-    /// [`super::stream`]) while the key is settled — completed as a
-    /// tombstone once the whole body went through, or released at once for
-    /// a 5xx under `RELEASE_ON_5XX` — under `ctx.wait_until`.
+    /// A response over `MAX_STORED_BODY_BYTES`, settled as `after` decided:
+    /// streamed to the caller (see [`super::stream`]) and completed as a
+    /// tombstone once the whole body went through, under `ctx.wait_until`;
+    /// or, a 5xx under `RELEASE_ON_5XX`, released at once (as
+    /// [`Self::settle`] releases) and streamed.
     async fn streamed(
         &self,
         client: &LedgerClient,
         generation: i64,
-        takeover: bool,
-        head: AppResponse,
+        after: AfterOrigin,
         rest: worker::worker_sys::web_sys::ReadableStreamDefaultReader,
-    ) -> Response {
-        let (response, writer) = match http::streaming(&head) {
+    ) -> (Response, Disposition) {
+        let AfterOrigin {
+            settle,
+            reply,
+            outcome,
+        } = after;
+        let stored = match settle {
+            Settle::Complete(stored) => Some(stored),
+            Settle::Release => None,
+            // Not a response to pass on (read_bounded answers those whole):
+            // refused, the claim kept.
+            Settle::Keep => return (http::app(reply), outcome),
+        };
+        let (response, writer) = match http::streaming(&reply) {
             Ok(pair) => pair,
             Err(e) => {
                 // No stream to answer with: the claim is kept (the origin ran).
@@ -356,33 +359,28 @@ impl Protected<'_> {
                     "idempotency.stream_failed",
                     fields! {"error" => e.to_string()},
                 );
-                return http::app(
-                    proxy::after_origin(Err(OriginFailure::Incomplete), takeover, self.config)
-                        .reply,
-                );
+                let failed =
+                    proxy::after_origin(Err(OriginFailure::Incomplete), false, self.config);
+                return (http::app(failed.reply), failed.outcome);
             }
         };
-        let release = head.status >= 500 && self.config.release_on_5xx;
-        let stored = StoredResponse::capture(&head, &self.config.capture_policy());
-        let (client, key) = (client.clone(), self.key.to_string());
-        let prefix = head.body;
-        if release {
-            let call = ReleaseCall {
-                key: key.clone(),
-                generation,
-            };
-            if let Err(e) = release_durably(client.clone(), call).await {
-                log::error(
-                    "idempotency.release_failed",
-                    fields! {"error" => e.to_string(), "key" => log::short_hash(&key)},
-                );
+        let outcome = match stored {
+            Some(_) => outcome,
+            None => {
+                self.settle(client, generation, Settle::Release, outcome)
+                    .await
             }
-        }
+        };
+        let (client, key, tenant) = (
+            client.clone(),
+            self.key.to_string(),
+            self.tenant.to_string(),
+        );
+        let cache_bytes = self.config.replay_cache_bytes;
+        let prefix = reply.body;
         self.ctx.wait_until(async move {
             let whole = super::stream::pump(prefix, rest, writer).await;
-            if release {
-                return;
-            }
+            let Some(stored) = stored else { return };
             match whole {
                 Ok(()) => {
                     let call = CompleteCall {
@@ -392,10 +390,7 @@ impl Protected<'_> {
                         retention_seconds: None,
                     };
                     if let Err(e) = complete_durably(client, call).await {
-                        log::error(
-                            "idempotency.complete_failed",
-                            fields! {"error" => e.to_string(), "key" => log::short_hash(&key)},
-                        );
+                        complete_failed(&e, &key, &tenant, cache_bytes);
                     }
                 }
                 Err(e) => log::warn(
@@ -404,7 +399,7 @@ impl Protected<'_> {
                 ),
             }
         });
-        response
+        (response, outcome)
     }
 
     /// Runs `settlement` so that it finishes even if this request is
@@ -442,6 +437,18 @@ async fn settle_with_retries<O>(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// A completion that could not be stored: logged, and counted in the
+/// tenant's stats with the isolate's next write-back.
+fn complete_failed(e: &LedgerError, key: &str, tenant: &str, replay_cache_bytes: usize) {
+    log::error(
+        "idempotency.complete_failed",
+        fields! {"error" => e.to_string(), "key" => log::short_hash(key)},
+    );
+    with_replays(replay_cache_bytes, |c| {
+        c.count_complete_failure(tenant, now_ms())
+    });
 }
 
 async fn complete_durably(

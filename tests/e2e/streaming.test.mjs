@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { startGateway, deferred, json, slug, eventually, ACME } from "./harness.mjs";
 
 /** An origin that sends `first` bytes, then waits for `release`, then the rest. */
-async function drippingOrigin({ first, rest }) {
+async function drippingOrigin({ first, rest, status = 200 }) {
   const release = deferred();
   const state = { finished: false, runs: 0, received: [] };
   const server = createServer((req, res) => {
@@ -18,7 +18,7 @@ async function drippingOrigin({ first, rest }) {
     req.on("end", async () => {
       state.runs++;
       state.received.push(Buffer.concat(chunks));
-      res.writeHead(200, { "content-type": "application/octet-stream" });
+      res.writeHead(status, { "content-type": "application/octet-stream" });
       res.write(Buffer.alloc(first, 97));
       await release.promise;
       res.end(Buffer.alloc(rest, 98), () => { state.finished = true; });
@@ -93,4 +93,22 @@ test("a protected response over MAX_STORED_BODY_BYTES streams to its caller, the
     assert.equal(replay.headers["idempotent-replayed"], "true");
     assert.equal(origin.state.runs, 1);
   } finally { origin.release.resolve(); await gw.dispose(); origin.close(); }
+});
+
+test("a protected 5xx over MAX_STORED_BODY_BYTES under RELEASE_ON_5XX streams to its caller and releases the key: a retry runs again", async () => {
+  const origin = await drippingOrigin({ first: 96 * 1024, rest: 32 * 1024, status: 503 });
+  origin.release.resolve();
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, MAX_STORED_BODY_BYTES: "65536", RELEASE_ON_5XX: "true" } });
+  const post = () => ({ method: "POST", headers: { authorization: ACME, "idempotency-key": "big-5xx", "content-type": "text/plain" }, body: "x" });
+  try {
+    const first = await gw.request("/report", post());
+    assert.equal(first.status, 503);
+    assert.equal(Buffer.from(await first.arrayBuffer()).length, 128 * 1024, "the caller got the whole body");
+    assert.equal((await json(await gw.request("/v1/idempotency-keys/big-5xx", { headers: { authorization: ACME } }))).json.state, "released");
+    const retry = await gw.request("/report", post());
+    assert.equal(retry.status, 503);
+    await retry.arrayBuffer();
+    assert.equal(retry.headers.get("idempotent-replayed"), null, "the retry ran, it was not replayed");
+    assert.equal(origin.state.runs, 2);
+  } finally { await gw.dispose(); origin.close(); }
 });
