@@ -24,11 +24,8 @@ use worker::worker_sys::web_sys;
 use crate::platform::http::read_chunk;
 
 /// Writes one chunk; `false` once the caller's stream no longer takes any.
-async fn write(writer: &web_sys::WritableStreamDefaultWriter, chunk: &[u8]) -> bool {
-    let bytes = js_sys::Uint8Array::from(chunk);
-    JsFuture::from(writer.write_with_chunk(&bytes))
-        .await
-        .is_ok()
+async fn write(writer: &web_sys::WritableStreamDefaultWriter, chunk: &js_sys::Uint8Array) -> bool {
+    JsFuture::from(writer.write_with_chunk(chunk)).await.is_ok()
 }
 
 /// Carries `prefix` and then the rest of the origin's body to `writer`,
@@ -39,7 +36,8 @@ pub async fn pump(
     rest: web_sys::ReadableStreamDefaultReader,
     writer: web_sys::WritableStreamDefaultWriter,
 ) -> Result<(), String> {
-    let mut caller = write(&writer, &prefix).await;
+    // The origin's chunks go on as they came (never copied into wasm).
+    let mut caller = write(&writer, &js_sys::Uint8Array::from(prefix.as_slice())).await;
     drop(prefix);
     loop {
         match read_chunk(&rest).await {

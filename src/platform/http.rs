@@ -146,25 +146,15 @@ pub async fn body_within(
     };
     let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     let mut bytes = Vec::new();
-    loop {
-        let step = JsFuture::from(reader.read()).await?;
-        let done = js_sys::Reflect::get(&step, &JsValue::from_str("done"))?
-            .as_bool()
-            .unwrap_or(true);
-        if done {
-            return Ok(Body::Read(bytes));
-        }
-        let chunk =
-            js_sys::Uint8Array::new(&js_sys::Reflect::get(&step, &JsValue::from_str("value"))?);
+    while let Some(chunk) = read_chunk(&reader).await? {
         if bytes.len() + chunk.length() as usize > max {
             // Stop reading; the rest of the body is never buffered.
             let _ = reader.cancel();
             return Ok(Body::TooLarge);
         }
-        let start = bytes.len();
-        bytes.resize(start + chunk.length() as usize, 0);
-        chunk.copy_to(&mut bytes[start..]);
+        append(&mut bytes, &chunk);
     }
+    Ok(Body::Read(bytes))
 }
 
 /// The headers of a response as the gateway passes them on: names
@@ -221,7 +211,7 @@ pub async fn read_bounded(response: Response, bound: usize) -> Result<Bounded, J
     let mut body = Vec::new();
     while body.len() <= bound {
         match read_chunk(&reader).await? {
-            Some(chunk) => body.extend_from_slice(&chunk),
+            Some(chunk) => append(&mut body, &chunk),
             None => {
                 return Ok(Bounded::Whole(AppResponse {
                     status,
@@ -241,10 +231,10 @@ pub async fn read_bounded(response: Response, bound: usize) -> Result<Bounded, J
     })
 }
 
-/// The next chunk of a stream, or `None` at its end.
+/// The next chunk of a stream (still in JS memory), or `None` at its end.
 pub async fn read_chunk(
     reader: &web_sys::ReadableStreamDefaultReader,
-) -> Result<Option<Vec<u8>>, JsValue> {
+) -> Result<Option<js_sys::Uint8Array>, JsValue> {
     let step = JsFuture::from(reader.read()).await?;
     let done = js_sys::Reflect::get(&step, &JsValue::from_str("done"))?
         .as_bool()
@@ -253,7 +243,14 @@ pub async fn read_chunk(
         return Ok(None);
     }
     let value = js_sys::Reflect::get(&step, &JsValue::from_str("value"))?;
-    Ok(Some(js_sys::Uint8Array::new(&value).to_vec()))
+    Ok(Some(js_sys::Uint8Array::new(&value)))
+}
+
+/// Copies a chunk onto the end of `bytes` (one copy, out of JS memory).
+fn append(bytes: &mut Vec<u8>, chunk: &js_sys::Uint8Array) {
+    let start = bytes.len();
+    bytes.resize(start + chunk.length() as usize, 0);
+    chunk.copy_to(&mut bytes[start..]);
 }
 
 /// Passes a response on as it arrives: its status, its headers less the
