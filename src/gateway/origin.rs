@@ -53,9 +53,6 @@ pub struct Forward {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-    /// The `Idempotency-Key` field value as the client sent it (and as the
-    /// origin receives it; "" when absent): part of the signed payload.
-    pub idempotency_key: String,
     /// An unprotected, unsigned request's body, passed to the origin as it
     /// arrives instead of `body` (nothing needs to hold it).
     pub stream: Option<worker::worker_sys::web_sys::ReadableStream>,
@@ -93,17 +90,11 @@ impl Forward {
             None => Vec::new(),
         };
         headers.push(("x-tenant-id".into(), tenant.into()));
-        let idempotency_key = headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
         Forward {
             method: method.to_string(),
             target: target.to_string(),
             headers,
             body,
-            idempotency_key,
             stream: None,
         }
     }
@@ -126,13 +117,19 @@ impl Forward {
         signer: &Signer<'_>,
         unix_seconds: u64,
     ) -> Result<(), String> {
+        // The `Idempotency-Key` as the origin receives it ("" when absent).
+        let key = self
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+            .map_or("", |(_, v)| v.as_str());
         let value = origin_signature(
             signer.secret,
             unix_seconds,
             signer.tenant,
             &self.method,
             &self.target,
-            &self.idempotency_key,
+            key,
             &self.body,
         );
         request
