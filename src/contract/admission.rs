@@ -181,9 +181,3 @@ pub fn openapi() -> crate::protocol::AppResponse {
         body: OPENAPI_DOCUMENT.as_bytes().to_vec(),
     }
 }
-
-/// The configuration could not be used: the variable is named in the log
-/// line, never in the answer.
-pub fn misconfigured(variable: &str) -> Problem {
-    Problem::of(ProblemKind::Misconfigured).arg("variable", variable)
-}

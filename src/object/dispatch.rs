@@ -41,7 +41,7 @@ fn bad_call(detail: impl Into<String>) -> Problem {
 
 /// A ledger operation failed in SQLite: logged, and answered as the one
 /// store failure clients know (`503 idempotency-store-unavailable`).
-fn store_unavailable(e: &StoreError) -> Problem {
+pub(super) fn store_unavailable(e: &impl std::fmt::Display) -> Problem {
     log::error(
         "idempotency.store_unavailable",
         fields! {"error" => e.to_string()},

@@ -16,6 +16,7 @@
 //! an object of a deployment that shards tenants refuses keyed calls
 //! (`503`): it cannot tell whether it is retired.
 
+use super::dispatch::store_unavailable;
 use super::TenantLedger;
 use crate::config::shards::{parse_object_name, Role};
 use crate::config::Config;
@@ -53,19 +54,14 @@ impl TenantLedger {
         if let Some(place) = self.place.borrow().clone() {
             return Ok(place);
         }
-        let recorded = self.ledger.object_name().map_err(|e| {
-            log::error(
-                "idempotency.store_unavailable",
-                fields! {"error" => e.to_string()},
-            );
-            Problem::of(ProblemKind::StoreUnavailable)
-        })?;
+        let recorded = self
+            .ledger
+            .object_name()
+            .map_err(|e| store_unavailable(&e))?;
         let name = match (self.state.id().name(), recorded) {
             (Some(given), recorded) => {
                 if recorded.as_deref() != Some(given.as_str()) {
-                    self.verify_name(&given)?;
-                }
-                if recorded.as_deref() != Some(given.as_str()) {
+                    self.verify_name(&given);
                     if let Err(e) = self.ledger.record_name(&given) {
                         log::warn(
                             "idempotency.name_not_recorded",
@@ -103,7 +99,7 @@ impl TenantLedger {
     /// an `idFromName` id carries one), so a binding that names another
     /// class (a proxy in front of the ledger) cannot refute it: that is
     /// logged, and the runtime's name stands.
-    fn verify_name(&self, name: &str) -> Result<(), Problem> {
+    fn verify_name(&self, name: &str) {
         let expected = self
             .env
             .durable_object(LEDGER_BINDING)
@@ -112,6 +108,5 @@ impl TenantLedger {
             Ok(id) if id == self.state.id().to_string() => {}
             _ => log::warn("idempotency.object_name_unverified", serde_json::Map::new()),
         }
-        Ok(())
     }
 }

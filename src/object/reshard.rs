@@ -15,15 +15,15 @@
 //!   no acceptance; it logs `idempotency.reshard_pending` whenever it
 //!   refuses a key while it still holds records.
 
+use super::dispatch::store_unavailable;
 use super::TenantLedger;
 use crate::config::reshard::{decide, LayoutDecision};
 use crate::config::shards::Layout;
 use crate::config::Config;
 use crate::fields;
-use crate::ledger::StoreError;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::{log, now_ms, LEDGER_BINDING};
-use crate::protocol::{Problem, ProblemKind};
+use crate::protocol::Problem;
 use crate::rpc::LayoutCall;
 
 /// How long a layout that stops taking keys may hold live records.
@@ -42,15 +42,7 @@ fn refused(reason: &str) -> Problem {
         "idempotency.misconfigured",
         fields! {"variable" => "TENANT_SHARDS", "error" => reason},
     );
-    Problem::of(ProblemKind::Misconfigured).arg("variable", "TENANT_SHARDS")
-}
-
-fn store_problem(e: &StoreError) -> Problem {
-    log::error(
-        "idempotency.store_unavailable",
-        fields! {"error" => e.to_string()},
-    );
-    Problem::of(ProblemKind::StoreUnavailable)
+    Problem::misconfigured("TENANT_SHARDS")
 }
 
 impl TenantLedger {
@@ -90,23 +82,12 @@ impl TenantLedger {
             LedgerError::Refused {
                 status: 500,
                 problem,
-            } => {
-                let reason = problem["detail"]
+            } => refused(
+                problem["detail"]
                     .as_str()
-                    .unwrap_or("refused by the tenant's registry");
-                log::error(
-                    "idempotency.misconfigured",
-                    fields! {"variable" => "TENANT_SHARDS", "error" => reason},
-                );
-                Problem::of(ProblemKind::Misconfigured).arg("variable", "TENANT_SHARDS")
-            }
-            other => {
-                log::error(
-                    "idempotency.store_unavailable",
-                    fields! {"error" => other.to_string()},
-                );
-                Problem::of(ProblemKind::StoreUnavailable)
-            }
+                    .unwrap_or("refused by the tenant's registry"),
+            ),
+            other => store_unavailable(other),
         }
     }
 
@@ -117,7 +98,10 @@ impl TenantLedger {
             shards: call.shards,
             previous: call.previous,
         };
-        let recorded = self.ledger.layout_record().map_err(|e| store_problem(&e))?;
+        let recorded = self
+            .ledger
+            .layout_record()
+            .map_err(|e| store_unavailable(&e))?;
         let unchanged = match recorded {
             Some(r) => r.shards == asked.shards && r.previous == asked.previous,
             None => asked == Layout::SINGLE,
@@ -125,12 +109,12 @@ impl TenantLedger {
         if unchanged {
             return Ok(());
         }
-        let holds = self.ledger.holds_any().map_err(|e| store_problem(&e))?;
+        let holds = self.ledger.holds_any().map_err(|e| store_unavailable(&e))?;
         match decide(recorded, asked, now_ms(), call.window_ms, holds) {
             LayoutDecision::Accept(Some(record)) => {
                 self.ledger
                     .record_layout(&record)
-                    .map_err(|e| store_problem(&e))?;
+                    .map_err(|e| store_unavailable(&e))?;
                 log::warn(
                     "idempotency.layout_recorded",
                     fields! {"shards" => record.shards, "previous" => record.previous},

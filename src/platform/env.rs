@@ -13,7 +13,7 @@ use wasm_bindgen::JsValue;
 use crate::config::{Config, ConfigError};
 use crate::fields;
 use crate::platform::{http, log};
-use crate::protocol::{Problem, ProblemKind};
+use crate::protocol::Problem;
 
 /// The Durable Object binding name the gateway and clients use.
 pub const LEDGER_BINDING: &str = "TENANT_LEDGER";
@@ -50,7 +50,7 @@ pub fn misconfigured(variable: &str, message: &str) -> worker::Response {
         "idempotency.misconfigured",
         fields! {"variable" => variable, "error" => message},
     );
-    http::problem(&Problem::of(ProblemKind::Misconfigured).arg("variable", variable))
+    http::problem(&Problem::misconfigured(variable))
 }
 
 /// The message of a JavaScript error value (its `message`, or the string

@@ -177,6 +177,12 @@ impl Problem {
         Problem::new(kind, kind.detail_template().unwrap_or_default())
     }
 
+    /// `500 misconfigured` naming the variable that cannot be used (never
+    /// its value).
+    pub fn misconfigured(variable: &str) -> Problem {
+        Problem::of(ProblemKind::Misconfigured).arg("variable", variable)
+    }
+
     /// Fills the catalog detail's `{name}` placeholder with `value`.
     pub fn arg(mut self, name: &str, value: impl std::fmt::Display) -> Problem {
         self.detail = self

@@ -223,7 +223,7 @@ fn introspection_keys_are_percent_decoded_and_validated() {
 
 #[test]
 fn misconfiguration_is_500_and_never_names_a_secret_value() {
-    let answer = AppResponse::from(&misconfigured("API_TOKENS"));
+    let answer = AppResponse::from(&Problem::misconfigured("API_TOKENS"));
     assert_eq!(
         (answer.status, slug(&answer)),
         (500, "misconfigured".to_string())

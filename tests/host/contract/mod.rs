@@ -12,9 +12,7 @@ use std::collections::HashMap;
 
 use crate::support::*;
 use idempotency_ledger::config::{Config, FailurePolicy};
-use idempotency_ledger::contract::admission::{
-    self, check_body_length, introspection_key, misconfigured,
-};
+use idempotency_ledger::contract::admission::{self, check_body_length, introspection_key};
 use idempotency_ledger::contract::answer::{
     execute_answer, ledger_failure, lookup_answer, read_failure, refusal_answer, replay,
     retry_after_seconds, REPLAYED_HEADER,
@@ -27,7 +25,7 @@ use idempotency_ledger::contract::{
 use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
 use idempotency_ledger::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, Ledger};
 use idempotency_ledger::orders;
-use idempotency_ledger::protocol::{AppResponse, StoredResponse, PROBLEM_CONTENT_TYPE};
+use idempotency_ledger::protocol::{AppResponse, Problem, StoredResponse, PROBLEM_CONTENT_TYPE};
 use idempotency_ledger::rpc::LedgerError;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
