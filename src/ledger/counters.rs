@@ -19,11 +19,21 @@ use super::store::{RowExt, SqlStore, SqlValue, StoreError};
 use super::{LayoutRecord, Ledger, Millis, Stored};
 
 impl<S: SqlStore> Ledger<S> {
-    /// The `ledger_state` row, read on first use.
-    pub(crate) fn stored(&self) -> Result<Stored, StoreError> {
-        if let Some(stored) = self.stored.borrow().as_ref() {
-            return Ok(stored.clone());
+    /// Reads `f` off the `ledger_state` row (read from SQLite on first
+    /// use, then borrowed from memory: never copied).
+    pub(crate) fn with_stored<T>(&self, f: impl FnOnce(&Stored) -> T) -> Result<T, StoreError> {
+        if self.stored.borrow().is_none() {
+            let stored = self.read_stored()?;
+            *self.stored.borrow_mut() = Some(stored);
         }
+        self.stored
+            .borrow()
+            .as_ref()
+            .map(f)
+            .ok_or_else(|| StoreError::Decode("the ledger_state row is not loaded".into()))
+    }
+
+    fn read_stored(&self) -> Result<Stored, StoreError> {
         let names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
         let rows = self.store.query(
             &format!(
@@ -57,19 +67,18 @@ impl<S: SqlStore> Ledger<S> {
         for (i, c) in Counter::ALL.iter().enumerate() {
             stored.counters.insert(*c, row.int(i + 7)?);
         }
-        *self.stored.borrow_mut() = Some(stored.clone());
         Ok(stored)
     }
 
     /// The object's name as it was recorded (see [`Ledger::record_name`]).
     pub fn object_name(&self) -> Result<Option<String>, StoreError> {
-        Ok(self.stored()?.object_name)
+        self.with_stored(|s| s.object_name.clone())
     }
 
     /// Records the object's name, once: later starts read it back even if
     /// the runtime does not hand the name over (one row, once per object).
     pub fn record_name(&self, name: &str) -> Result<(), StoreError> {
-        if self.stored()?.object_name.as_deref() == Some(name) {
+        if self.with_stored(|s| s.object_name.as_deref() == Some(name))? {
             return Ok(());
         }
         self.store.execute(
@@ -84,7 +93,7 @@ impl<S: SqlStore> Ledger<S> {
 
     /// The tenant's layout as recorded here (this object being its registry).
     pub fn layout_record(&self) -> Result<Option<LayoutRecord>, StoreError> {
-        Ok(self.stored()?.layout)
+        self.with_stored(|s| s.layout)
     }
 
     /// Records the tenant's layout (one row, on a layout change only).
@@ -117,7 +126,7 @@ impl<S: SqlStore> Ledger<S> {
 
     /// A counter as it stands: stored plus pending.
     pub fn count_of(&self, counter: Counter) -> Result<i64, StoreError> {
-        let stored = self.stored()?.counters.get(&counter).copied().unwrap_or(0);
+        let stored = self.with_stored(|s| s.counters.get(&counter).copied().unwrap_or(0))?;
         Ok(stored + self.pending.borrow().delta(counter) + self.tally().delta(counter))
     }
 
@@ -134,7 +143,7 @@ impl<S: SqlStore> Ledger<S> {
     /// Every generation at or below this has been swept: new records start
     /// above it.
     pub(super) fn generation_floor(&self) -> Result<i64, StoreError> {
-        let stored = self.stored()?.generation_floor;
+        let stored = self.with_stored(|s| s.generation_floor)?;
         let pending = self.pending.borrow().swept_generation.unwrap_or(0);
         let in_transaction = self.tally().swept_generation.unwrap_or(0);
         Ok(stored.max(pending).max(in_transaction))

@@ -108,7 +108,7 @@ impl<S: SqlStore> Ledger<S> {
     /// per record) at most every [`RECOUNT_AFTER_MS`], so a count an
     /// eviction lost heals.
     fn recount_when_due(&self, now: Millis) -> Result<(), StoreError> {
-        if now - self.stored()?.recounted_at < RECOUNT_AFTER_MS {
+        if now - self.with_stored(|s| s.recounted_at)? < RECOUNT_AFTER_MS {
             return Ok(());
         }
         self.recount(now, true)
@@ -142,9 +142,9 @@ impl<S: SqlStore> Ledger<S> {
                 None => {}
             }
         }
-        let stored = self.stored()?.counters;
-        let known = [Counter::InFlight, Counter::Completed, Counter::Released]
-            .map(|c| stored.get(&c).copied().unwrap_or(0));
+        let states = [Counter::InFlight, Counter::Completed, Counter::Released];
+        let known =
+            self.with_stored(|s| states.map(|c| s.counters.get(&c).copied().unwrap_or(0)))?;
         if !scheduled && known == counts {
             return Ok(());
         }
@@ -158,7 +158,13 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
             ],
         )?;
-        *self.stored.borrow_mut() = None;
+        // The row as written, kept in memory (nothing else writes it).
+        if let Some(stored) = self.stored.borrow_mut().as_mut() {
+            for (c, n) in states.into_iter().zip(counts) {
+                stored.counters.insert(c, n);
+            }
+            stored.recounted_at = now;
+        }
         Ok(())
     }
 }
