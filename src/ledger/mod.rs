@@ -205,30 +205,9 @@ impl<S: SqlStore> Ledger<S> {
         retention_ms: Millis,
         now: Millis,
     ) -> Result<CompleteOutcome, StoreError> {
-        let headers = serde_json::to_string(&response.headers)
-            .map_err(|e| StoreError::Decode(e.to_string()))?;
-        let retained = i64::from(response.retained());
+        let expires_at = now.saturating_add(retention_ms);
         let out = self.transaction(|| {
-            // Guard: in flight at the caller's generation. A late completion
-            // with no takeover since is still accepted: nobody else ran.
-            let changed = self.store.update(
-                "UPDATE idempotency_records
-                 SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
-                     expires_at = ?, response_status = ?, response_headers = ?,
-                     response_body = ?, retained = ?
-                 WHERE key = ? AND state = 'in_flight' AND generation = ?",
-                &[
-                    now.into(),
-                    now.saturating_add(retention_ms).into(),
-                    i64::from(response.status).into(),
-                    headers.clone().into(),
-                    response.body.clone().into(),
-                    retained.into(),
-                    key.into(),
-                    generation.into(),
-                ],
-            )?;
-            if !changed {
+            if !self.store_completion(key, generation, response, expires_at, now)? {
                 self.tally().count(Counter::FencedOut, None, now);
                 return Ok(CompleteOutcome::FencedOut {
                     current: self.current_state(key)?,
@@ -238,7 +217,6 @@ impl<S: SqlStore> Ledger<S> {
             // retention was longer than this completion's (rare: a caller
             // chose both). Keeps sweep_at <= expires_at, so the sweep is
             // never late; otherwise it matches nothing and writes nothing.
-            let expires_at = now.saturating_add(retention_ms);
             self.store.execute(
                 "UPDATE idempotency_records SET sweep_at = ?
                  WHERE key = ? AND generation = ? AND sweep_at > ?",
@@ -249,12 +227,49 @@ impl<S: SqlStore> Ledger<S> {
                     expires_at.into(),
                 ],
             )?;
-            self.tally()
-                .moved(Some(Counter::InFlight), Counter::Completed, now);
             Ok(CompleteOutcome::Stored)
         })?;
         self.flush_if_due(now)?;
         Ok(out)
+    }
+
+    /// Stores `response` as the answer of the owner at `generation`, if
+    /// the record is still in flight at that generation (`false`: it is
+    /// not, the owner was fenced out), and counts the move.
+    fn store_completion(
+        &self,
+        key: &str,
+        generation: i64,
+        response: &StoredResponse,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let headers = serde_json::to_string(&response.headers)
+            .map_err(|e| StoreError::Decode(e.to_string()))?;
+        // Guard: in flight at the caller's generation. A late completion
+        // with no takeover since is still accepted: nobody else ran.
+        let changed = self.store.update(
+            "UPDATE idempotency_records
+             SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
+                 expires_at = ?, response_status = ?, response_headers = ?,
+                 response_body = ?, retained = ?
+             WHERE key = ? AND state = 'in_flight' AND generation = ?",
+            &[
+                now.into(),
+                expires_at.into(),
+                i64::from(response.status).into(),
+                headers.into(),
+                response.body.clone().into(),
+                i64::from(response.retained()).into(),
+                key.into(),
+                generation.into(),
+            ],
+        )?;
+        if changed {
+            self.tally()
+                .moved(Some(Counter::InFlight), Counter::Completed, now);
+        }
+        Ok(changed)
     }
 
     /// Gives the key back so the next claim runs again (at generation+1).
@@ -325,20 +340,23 @@ impl<S: SqlStore> Ledger<S> {
             };
             let response = app(&self.store)?;
             let stored = StoredResponse::capture(&response, capture);
-            match self.complete(key, generation, &stored, policy.retention_ms, now)? {
-                CompleteOutcome::Stored => Ok(ExecuteOutcome::Ran {
-                    generation,
-                    takeover,
-                    retained: stored.retained(),
-                    response,
-                }),
+            // Completed at the claim's own `now` and retention: its sweep_at
+            // already equals the expiry, so no fix-up as in `complete`.
+            let expires_at = now.saturating_add(policy.retention_ms);
+            if !self.store_completion(key, generation, &stored, expires_at, now)? {
                 // Impossible inside one transaction; refuse loudly and roll back
                 // the application's writes rather than let them stand unrecorded.
-                CompleteOutcome::FencedOut { .. } => Err(StoreError::Sql(
+                return Err(StoreError::Sql(
                     "completion fenced out inside its own transaction".into(),
                 )
-                .into()),
+                .into());
             }
+            Ok(ExecuteOutcome::Ran {
+                generation,
+                takeover,
+                retained: stored.retained(),
+                response,
+            })
         })?;
         self.flush_if_due(now)?;
         Ok(out)
