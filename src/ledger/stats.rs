@@ -97,22 +97,22 @@ impl Stats {
         };
     }
 
-    fn slot(&mut self, counter: Counter) -> Option<&mut i64> {
+    fn slot(&mut self, counter: Counter) -> &mut i64 {
         match counter {
-            Counter::InFlight => Some(&mut self.in_flight),
-            Counter::Completed => Some(&mut self.completed),
-            Counter::Released => Some(&mut self.released),
-            Counter::Claims => Some(&mut self.claims),
-            Counter::Replays => Some(&mut self.replays),
-            Counter::InUse => Some(&mut self.in_use),
-            Counter::Reused => Some(&mut self.reused),
-            Counter::Takeovers => Some(&mut self.takeovers),
-            Counter::FencedOut => Some(&mut self.fenced_out),
-            Counter::Swept => Some(&mut self.swept),
-            Counter::CompleteFailed => Some(&mut self.complete_failed),
-            Counter::Waited => Some(&mut self.waited),
-            Counter::WaitedReplayed => Some(&mut self.waited_replayed),
-            Counter::WaitedTimedOut => Some(&mut self.waited_timed_out),
+            Counter::InFlight => &mut self.in_flight,
+            Counter::Completed => &mut self.completed,
+            Counter::Released => &mut self.released,
+            Counter::Claims => &mut self.claims,
+            Counter::Replays => &mut self.replays,
+            Counter::InUse => &mut self.in_use,
+            Counter::Reused => &mut self.reused,
+            Counter::Takeovers => &mut self.takeovers,
+            Counter::FencedOut => &mut self.fenced_out,
+            Counter::Swept => &mut self.swept,
+            Counter::CompleteFailed => &mut self.complete_failed,
+            Counter::Waited => &mut self.waited,
+            Counter::WaitedReplayed => &mut self.waited_replayed,
+            Counter::WaitedTimedOut => &mut self.waited_timed_out,
         }
     }
 }
@@ -124,10 +124,7 @@ impl<S: SqlStore> Ledger<S> {
     pub fn stats(&self, now: Millis) -> Result<Stats, StoreError> {
         let mut stats = Stats::default();
         for c in Counter::ALL {
-            let value = self.count_of(c)?;
-            if let Some(slot) = stats.slot(c) {
-                *slot = value;
-            }
+            *stats.slot(c) = self.count_of(c)?;
         }
         // Counts an eviction lost can leave a state below zero until the
         // next recount; never show that.
