@@ -175,14 +175,10 @@ fn upgrade_v1(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(SWEEP_INDEX, &[])?;
     store.execute(&state_table(), &[])?;
     let had_counters = has_table(store, "ledger_counters")?;
+    // The per-state counts from the records, in one scan (`n` below).
     let value = |c: Counter| match c {
         Counter::InFlight | Counter::Completed | Counter::Released => {
-            let state = match c {
-                Counter::InFlight => "in_flight",
-                Counter::Completed => "completed",
-                _ => "released",
-            };
-            format!("(SELECT COUNT(*) FROM idempotency_records WHERE state = '{state}')")
+            format!("COALESCE(n.{}, 0)", c.name())
         }
         _ if had_counters => format!(
             "COALESCE((SELECT value FROM ledger_counters WHERE name = '{}'), 0)",
@@ -194,7 +190,11 @@ fn upgrade_v1(store: &impl SqlStore) -> Result<(), StoreError> {
     let values: Vec<String> = Counter::ALL.iter().map(|c| value(*c)).collect();
     store.execute(
         &format!(
-            "INSERT INTO ledger_state (id, schema_version, {}) SELECT 1, ?, {}",
+            "INSERT INTO ledger_state (id, schema_version, {}) SELECT 1, ?, {}
+             FROM (SELECT SUM(state = 'in_flight') AS in_flight,
+                          SUM(state = 'completed') AS completed,
+                          SUM(state = 'released') AS released
+                   FROM idempotency_records) AS n",
             names.join(", "),
             values.join(", ")
         ),
