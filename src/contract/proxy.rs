@@ -154,19 +154,18 @@ pub fn after_completion(
     }
 }
 
-/// The answer to an unprotected request forwarded to the origin: its
-/// response, or a problem that promises nothing about any key.
-pub fn unprotected_answer(result: Result<AppResponse, OriginFailure>) -> AppResponse {
-    match result {
-        Ok(response) if !is_passable_status(response.status) => invalid(response.status).into(),
-        Ok(response) => response,
-        Err(OriginFailure::Incomplete) => incomplete().into(),
-        Err(OriginFailure::Unreachable) => Problem::new(
+/// The answer to an unprotected request whose origin failed: a problem
+/// that promises nothing about any key. (Its response streams through; a
+/// status that cannot be passed on is [`not_passable`].)
+pub fn unprotected_answer(failure: OriginFailure) -> AppResponse {
+    match failure {
+        OriginFailure::Incomplete => incomplete().into(),
+        OriginFailure::Unreachable => Problem::new(
             ProblemKind::OriginUnavailable,
             "the origin could not be reached",
         )
         .into(),
-        Err(OriginFailure::TimedOut) => Problem::new(
+        OriginFailure::TimedOut => Problem::new(
             ProblemKind::OriginTimeout,
             "the origin did not answer in time",
         )

@@ -341,7 +341,7 @@ async fn forward_unprotected(
     {
         Ok(Ok(response)) => response,
         Ok(Err(status)) => http::app(proxy::not_passable(status)),
-        Err(e) => http::app(proxy::unprotected_answer(Err(e.failure()))),
+        Err(e) => http::app(proxy::unprotected_answer(e.failure())),
     }
 }
 

@@ -18,7 +18,9 @@ use idempotency_ledger::contract::answer::{
     retry_after_seconds, REPLAYED_HEADER,
 };
 use idempotency_ledger::contract::auth::{authenticate, TokenMap};
-use idempotency_ledger::contract::proxy::{after_completion, after_origin, unprotected_answer};
+use idempotency_ledger::contract::proxy::{
+    after_completion, after_origin, not_passable, unprotected_answer,
+};
 use idempotency_ledger::contract::{
     Disposition, GatewayRoute, LedgerFailure, OriginFailure, Protection, RequestHead, Settle,
 };
