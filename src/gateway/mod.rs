@@ -230,7 +230,7 @@ async fn protect(
         body: &forward.body,
     });
     let cache = config.replay_cache_bytes;
-    count_replays_when_due(ctx, env, tenant, &who.base_name, cache);
+    count_replays_when_due(ctx, who.base.as_ref().ok(), tenant, cache);
     let cached = with_replays(cache, |c| {
         c.serve(tenant, key, &fingerprint.digest, now_ms())
     });

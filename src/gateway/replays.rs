@@ -14,12 +14,12 @@
 
 use std::cell::RefCell;
 
-use worker::{Context, Env};
+use worker::Context;
 
 use crate::contract::replay_cache::{ReplayCache, Tallies};
 use crate::fields;
 use crate::platform::client::LedgerClient;
-use crate::platform::{log, now_ms, LEDGER_BINDING};
+use crate::platform::{log, now_ms};
 use crate::rpc::{ReplayCount, ReplayedCall, MAX_REPLAYED_COUNT, MAX_REPLAYED_ENTRIES};
 
 thread_local! {
@@ -74,21 +74,20 @@ pub async fn count_replays(client: &LedgerClient, tenant: &str, capacity: usize)
 }
 
 /// Writes `tenant`'s cache-served replays after the response, when they are due.
-/// `object` is the tenant's object that takes its counts (shard 0 when sharded).
+/// `base` is the tenant's object that takes its counts (shard 0 when sharded;
+/// `None`: not reachable, the counts wait).
 pub fn count_replays_when_due(
     ctx: &Context,
-    env: &Env,
+    base: Option<&LedgerClient>,
     tenant: &str,
-    object: &str,
     capacity: usize,
 ) {
+    let Some(client) = base else { return };
     if !with_replays(capacity, |c| c.is_due(tenant, now_ms())) {
         return;
     }
-    let (env, tenant, object) = (env.clone(), tenant.to_string(), object.to_string());
+    let (client, tenant) = (client.clone(), tenant.to_string());
     ctx.wait_until(async move {
-        if let Ok(client) = LedgerClient::for_object(&env, LEDGER_BINDING, &object) {
-            count_replays(&client, &tenant, capacity).await;
-        }
+        count_replays(&client, &tenant, capacity).await;
     });
 }

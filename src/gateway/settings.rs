@@ -69,8 +69,6 @@ pub struct Tenancy {
     /// The object that takes the tenant's counts (its only object, or shard
     /// 0); an `Err` is a ledger that was certainly not reached.
     pub base: Result<LedgerClient, LedgerError>,
-    /// The base object's name.
-    pub base_name: String,
 }
 
 impl Tenancy {
@@ -106,7 +104,6 @@ impl Tenancy {
             origin,
             layout,
             base,
-            base_name,
         })
     }
 }
