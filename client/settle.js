@@ -23,7 +23,7 @@ export const SETTLE_RETRY_DELAYS_MS = Object.freeze([200, 1_000]);
  * @param {unknown} error
  * @returns {boolean}
  */
-export function isRetryable(error) {
+function isRetryable(error) {
   return error instanceof LedgerError && (error.status === null || error.status >= 500);
 }
 

@@ -120,7 +120,7 @@ export function parseTenantShards(raw) {
  * @param {ShardLayout} [layout] default: one object
  * @returns {Promise<KeyHomes>}
  */
-export async function keyHomes(namespace, tenant, key, layout = SINGLE) {
+async function keyHomes(namespace, tenant, key, layout = SINGLE) {
   /** @param {number} n */
   const home = async (n) => LedgerClient.forTenant(namespace, shardObjectName(tenant, n <= 1 ? 0 : await shardOf(String(key), n), n));
   return { current: await home(layout.shards), previous: layout.previous === null ? null : await home(layout.previous) };
@@ -137,7 +137,7 @@ export async function keyHomes(namespace, tenant, key, layout = SINGLE) {
  * @param {(ledger: LedgerClient) => Promise<T>} call
  * @returns {Promise<T>}
  */
-export async function routeKeyed(homes, call) {
+async function routeKeyed(homes, call) {
   if (homes.previous !== null) {
     try {
       return await call(homes.previous);
@@ -166,7 +166,7 @@ function earlier(a, b) {
  * @param {readonly LedgerStats[]} all
  * @returns {LedgerStats}
  */
-export function sumStats(all) {
+function sumStats(all) {
   /** @type {Record<string, number | string | null>} */
   const sum = {};
   for (const stats of all) {
@@ -225,28 +225,28 @@ export class TenantLedgers {
    * @param {string} key
    * @returns {Promise<KeyHomes>}
    */
-  homes(tenant, key) {
+  #homes(tenant, key) {
     return keyHomes(this.#namespace, tenant, key, this.layout(tenant));
   }
 
   /** @param {string} tenant @param {ClaimCall} call @returns {Promise<ClaimOutcome & WaitedAnswer>} */
   async claim(tenant, call) {
-    return routeKeyed(await this.homes(tenant, call?.key), (ledger) => ledger.claim(call));
+    return routeKeyed(await this.#homes(tenant, call?.key), (ledger) => ledger.claim(call));
   }
 
   /** @param {string} tenant @param {CompleteCall} call @returns {Promise<CompleteOutcome>} */
   async complete(tenant, call) {
-    return routeKeyed(await this.homes(tenant, call?.key), (ledger) => ledger.complete(call));
+    return routeKeyed(await this.#homes(tenant, call?.key), (ledger) => ledger.complete(call));
   }
 
   /** @param {string} tenant @param {ReleaseCall} call @returns {Promise<ReleaseOutcome>} */
   async release(tenant, call) {
-    return routeKeyed(await this.homes(tenant, call?.key), (ledger) => ledger.release(call));
+    return routeKeyed(await this.#homes(tenant, call?.key), (ledger) => ledger.release(call));
   }
 
   /** @param {string} tenant @param {string} key @returns {Promise<RecordView | null>} */
   async lookup(tenant, key) {
-    const { current, previous } = await this.homes(tenant, key);
+    const { current, previous } = await this.#homes(tenant, key);
     return (previous === null ? null : await previous.lookup(key)) ?? current.lookup(key);
   }
 
