@@ -50,8 +50,8 @@ impl Place {
 
 impl TenantLedger {
     /// The object's place, learned on first use (see the module doc).
-    pub(super) fn place(&self, config: &Config) -> Result<Place, Problem> {
-        if let Some(place) = self.place.borrow().clone() {
+    pub(super) fn place(&self, config: &Config) -> Result<&Place, Problem> {
+        if let Some(place) = self.place.get() {
             return Ok(place);
         }
         let recorded = self
@@ -89,8 +89,7 @@ impl TenantLedger {
                 ));
             }
         };
-        *self.place.borrow_mut() = Some(place.clone());
-        Ok(place)
+        Ok(self.place.get_or_init(|| place))
     }
 
     /// Checks the runtime's name against the object's id where it can: the

@@ -53,7 +53,7 @@ impl TenantLedger {
             return Ok(());
         }
         let place = self.place(config)?;
-        let Some((tenant, is_registry)) = place.tenant.filter(|_| !place.retired) else {
+        let Some((tenant, is_registry)) = place.tenant.clone().filter(|_| !place.retired) else {
             self.layout_accepted.set(true);
             return Ok(());
         };

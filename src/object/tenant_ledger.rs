@@ -9,7 +9,7 @@
 //! refuses every call (loudly, in the log and the answer); nothing else is
 //! decided here.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 
 use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
@@ -42,7 +42,7 @@ pub struct TenantLedger {
     /// Requests parked on in-flight keys (in memory: gone with the instance).
     pub(super) waiters: Waiters,
     /// Its place in its tenant's layout, once known (see [`super::place`]).
-    pub(super) place: RefCell<Option<Place>>,
+    pub(super) place: OnceCell<Place>,
     /// The tenant's registry accepted the configured layout (see
     /// [`super::reshard`]); checked once per instance.
     pub(super) layout_accepted: Cell<bool>,
@@ -69,7 +69,7 @@ impl DurableObject for TenantLedger {
         let config = load_config(&env);
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
         TenantLedger {
-            place: RefCell::new(None),
+            place: OnceCell::new(),
             layout_accepted: Cell::new(false),
             env,
             waiters: Waiters::new(max_waiters),
