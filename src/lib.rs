@@ -21,11 +21,14 @@
 //!    RPC client, HTTP conversion, logs, the environment.
 //! 6. [`object`] — the `TenantLedger` Durable Object (its waiting registry
 //!    is pure and host-tested; the rest is wasm32) — and `gateway` (wasm32)
-//!    — the `#[event(fetch)]` Worker.
+//!    — the `#[event(fetch)]` Worker — and [`embedded`] (wasm32) — the
+//!    ledger exported to JavaScript for your own TypeScript Durable Object
+//!    (`idempotency-ledger/ledger`).
 //!
 //! Cargo features draw the same line: `tenant-ledger` builds the object's
-//! class, `gateway` the Worker; with default features off the crate is a
-//! library (the ledger inside your own Durable Object, the typed client).
+//! class, `gateway` the Worker, `js-ledger` the exported `EmbeddedLedger`;
+//! with default features off the crate is a library (the ledger inside
+//! your own Durable Object, the typed client).
 
 pub mod config;
 pub mod contract;
@@ -40,3 +43,6 @@ pub mod platform;
 
 #[cfg(all(target_arch = "wasm32", feature = "gateway"))]
 pub mod gateway;
+
+#[cfg(all(target_arch = "wasm32", feature = "js-ledger"))]
+pub mod embedded;

@@ -25,6 +25,16 @@ import { TenantLedgers, parseTenantShards } from "../client/index.js";
 export { TenantLedger };
 export default gateway;
 
+/**
+ * The gateway's answer to `request` from inside another fetch handler (a
+ * Worker that routes some paths to the gateway). worker-build's default
+ * export is an entrypoint class, not a handler object: constructing it as
+ * the runtime would (ctx, env) keeps its wasm re-initialisation guard.
+ */
+export function fetchGateway(request, env, ctx) {
+  return new gateway(ctx, env).fetch(request);
+}
+
 let shardMap = null; // parsed once per isolate (variables never change within one)
 
 /** JS RPC over RPC v1: `env.LEDGER.claim("acme", { key, fingerprint })`. */

@@ -132,7 +132,7 @@ test("fingerprint() reproduces every shared fingerprint vector", async () => {
   }
 });
 
-test("npm pack ships exactly the client, its types, the docs, the README, the changelog and the licence", async () => {
+test("npm pack ships exactly the client, its types, the built Worker, the docs, the README, the changelog and the licence", async () => {
   const { execFileSync } = await import("node:child_process");
   const root = new URL("../../", import.meta.url).pathname;
   const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
@@ -142,6 +142,8 @@ test("npm pack ships exactly the client, its types, the docs, the README, the ch
     "CHANGELOG.md",
     "LICENSE",
     "README.md",
+    "build/index.js",
+    "build/index_bg.wasm",
     "client/answer.d.ts",
     "client/answer.js",
     "client/bytes.d.ts",
@@ -158,6 +160,8 @@ test("npm pack ships exactly the client, its types, the docs, the README, the ch
     "client/index.js",
     "client/key.d.ts",
     "client/key.js",
+    "client/ledger.d.ts",
+    "client/ledger.js",
     "client/problems.d.ts",
     "client/problems.js",
     "client/rpc.d.ts",
@@ -181,6 +185,11 @@ test("npm pack ships exactly the client, its types, the docs, the README, the ch
     "docs/rpc-v1.md",
     "docs/sharding.md",
     "package.json",
+    "worker/entry.d.mts",
+    "worker/entry.mjs",
+    "worker/wasm.d.mts",
+    "worker/wasm.mjs",
+    "worker/wrangler.jsonc",
   ]);
 });
 

@@ -24,6 +24,18 @@ test("wrangler.toml [vars] publishes exactly the defaults of tests/fixtures/defa
   assert.deepEqual(vars, fixture.variables, "every default is published, and nothing else");
 });
 
+test("the packaged config (worker/wrangler.jsonc) runs the prebuilt Worker with wrangler.toml's bindings and defaults, and no build step", () => {
+  const text = readFileSync(new URL("../../worker/wrangler.jsonc", import.meta.url), "utf8");
+  const config = JSON.parse(text.replace(/^\s*\/\/.*$/gm, ""));
+  assert.deepEqual(config.vars, wranglerVars());
+  assert.equal(config.main, "./entry.mjs");
+  assert.equal(config.build, undefined, "prebuilt: nothing to build where it is installed");
+  assert.deepEqual(config.durable_objects.bindings, [{ name: "TENANT_LEDGER", class_name: "TenantLedger" }]);
+  assert.deepEqual(config.migrations, [{ tag: "v1", new_sqlite_classes: ["TenantLedger"] }]);
+  const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
+  assert.equal(config.compatibility_date, toml.match(/^compatibility_date = "(.*)"$/m)[1]);
+});
+
 test("without API_TOKENS the Worker is misconfigured and never accepts the demo tokens", async () => {
   const gw = await startGateway({ apiTokens: null });
   try {

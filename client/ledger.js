@@ -1,0 +1,269 @@
+// @ts-check
+// idempotency-ledger/ledger: exactly-once inside your own Durable Object.
+//
+//   import { Ledger } from "idempotency-ledger/ledger";
+//   export class Payments extends DurableObject {
+//     ledger = new Ledger(this.ctx);
+//     async fetch(request) {
+//       return this.ledger.handle(request, () => {
+//         const { id } = this.ctx.storage.sql.exec("INSERT INTO charges … RETURNING id").one();
+//         return { status: 201, json: { id } };
+//       });
+//     }
+//   }
+//
+// The same ledger core as TenantLedger and Rust library mode (src/ledger,
+// compiled to wasm; src/embedded.rs exports it), over the object's own
+// `ctx.storage.sql`. `execute` claims the key, calls your synchronous
+// function and stores its answer in one `transactionSync`: your rows and
+// the ledger's record commit together or not at all. A function that
+// throws rolls both back (the key stays free) and its error reaches you.
+// Outcomes are RPC v1 `execute`'s: ran, or completed (replay it),
+// in_flight, mismatch, ledger_full (docs/clients.md "Your own Durable Object").
+//
+// Workers only: it loads the wasm module (build/index_bg.wasm) that the
+// package ships, the same one `idempotency-ledger/worker` runs.
+import { EmbeddedLedger } from "../worker/wasm.mjs";
+import { DEFAULTS } from "./defaults.js";
+import { encoder } from "./bytes.js";
+import { fingerprint } from "./fingerprint.js";
+import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
+import { problemResponse } from "./problems.js";
+import { refusalResponse } from "./answer.js";
+/** @import { Fingerprint } from "./fingerprint.js" */
+/** @import { ClaimRefusal, RecordView, LedgerStats } from "./rpc.js" */
+
+/**
+ * @typedef {object} LedgerOptions
+ * @property {number} [retentionSeconds] How long an answer is replayed. Default 86400 (as RETENTION_SECONDS).
+ * @property {number} [maxKeys] Records this object keeps at most; a new key beyond it is
+ *   `ledger_full`. Default 1000000 (as MAX_KEYS_PER_TENANT).
+ * @property {readonly string[]} [storedHeaders] Default `["content-type", "location", "etag"]`.
+ * @property {number} [maxStoredBodyBytes] Default 1 MiB; a larger body is stored as a tombstone.
+ * @property {readonly string[]} [fingerprintHeaders] `handle` only. Default `["content-type"]`.
+ * @property {boolean} [required] `handle` only: a request without a key gets
+ *   `400 idempotency-key-missing` (default true); false runs it unprotected.
+ */
+
+/**
+ * What your function returns: the answer to store and replay. `json`
+ * sets the body and `content-type: application/json` (unless given).
+ * @typedef {object} AppAnswer
+ * @property {number} [status] 200..599, default 200.
+ * @property {Headers | Record<string, string> | [string, string][]} [headers]
+ * @property {string | Uint8Array | ArrayBuffer | null} [body]
+ * @property {unknown} [json]
+ */
+
+/**
+ * What `handle` gives your function: the request's key and body.
+ * @typedef {object} HandledRequest
+ * @property {string | null} key The parsed Idempotency-Key (null: unprotected, `required: false`).
+ * @property {Uint8Array} body The raw body bytes (what the fingerprint hashed).
+ * @property {() => string} text The body as UTF-8 text.
+ * @property {() => any} json The body parsed as JSON (throws on invalid JSON: nothing is written).
+ */
+
+/**
+ * The answer as it was given (status, every header, the body bytes).
+ * @typedef {object} RanResponse
+ * @property {number} status
+ * @property {[string, string][]} headers
+ * @property {Uint8Array} body
+ */
+
+/**
+ * Your function ran, and its answer is stored.
+ * @typedef {object} Ran
+ * @property {"ran"} outcome
+ * @property {number} generation
+ * @property {boolean} takeover
+ * @property {boolean} retained False when the body was too large to keep (a replay answers 500).
+ * @property {RanResponse} response
+ */
+
+/** @typedef {Ran | ClaimRefusal} ExecuteResult */
+
+/**
+ * The object's `ctx`, as much of it as the ledger uses.
+ * @typedef {{ storage: { sql: object; transactionSync: Function } }} LedgerState
+ */
+
+/** @param {unknown} v @param {string} name @param {number} min @param {number} max */
+function whole(v, name, min, max) {
+  if (!Number.isSafeInteger(v) || /** @type {number} */ (v) < min || /** @type {number} */ (v) > max) {
+    throw new TypeError(`idempotency-ledger: ${name} must be a whole number ${min}..${max}`);
+  }
+  return /** @type {number} */ (v);
+}
+
+/**
+ * The function's answer in the shape src/embedded.rs reads:
+ * `[status, [name, value, …], body]`.
+ * @param {AppAnswer} answer
+ * @returns {[number, string[], Uint8Array, RanResponse]}
+ */
+function normalized(answer) {
+  if (answer === null || typeof answer !== "object") {
+    throw new TypeError("idempotency-ledger: execute's function must return { status, headers, body } (synchronously)");
+  }
+  if (typeof (/** @type {{ then?: unknown }} */ (answer).then) === "function") {
+    throw new TypeError("idempotency-ledger: execute's function must be synchronous (it returned a Promise): a transaction cannot span an await");
+  }
+  const status = answer.status ?? 200;
+  const headers = new Headers(/** @type {HeadersInit | undefined} */ (answer.headers));
+  /** @type {Uint8Array} */
+  let body;
+  if (answer.json !== undefined) {
+    body = encoder.encode(JSON.stringify(answer.json));
+    if (!headers.has("content-type")) headers.set("content-type", "application/json");
+  } else if (answer.body === undefined || answer.body === null) {
+    body = new Uint8Array();
+  } else if (typeof answer.body === "string") {
+    body = encoder.encode(answer.body);
+  } else if (answer.body instanceof Uint8Array) {
+    body = answer.body;
+  } else if (answer.body instanceof ArrayBuffer) {
+    body = new Uint8Array(answer.body);
+  } else {
+    throw new TypeError("idempotency-ledger: body must be a string, Uint8Array or ArrayBuffer");
+  }
+  /** @type {[string, string][]} */
+  const pairs = [...headers];
+  return [status, pairs.flat(), body, { status, headers: pairs, body }];
+}
+
+/**
+ * @param {string | null} key
+ * @param {Uint8Array} body
+ * @returns {HandledRequest}
+ */
+function handled(key, body) {
+  const text = () => new TextDecoder().decode(body);
+  return { key, body, text, json: () => JSON.parse(text()) };
+}
+
+/** @param {RanResponse} r */
+function ranResponse(r) {
+  const nullBody = [204, 205, 304].includes(r.status);
+  return new Response(nullBody ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: r.headers });
+}
+
+/** The ledger inside your own SQLite-backed Durable Object. */
+export class Ledger {
+  #core;
+  #fingerprintHeaders;
+  #required;
+
+  /**
+   * Creates (or upgrades in place) the ledger's tables in the object's
+   * database. Invalid options throw a TypeError.
+   * @param {LedgerState} ctx The Durable Object's `ctx` (`this.ctx`); its class must be a SQLite one.
+   * @param {LedgerOptions} [options]
+   */
+  constructor(ctx, options = {}) {
+    const {
+      retentionSeconds = 86400,
+      maxKeys = 1000000,
+      storedHeaders = DEFAULTS.storedHeaders,
+      maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
+      fingerprintHeaders = DEFAULTS.fingerprintHeaders,
+      required = DEFAULTS.required,
+    } = options;
+    for (const [name, list] of /** @type {const} */ ([["storedHeaders", storedHeaders], ["fingerprintHeaders", fingerprintHeaders]])) {
+      if (!Array.isArray(list) || !list.every((h) => typeof h === "string" && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h))) {
+        throw new TypeError(`idempotency-ledger: ${name} must be an array of header names`);
+      }
+    }
+    if (typeof required !== "boolean") throw new TypeError("idempotency-ledger: required must be a boolean");
+    this.#core = new EmbeddedLedger(ctx, JSON.stringify({
+      retention_seconds: whole(retentionSeconds, "retentionSeconds", 1, 31536000),
+      max_keys: whole(maxKeys, "maxKeys", 1, Number.MAX_SAFE_INTEGER),
+      stored_headers: storedHeaders,
+      max_stored_body_bytes: whole(maxStoredBodyBytes, "maxStoredBodyBytes", 0, 1900000),
+    }));
+    this.#fingerprintHeaders = fingerprintHeaders;
+    this.#required = required;
+  }
+
+  /**
+   * Claims `key`, runs `run()` (synchronously, inside the transaction)
+   * unless the key is already answered, and stores its answer: one
+   * transaction. Whatever `run` throws is rethrown with nothing written.
+   * @param {{ key: string; fingerprint: Fingerprint }} call The key (parsed: `parseIdempotencyKey`) and the request's fingerprint.
+   * @param {() => AppAnswer} run Your writes (`ctx.storage.sql.exec`), then the answer.
+   * @returns {ExecuteResult}
+   */
+  execute({ key, fingerprint }, run) {
+    if (typeof run !== "function") throw new TypeError("idempotency-ledger: execute(call, run) needs a function");
+    /** @type {RanResponse | undefined} */
+    let response;
+    const answer = this.#core.execute(JSON.stringify({ key, fingerprint }), () => {
+      const [status, headers, body, given] = normalized(run());
+      response = given;
+      return [status, headers, body];
+    });
+    const outcome = JSON.parse(answer);
+    if (outcome.outcome === "ran") return { ...outcome, response: /** @type {RanResponse} */ (response) };
+    return outcome;
+  }
+
+  /**
+   * The HTTP contract over `execute`: the Idempotency-Key header parsed by
+   * the gateway's rules, the gateway's fingerprint of the request, then the
+   * answer — your function's response (first run), the stored one with
+   * `Idempotent-Replayed: true`, or the gateway's problem documents
+   * (400, 409, 422, 429) for the rest.
+   * @param {Request} request
+   * @param {(request: HandledRequest) => AppAnswer} run Called with the key and body (synchronously, inside the transaction).
+   * @returns {Promise<Response>}
+   */
+  async handle(request, run) {
+    const field = request.headers.get("idempotency-key");
+    if (field === null) {
+      if (this.#required) return problemResponse("idempotency-key-missing", { args: { method: request.method } });
+      return ranResponse(normalized(run(handled(null, new Uint8Array(await request.arrayBuffer()))))[3]);
+    }
+    let key;
+    try {
+      key = parseIdempotencyKey(field);
+    } catch (e) {
+      if (e instanceof IdempotencyKeyError) return problemResponse("idempotency-key-invalid", { detail: e.message });
+      throw e;
+    }
+    const body = new Uint8Array(await request.arrayBuffer());
+    const url = new URL(request.url);
+    const fp = await fingerprint({
+      method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders: this.#fingerprintHeaders, body,
+    });
+    const outcome = this.execute({ key, fingerprint: fp }, () => run(handled(key, body)));
+    return outcome.outcome === "ran" ? ranResponse(outcome.response) : refusalResponse(outcome);
+  }
+
+  /**
+   * The record of `key`, or null when there is none (or it expired).
+   * @param {string} key
+   * @returns {RecordView | null}
+   */
+  lookup(key) {
+    return JSON.parse(this.#core.lookup(key));
+  }
+
+  /**
+   * Deletes at most `batch` expired records. Call it from the object's
+   * `alarm()`, and set the next alarm at `next_expires_at` (when not null).
+   * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH).
+   * @returns {{ deleted: number; batch_full: boolean; next_expires_at: number | null }}
+   */
+  sweep(batch = 500) {
+    return JSON.parse(this.#core.sweep(whole(batch, "batch", 1, 10000)));
+  }
+
+  /**
+   * Counts of this object's ledger (RPC v1 `stats`), read-only.
+   * @returns {LedgerStats}
+   */
+  stats() {
+    return JSON.parse(this.#core.stats());
+  }
+}

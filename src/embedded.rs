@@ -1,0 +1,245 @@
+//! The ledger inside *your own* TypeScript Durable Object: the same
+//! [`Ledger`] core as `TenantLedger` and Rust library mode, exported to
+//! JavaScript (`idempotency-ledger/ledger`, client/ledger.js, wraps it).
+//!
+//! Role: give a JS object exactly-once over its own SQLite tables. One
+//! `execute` claims the key, calls the caller's synchronous function (its
+//! own `ctx.storage.sql` writes) and stores the answer, all in one
+//! `storage.transactionSync` (the [`DoSqlStore`]'s `atomically`): a function
+//! that throws rolls back its writes and the claim together, and the error
+//! reaches the caller unchanged.
+//!
+//! What we learned making it (workers-rs 0.8.7, worker-build 0.8.7):
+//! - worker-build's generated shim re-exports every `#[wasm_bindgen]`
+//!   class of the crate (wrapped in its re-initialising Proxy, whose method
+//!   wrappers stay synchronous for synchronous methods), but no free
+//!   functions: so this is a class.
+//! - `worker::State: From<worker_sys::DurableObjectState>`, so the JS
+//!   object's `ctx` becomes the same [`DoSqlStore`] `TenantLedger` uses.
+//! - A JS function called from Rust through `js_sys::Function::call0`
+//!   returns `Err(thrown)` when it throws (wasm-bindgen catches it), so a
+//!   throw inside the caller's write is an ordinary `Err` here.
+//!
+//! What must stay true here: the caller's function runs only when the key
+//! is new (or its earlier owner's lease is over), inside the transaction
+//! that records its answer; every other outcome is answered without
+//! calling it. Inputs are validated as RPC v1 validates them (key,
+//! fingerprint, windows) before anything is written.
+
+use js_sys::{Array, Function, Uint8Array};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use worker::State;
+
+use crate::ledger::{ClaimPolicy, ExecuteOutcome, Ledger, StoreError, STORED_BODY_CEILING};
+use crate::object::do_store::DoSqlStore;
+use crate::platform::env::now_ms;
+use crate::protocol::{AppResponse, CapturePolicy, Fingerprint};
+use crate::rpc::{check_fingerprint, check_key, check_window};
+
+/// The limits of one embedded ledger (client/ledger.js fills the defaults).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    retention_seconds: u64,
+    max_keys: u64,
+    stored_headers: Vec<String>,
+    max_stored_body_bytes: usize,
+}
+
+/// The key and fingerprint of one call, as RPC v1 `execute` carries them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keyed {
+    key: String,
+    fingerprint: Fingerprint,
+}
+
+/// Why an `execute` did not finish: the store, or the caller's function.
+enum Failed {
+    Store(StoreError),
+    /// What the caller's function threw (or a malformed answer of it).
+    Thrown(JsValue),
+}
+
+impl From<StoreError> for Failed {
+    fn from(e: StoreError) -> Self {
+        Failed::Store(e)
+    }
+}
+
+/// One Durable Object's ledger, over that object's own SQLite database.
+#[wasm_bindgen]
+pub struct EmbeddedLedger {
+    ledger: Ledger<DoSqlStore>,
+    policy: ClaimPolicy,
+    capture: CapturePolicy,
+}
+
+fn refuse(message: impl std::fmt::Display) -> JsValue {
+    js_sys::TypeError::new(&format!("idempotency-ledger: {message}")).into()
+}
+
+fn store_failed(e: StoreError) -> JsValue {
+    js_sys::Error::new(&format!(
+        "idempotency-ledger: the ledger's storage failed: {e}"
+    ))
+    .into()
+}
+
+#[wasm_bindgen]
+impl EmbeddedLedger {
+    /// `new EmbeddedLedger(ctx, optionsJson)`: migrates the ledger's tables
+    /// in the object's database (idempotent) and checks the options.
+    #[wasm_bindgen(constructor)]
+    pub fn new(ctx: JsValue, options: &str) -> Result<EmbeddedLedger, JsValue> {
+        let options: Options = serde_json::from_str(options).map_err(refuse)?;
+        check_window("retentionSeconds", Some(options.retention_seconds)).map_err(refuse)?;
+        if options.max_keys == 0 {
+            return Err(refuse("maxKeys must be at least 1"));
+        }
+        if options.max_stored_body_bytes > STORED_BODY_CEILING {
+            return Err(refuse(format!(
+                "maxStoredBodyBytes must be at most {STORED_BODY_CEILING}"
+            )));
+        }
+        let storage = js_sys::Reflect::get(&ctx, &JsValue::from_str("storage"))
+            .ok()
+            .filter(|s| s.is_object())
+            .ok_or_else(|| refuse("new Ledger(ctx): ctx must be the Durable Object's state"))?;
+        if !js_sys::Reflect::get(&storage, &JsValue::from_str("sql"))
+            .map(|s| s.is_object())
+            .unwrap_or(false)
+        {
+            return Err(refuse(
+                "ctx.storage.sql is missing: the object's class must use the SQLite backend (new_sqlite_classes)",
+            ));
+        }
+        let retention_ms = options.retention_seconds as i64 * 1000;
+        let state = State::from(ctx.unchecked_into::<worker::worker_sys::DurableObjectState>());
+        let ledger = Ledger::new(DoSqlStore::new(&state));
+        ledger.migrate().map_err(store_failed)?;
+        Ok(EmbeddedLedger {
+            ledger,
+            policy: ClaimPolicy {
+                // `execute` writes a record already completed, in the
+                // transaction that runs the caller's function: no record
+                // of this ledger is ever left in flight, so no lease is
+                // configurable (one minute, within the retention, as
+                // ClaimPolicy requires).
+                lease_ms: retention_ms.min(60_000),
+                retention_ms,
+                max_keys: options.max_keys,
+                settle_grace_ms: 0,
+                max_db_bytes: u64::MAX,
+            },
+            capture: CapturePolicy {
+                stored_headers: options
+                    .stored_headers
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+                max_stored_body_bytes: options.max_stored_body_bytes,
+            },
+        })
+    }
+
+    /// `execute(callJson, run)`: `callJson` is `{key, fingerprint}` (RPC v1's
+    /// shapes); `run()` is called at most once, inside the transaction, and
+    /// returns `[status, [name, value, …], body: Uint8Array]`. Answers the
+    /// outcome as RPC v1 `execute` JSON, without the response of a `ran`
+    /// (the caller has it). Whatever `run` throws is rethrown, nothing
+    /// written.
+    pub fn execute(&self, call: &str, run: &Function) -> Result<String, JsValue> {
+        let call: Keyed = serde_json::from_str(call).map_err(refuse)?;
+        check_key(&call.key).map_err(refuse)?;
+        check_fingerprint(&call.fingerprint).map_err(refuse)?;
+        let now = now_ms();
+        let outcome = self.ledger.execute(
+            &call.key,
+            &call.fingerprint,
+            &self.policy,
+            &self.capture,
+            now,
+            |_| run_app(run),
+        );
+        match outcome {
+            Ok(ExecuteOutcome::Ran {
+                generation,
+                takeover,
+                retained,
+                ..
+            }) => Ok(serde_json::json!({
+                "outcome": "ran", "generation": generation, "takeover": takeover, "retained": retained,
+            })
+            .to_string()),
+            Ok(refused) => serde_json::to_string(&refused).map_err(refuse),
+            Err(Failed::Thrown(thrown)) => Err(thrown),
+            Err(Failed::Store(e)) => Err(store_failed(e)),
+        }
+    }
+
+    /// `lookup(key)`: the record as RPC v1 `lookup` answers it (JSON), or `null`.
+    pub fn lookup(&self, key: &str) -> Result<String, JsValue> {
+        check_key(key).map_err(refuse)?;
+        let record = self.ledger.lookup(key, now_ms()).map_err(store_failed)?;
+        serde_json::to_string(&record).map_err(refuse)
+    }
+
+    /// `sweep(batch)`: deletes at most `batch` expired records (JSON
+    /// `{deleted, batch_full, next_expires_at}`); call it from the object's
+    /// `alarm()` and set the next alarm at `next_expires_at`.
+    pub fn sweep(&self, batch: u32) -> Result<String, JsValue> {
+        if batch == 0 || batch > 10_000 {
+            return Err(refuse("sweep(batch): batch must be 1..10000"));
+        }
+        let swept = self
+            .ledger
+            .sweep(now_ms(), batch as usize)
+            .map_err(store_failed)?;
+        serde_json::to_string(&swept).map_err(refuse)
+    }
+
+    /// `stats()`: RPC v1 `stats` (JSON), read-only.
+    pub fn stats(&self) -> Result<String, JsValue> {
+        let stats = self.ledger.stats(now_ms()).map_err(store_failed)?;
+        serde_json::to_string(&stats).map_err(refuse)
+    }
+}
+
+/// Calls the caller's function and reads its answer
+/// (`[status, [name, value, …], body]`, made by client/ledger.js).
+fn run_app(run: &Function) -> Result<AppResponse, Failed> {
+    let answer = run.call0(&JsValue::UNDEFINED).map_err(Failed::Thrown)?;
+    let malformed = |what: &str| Failed::Thrown(refuse(format!("execute: {what}")));
+    let parts: Array = answer
+        .dyn_into()
+        .map_err(|_| malformed("run() must answer [status, headers, body]"))?;
+    let status = parts
+        .get(0)
+        .as_f64()
+        .filter(|s| s.fract() == 0.0 && (200.0..=599.0).contains(s))
+        .ok_or_else(|| malformed("the status must be a whole number 200..599"))?
+        as u16;
+    let flat: Array = parts
+        .get(1)
+        .dyn_into()
+        .map_err(|_| malformed("headers must be an array"))?;
+    let mut headers = Vec::with_capacity(flat.length() as usize / 2);
+    for i in (0..flat.length()).step_by(2) {
+        match (flat.get(i).as_string(), flat.get(i + 1).as_string()) {
+            (Some(name), Some(value)) => headers.push((name.to_ascii_lowercase(), value)),
+            _ => return Err(malformed("header names and values must be strings")),
+        }
+    }
+    let body: Uint8Array = parts
+        .get(2)
+        .dyn_into()
+        .map_err(|_| malformed("the body must be a Uint8Array"))?;
+    Ok(AppResponse {
+        status,
+        headers,
+        body: body.to_vec(),
+    })
+}

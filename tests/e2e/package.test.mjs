@@ -1,0 +1,248 @@
+// The npm package as a TypeScript team uses it, with no Rust toolchain:
+// `npm pack` here, then in a temporary project (a copy of
+// tests/e2e/package-app) whose PATH has Node and npm but no cargo: install
+// the tarball, check the types (`wrangler types` → tsc, and against
+// @cloudflare/workers-types), bundle the TypeScript Worker with wrangler,
+// and run that bundle in workerd. It runs the packaged TenantLedger,
+// LedgerService and gateway (idempotency-ledger/worker) and a TypeScript
+// Durable Object of its own with the ledger embedded
+// (idempotency-ledger/ledger): exactly-once over its own table.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { ROOT, DEMO_TOKENS, ACME, read, json, slug } from "./harness.mjs";
+
+const NODE_BIN = dirname(process.execPath);
+/** Node and npm, and the system's basic tools: no cargo, no rustc. */
+const NO_RUST_PATH = [NODE_BIN, "/usr/bin", "/bin"].join(":");
+const WRANGLER = `${ROOT}node_modules/wrangler/bin/wrangler.js`;
+const TSC = `${ROOT}node_modules/typescript/bin/tsc`;
+
+let project;
+let mf;
+let bundle;
+
+/** Runs a command in the temporary project with the Rust-free PATH; fails the test on a non-zero exit. */
+function run(cmd, args, { cwd = project } = {}) {
+  const env = { ...process.env, PATH: NO_RUST_PATH, CARGO_HOME: "/nonexistent", RUSTUP_HOME: "/nonexistent", WRANGLER_SEND_METRICS: "false", CI: "true" };
+  const r = spawnSync(cmd, args, { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+  return r.stdout + r.stderr;
+}
+
+before(async () => {
+  // The tarball, as `npm pack` makes it here (prepack builds the Worker and the declarations).
+  const packDir = mkdtempSync(join(tmpdir(), "idempotency-ledger-pack-"));
+  const packed = spawnSync("npm", ["pack", "--silent", "--pack-destination", packDir], {
+    cwd: ROOT, encoding: "utf8", env: { ...process.env, PATH: `${NODE_BIN}:${process.env.PATH}` },
+  });
+  assert.equal(packed.status, 0, `npm pack failed:\n${packed.stdout}\n${packed.stderr}`);
+  const tarball = join(packDir, readdirSync(packDir).find((f) => f.endsWith(".tgz")));
+
+  project = mkdtempSync(join(tmpdir(), "ts-app-"));
+  cpSync(`${ROOT}tests/e2e/package-app`, project, { recursive: true });
+  // Nothing here can build Rust.
+  const rust = spawnSync("sh", ["-c", "command -v cargo || command -v rustc || command -v worker-build"], { env: { PATH: NO_RUST_PATH } });
+  assert.notEqual(rust.status, 0, `the test's PATH must hold no Rust toolchain: ${rust.stdout}`);
+  run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", tarball]);
+  assert.ok(existsSync(join(project, "node_modules/idempotency-ledger/build/index_bg.wasm")), "the package ships the built wasm");
+  // @cloudflare/workers-types as the project's own dev dependency would be.
+  mkdirSync(join(project, "node_modules/@cloudflare"), { recursive: true });
+  symlinkSync(`${ROOT}node_modules/@cloudflare/workers-types`, join(project, "node_modules/@cloudflare/workers-types"));
+
+  // Bundled with wrangler (TypeScript in, one Worker out), as `wrangler deploy` would upload it.
+  const out = run("node", [WRANGLER, "deploy", "--dry-run", "--outdir", "dist"]);
+  const size = out.match(/Total Upload:\s*([\d.]+ KiB) \/ gzip:\s*([\d.]+ KiB)/);
+  assert.ok(size, `wrangler printed no upload size:\n${out}`);
+  bundle = { total: size[1], gzip: size[2] };
+  console.log(`# the TypeScript Worker's bundle (wrangler deploy --dry-run): ${bundle.total} / gzip ${bundle.gzip}`);
+
+  const wasm = readdirSync(join(project, "dist")).find((f) => f.endsWith(".wasm"));
+  assert.ok(wasm, "the bundle carries the wasm module");
+  mf = new Miniflare(convertV4MiniflareOptions({
+    workers: [{
+      name: "ts-app",
+      // Exactly the modules wrangler bundled: the Worker and its wasm.
+      modulesRoot: join(project, "dist"),
+      modules: [
+        { type: "ESModule", path: join(project, "dist/index.js") },
+        { type: "CompiledWasm", path: join(project, "dist", wasm) },
+      ],
+      compatibilityDate: "2026-11-01",
+      bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS), LOG_LEVEL: "warn" },
+      durableObjects: {
+        TENANT_LEDGER: { className: "TenantLedger", useSQLite: true },
+        PAYMENTS: { className: "Payments", useSQLite: true },
+      },
+    }],
+  }));
+  await mf.ready;
+});
+
+after(async () => {
+  await mf?.dispose();
+  if (project) rmSync(project, { recursive: true, force: true });
+});
+
+const request = (path, init = {}) => mf.dispatchFetch(new URL(path, "http://app.test"), init);
+const payments = (path, { key, body = "", headers = {}, tenant = "acme", method = "POST" } = {}) =>
+  request(path, {
+    method,
+    headers: { "x-app": "payments", "x-tenant": tenant, ...(key === undefined ? {} : { "idempotency-key": key }), ...headers },
+    ...(method === "GET" ? {} : { body }),
+  });
+const charges = async (tenant = "acme") => (await json(await request("/", { headers: { "x-app": "payments", "x-tenant": tenant, "x-op": "count" } }))).json.charges;
+const lookup = async (key, tenant = "acme") =>
+  (await json(await request(`/?key=${encodeURIComponent(key)}`, { headers: { "x-app": "payments", "x-tenant": tenant, "x-op": "lookup" } }))).json;
+
+test("types: the installed package checks against wrangler types' Env and runtime, and against @cloudflare/workers-types", () => {
+  // wrangler types: the project's Env and the runtime types of its compatibility date.
+  run("node", [WRANGLER, "types"]);
+  run("node", [TSC, "-p", "tsconfig.json"]);
+  // @cloudflare/workers-types, with only the Env written by wrangler types.
+  run("node", [WRANGLER, "types", "--include-runtime=false", "env.d.ts"]);
+  writeFileSync(join(project, "tsconfig.workers-types.json"), JSON.stringify({
+    extends: "./tsconfig.json",
+    compilerOptions: { types: ["@cloudflare/workers-types", "./env.d.ts"] },
+  }));
+  run("node", [TSC, "-p", "tsconfig.workers-types.json"]);
+  // A type error in the same project is caught (the check can fail).
+  writeFileSync(join(project, "src/wrong.ts"), `import { Ledger } from "idempotency-ledger/ledger";\nexport const bad = (ctx: DurableObjectState) => new Ledger(ctx, { maxKeyz: 1 });\n`);
+  const r = spawnSync("node", [TSC, "-p", "tsconfig.json"], { cwd: project, encoding: "utf8" });
+  rmSync(join(project, "src/wrong.ts"));
+  assert.notEqual(r.status, 0);
+  assert.match(r.stdout, /maxKeyz/);
+});
+
+test("the packaged TenantLedger behind withIdempotency: runs once, replays byte-identical", async () => {
+  const init = { method: "POST", headers: { "idempotency-key": "pkg-order-1", "content-type": "application/json" }, body: '{"sku":"A"}' };
+  const first = await read(await request("/orders", init));
+  assert.equal(first.status, 201);
+  const again = await read(await request("/orders", init));
+  assert.equal(again.status, 201);
+  assert.equal(again.headers["idempotent-replayed"], "true");
+  assert.deepEqual(again.body, first.body);
+});
+
+test("the packaged gateway answers with the ledger bound in this Worker", async () => {
+  const init = { method: "POST", headers: { "x-app": "gateway", authorization: ACME, "idempotency-key": "pkg-gw-1", "content-type": "application/json" }, body: '{"sku":"SKU-1","quantity":2}' };
+  const first = await read(await request("/v1/orders", init));
+  assert.equal(first.status, 201, first.text);
+  const again = await read(await request("/v1/orders", init));
+  assert.equal(again.headers["idempotent-replayed"], "true");
+  assert.deepEqual(again.body, first.body);
+  const other = await json(await request("/v1/orders", { ...init, body: '{"sku":"SKU-2","quantity":2}' }));
+  assert.equal(other.status, 422);
+  assert.equal(slug(other.json), "idempotency-key-reused");
+});
+
+test("own Durable Object: a 32-way burst on one key writes one row, every answer byte-identical", async () => {
+  const before = await charges("burst");
+  const answers = await Promise.all(Array.from({ length: 32 }, () => payments("/charges", { key: "burst-1", body: "500", tenant: "burst" }).then(read)));
+  assert.equal(await charges("burst"), before + 1);
+  const ran = answers.filter((a) => a.headers["idempotent-replayed"] === undefined);
+  assert.equal(ran.length, 1, "exactly one request ran");
+  for (const a of answers) {
+    assert.equal(a.status, 201);
+    assert.deepEqual(a.body, ran[0].body);
+    assert.equal(a.headers.location, ran[0].headers.location);
+  }
+  const record = await lookup("burst-1", "burst");
+  assert.equal(record.state, "completed");
+  assert.equal(record.response_status, 201);
+});
+
+test("own Durable Object: a write that throws commits nothing and leaves the key free", async () => {
+  const before = await charges();
+  const failed = await payments("/charges", { key: "fails-1", body: "13" });
+  assert.equal(failed.status, 500);
+  await failed.arrayBuffer();
+  assert.equal(await charges(), before, "the INSERT before the throw was rolled back");
+  assert.equal(await lookup("fails-1"), null, "no record: the key was never claimed");
+  // The key is free: a retry runs (again, it fails again: it is not replayed).
+  const retry = await payments("/charges", { key: "fails-1", body: "13" });
+  assert.equal(retry.status, 500);
+  await retry.arrayBuffer();
+  // The same key with a request that succeeds runs and is recorded.
+  const ok = await read(await payments("/charges", { key: "fails-1", body: "14" }));
+  assert.equal(ok.status, 201);
+  assert.equal(await charges(), before + 1);
+});
+
+test("own Durable Object: the closed outcomes — replayed, mismatch, ledger full — answered as the gateway answers them", async () => {
+  const first = await read(await payments("/charges", { key: "closed-1", body: "7" }));
+  const replay = await read(await payments("/charges", { key: "closed-1", body: "7" }));
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.deepEqual(replay.body, first.body);
+  assert.equal(replay.headers["content-type"], "application/json");
+  const reused = await json(await payments("/charges", { key: "closed-1", body: "8" }));
+  assert.equal(reused.status, 422);
+  assert.equal(slug(reused.json), "idempotency-key-reused");
+  assert.deepEqual(reused.json.differs, ["body"]);
+  const missing = await json(await payments("/charges", { body: "7" }));
+  assert.equal(missing.status, 400);
+  assert.equal(slug(missing.json), "idempotency-key-missing");
+  // maxKeys: 1000 in this object; a tenant of its own fills it.
+  for (let i = 0; i < 1000; i++) {
+    const r = await payments("/echo", { key: `fill-${i}`, body: "x", tenant: "full" });
+    assert.equal(r.status, 201);
+    await r.arrayBuffer();
+  }
+  const full = await json(await payments("/echo", { key: "fill-1000", body: "x", tenant: "full" }));
+  assert.equal(full.status, 429);
+  assert.equal(slug(full.json), "idempotency-ledger-full");
+  assert.ok(Number(full.headers["retry-after"]) >= 1);
+});
+
+test("own Durable Object: the gateway's key and fingerprint fixtures", async () => {
+  const keys = JSON.parse(readFileSync(`${ROOT}tests/fixtures/idempotency-keys.json`, "utf8")).vectors;
+  for (const [i, v] of keys.entries()) {
+    const r = await read(await payments("/echo", { key: v.field, body: `k${i}`, tenant: `keys-${i}` }));
+    if (v.key !== undefined) {
+      assert.equal(r.status, 201, `${JSON.stringify(v.field)}: ${r.text}`);
+      assert.equal(r.text, `k${i}`);
+      assert.equal((await lookup(v.key, `keys-${i}`))?.key, v.key, JSON.stringify(v.field));
+    } else {
+      assert.equal(r.status, 400, JSON.stringify(v.field));
+      // An empty field does not survive the test's HTTP client (it arrives
+      // absent): the answer is then the missing key's.
+      assert.equal(slug(JSON.parse(r.text)), v.field === "" ? "idempotency-key-missing" : "idempotency-key-invalid", JSON.stringify(v.field));
+    }
+  }
+  // Fingerprints: requests the fixtures call the same replay; those they tell apart are 422, naming the component.
+  const vectors = JSON.parse(readFileSync(`${ROOT}tests/fixtures/fingerprints.json`, "utf8")).vectors;
+  const send = (v, key) => {
+    const headers = { "x-app": "payments", "x-tenant": "fingerprints", "idempotency-key": key };
+    for (const [name, value] of v.headers) if (value !== null) headers[name] = value;
+    return request(v.target, { method: v.method.toUpperCase(), headers, body: Buffer.from(v.body_base64, "base64") })
+      .then(read).then((r) => ({ ...r, json: r.status === 422 ? JSON.parse(r.text) : null }));
+  };
+  // (A vector with an empty header value is left out: the test's HTTP
+  // client drops empty fields; the client-helpers suite checks those digests.)
+  const sendable = vectors.filter((v) => v.headers.every(([, value]) => value !== ""));
+  let pairs = 0;
+  for (let a = 0; a < sendable.length; a++) {
+    for (let b = a + 1; b < sendable.length; b++) {
+      const [va, vb] = [sendable[a], sendable[b]];
+      const sameNames = JSON.stringify(va.components.map((c) => c.name)) === JSON.stringify(vb.components.map((c) => c.name));
+      if (!sameNames) continue;
+      const key = `fp-${a}-${b}`;
+      assert.equal((await send(va, key)).status, 201);
+      const second = await send(vb, key);
+      const differs = va.components.filter((c, i) => c.digest !== vb.components[i].digest).map((c) => c.name);
+      if (va.digest === vb.digest) {
+        assert.equal(second.status, 201, `${va.about} / ${vb.about}`);
+        assert.equal(second.headers["idempotent-replayed"], "true");
+      } else {
+        assert.equal(second.status, 422, `${va.about} / ${vb.about}`);
+        assert.deepEqual(second.json.differs, differs);
+      }
+      pairs++;
+    }
+  }
+  assert.ok(pairs >= 20, `compared ${pairs} pairs`);
+});
