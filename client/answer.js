@@ -10,23 +10,27 @@ import { replayResponse } from "./stored.js";
  * The gateway's answer to a refused claim: replay (a tombstone: 500
  * idempotency-response-not-retained), 409 (Retry-After: 1), 422 or 429
  * (Retry-After: the wait in whole seconds, at least 1). A TypeError for
- * anything that is not a refusal.
+ * anything that is not a refusal. `options.problemBase` replaces the
+ * catalog's base of the problems' `type`.
  * @param {ClaimRefusal} claim
+ * @param {{ problemBase?: string }} [options]
  * @returns {Response}
  */
-export function refusalResponse(claim) {
+export function refusalResponse(claim, { problemBase: base } = {}) {
   switch (claim?.outcome) {
     case "completed":
-      return replayResponse(claim.response);
+      return replayResponse(claim.response, { problemBase: base });
     case "in_flight":
       return problemResponse("idempotency-key-in-use", {
+        base,
         extensions: { lease_remaining_ms: claim.retry_after_ms },
         headers: { "retry-after": "1" },
       });
     case "mismatch":
-      return problemResponse("idempotency-key-reused", { args: { differs: claim.differs }, extensions: { differs: claim.differs } });
+      return problemResponse("idempotency-key-reused", { base, args: { differs: claim.differs }, extensions: { differs: claim.differs } });
     case "ledger_full":
       return problemResponse("idempotency-ledger-full", {
+        base,
         headers: { "retry-after": String(Math.max(1, Math.ceil(claim.retry_after_ms / 1000))) },
       });
     default:

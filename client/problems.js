@@ -125,6 +125,8 @@ export const PROBLEM_CATALOG = deepFreeze({
  * @property {Record<string, unknown>} [extensions] Extension members (written after `detail`, by name).
  * @property {HeadersInit} [headers] More response headers (content-type is
  *   application/problem+json).
+ * @property {string} [base] The base URI of `type` (`type` is base + slug); default the catalog's
+ *   `https://idempotency-ledger.dev/problems/`. The middleware's `problemBase`.
  */
 
 /**
@@ -158,7 +160,7 @@ function fillDetail(slug, template, args) {
 }
 
 /**
- * The problem document of `slug`: type (the catalog's base + slug), title,
+ * The problem document of `slug`: type (the catalog's base, or `options.base`, + slug), title,
  * status, detail, then the extension members sorted by name. Throws a
  * TypeError for an unknown slug, a missing argument or detail, or an
  * extension that would shadow a standard member.
@@ -167,14 +169,14 @@ function fillDetail(slug, template, args) {
  * @returns {Problem}
  */
 export function problemDocument(slug, options = {}) {
-  const { args, detail, extensions } = options ?? {};
+  const { args, detail, extensions, base = PROBLEM_CATALOG.base } = options ?? {};
   const entry = Object.hasOwn(PROBLEM_CATALOG.problems, slug)
     ? /** @type {{ status: number; title: string; detail?: string }} */ (PROBLEM_CATALOG.problems[slug])
     : undefined;
   if (entry === undefined) throw new TypeError(`unknown problem ${JSON.stringify(slug)}`);
   /** @type {Problem} */
   const doc = {
-    type: PROBLEM_CATALOG.base + slug,
+    type: base + slug,
     title: entry.title,
     status: entry.status,
     detail: detail ?? fillDetail(slug, entry.detail, args ?? {}),

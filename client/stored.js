@@ -42,13 +42,16 @@ export async function captureResponse(response, { storedHeaders = DEFAULTS.store
 /**
  * A Response replaying a stored response, marked `Idempotent-Replayed: true`;
  * a tombstone answers `500 idempotency-response-not-retained` (with the
- * original status), as the gateway does.
+ * original status), as the gateway does; `options.problemBase` replaces the
+ * catalog's base of that problem's `type`.
  * @param {StoredResponse} stored
+ * @param {{ problemBase?: string }} [options]
  * @returns {Response}
  */
-export function replayResponse(stored) {
+export function replayResponse(stored, { problemBase } = {}) {
   if (stored.body === null) {
     return problemResponse("idempotency-response-not-retained", {
+      base: problemBase,
       extensions: { original_status: stored.status },
       headers: { "idempotent-replayed": "true" },
     });
