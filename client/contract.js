@@ -1,37 +1,125 @@
 // @ts-check
 // The Idempotency-Key contract as the gateway applies it, for middleware:
 // `withIdempotency` (plain fetch handlers) and `idempotency-ledger/hono`
-// (./hono.js) share `idempotencyContract`.
+// (./hono.js) share `idempotencyContract`: its options (checked once, when
+// the middleware is made), the key, the body limit, the claim, the route's
+// one run, its settlement and the hooks. Where the ledger comes from is
+// ./sources.js; the bounded body ./body.js.
+//
+// What must stay true: nothing runs unless the key was claimed (or, under
+// failurePolicy "open", the ledger was certainly not reached); the route's
+// response reaches its caller and its error is rethrown whatever the
+// settlement or a hook comes to.
 import { DEFAULTS } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint } from "./fingerprint.js";
 import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
-import { problemResponse } from "./problems.js";
+import { PROBLEM_CATALOG, problemResponse } from "./problems.js";
 import { LedgerError } from "./rpc.js";
 import { landedEarlier, settle } from "./settle.js";
 import { captureResponse } from "./stored.js";
 import { preferWait } from "./waiting.js";
 import { refusalResponse } from "./answer.js";
-/** @import { LedgerClient } from "./rpc.js" */
+import { declaredTooLarge, readBounded } from "./body.js";
+import { ledgerSource } from "./sources.js";
+/**
+ * @import { StoredResponse } from "./stored.js"
+ * @import { ClaimOutcome, WaitedAnswer } from "./rpc.js"
+ * @import { LedgerSource, TenantLedgerCalls, TenantShardsValue } from "./sources.js"
+ */
+
+/** @typedef {LedgerSource} IdempotencyLedgerSource What the `ledger` option gives (./sources.js). */
+/** @typedef {import("./sources.js").LedgerServiceCalls} LedgerServiceCalls A tenant-first ledger: a `LedgerService` binding. */
+/** @typedef {TenantLedgerCalls} OneTenantLedger One tenant's claim / complete / release (a `LedgerClient` has them). */
 
 /**
- * @template Env
+ * A value an option gives per request: `(...args) => T`, sync or async.
+ * @template {unknown[]} A
+ * @template T
+ * @typedef {(...args: A) => T | Promise<T>} PerRequest
+ */
+
+/**
+ * The middleware's options. `A` is what every callback and hook is given
+ * after its own first argument: `[c]` (Hono's Context) for the Hono
+ * middleware, `[request, env, ctx]` for `withIdempotency`.
+ * @template {unknown[]} A
  * @typedef {object} IdempotencyOptions
- * @property {(request: Request, env: Env) => LedgerClient} ledger The ledger to use for this request,
- *   e.g. `LedgerClient.forTenant(env.LEDGER, tenantOf(request))`.
+ * @property {LedgerSource | PerRequest<A, LedgerSource | null | undefined>} ledger The ledger: a `LedgerClient`
+ *   (one tenant's object), a `LedgerService` service binding or a TenantLedger Durable Object namespace (both
+ *   with `tenant`), or a function returning one, e.g. `(c) => c.env.LEDGER`. A function that throws or
+ *   returns nothing (a missing binding) is a ledger that was certainly not reached (see `failurePolicy`).
+ * @property {string | PerRequest<A, string | null | undefined>} [tenant] The tenant, for a binding or a
+ *   namespace: 1–64 of `A-Z a-z 0-9 . _ -`, e.g. `(c) => c.get("tenant")`. Anything else at request time is
+ *   `500 misconfigured` and nothing runs. Given with a `LedgerClient`: a TypeError (it is one tenant's object).
+ * @property {TenantShardsValue | PerRequest<A, TenantShardsValue | null | undefined>} [tenantShards] TENANT_SHARDS, for
+ *   a namespace: keys are placed and resharding followed as the gateway does (`TenantLedgers`). Invalid: a TypeError
+ *   when the middleware is made, or `500 misconfigured` naming TENANT_SHARDS from a function. Default: every tenant
+ *   is one object. With any other source: a TypeError (a `LedgerService` routes with its own TENANT_SHARDS).
  * @property {readonly string[]} [protectedMethods] Default `["POST", "PATCH"]` (as PROTECTED_METHODS).
  * @property {boolean} [required] Default `true`: a protected request without a key gets
  *   `400 idempotency-key-missing` (as IDEMPOTENCY_REQUIRED).
  * @property {readonly string[]} [fingerprintHeaders] Default `["content-type"]` (as FINGERPRINT_HEADERS).
  * @property {readonly string[]} [storedHeaders] Default `["content-type", "location", "etag"]` (as STORED_RESPONSE_HEADERS).
  * @property {number} [maxStoredBodyBytes] Default 1 MiB; larger responses are stored as tombstones (as MAX_STORED_BODY_BYTES).
+ * @property {number} [maxBodyBytes] The largest request body, default 1 MiB, at most 16 MiB (as MAX_REQUEST_BODY_BYTES):
+ *   a larger `Content-Length`, or more bytes read, is `413 request-too-large`; nothing is claimed or run.
  * @property {number} [waitSeconds] Seconds a retry waits for an in-flight first run when it does not send
  *   `Prefer: wait=N` (as IN_FLIGHT_WAIT_SECONDS). Default 0.
  * @property {number} [maxWaitSeconds] The most any request waits (as IN_FLIGHT_WAIT_MAX_SECONDS). Default 10; 0..300.
+ * @property {number} [leaseSeconds] The claim's lease, 1..31536000 (as LEASE_SECONDS). Default: the object's.
+ * @property {number} [retentionSeconds] How long a completed key is replayed, 1..31536000, sent with the claim and
+ *   the completion (as RETENTION_SECONDS). Default: the object's. Not below `leaseSeconds`.
+ * @property {PerRequest<[response: Response, ...args: A], boolean>} [shouldStore] Whether the route's response is
+ *   stored; `false` releases the key instead (the response is still returned; a retry runs again). Default: every
+ *   response is stored, 5xx included (as RELEASE_ON_5XX=false). Read its status and headers, not its body. A
+ *   `shouldStore` that throws counts as `false`.
+ * @property {"closed" | "open"} [failurePolicy] Default `"closed"` (as FAILURE_POLICY): a claim that cannot reach
+ *   the ledger is `503 idempotency-store-unavailable`. `"open"`: when the ledger was *certainly not reached*
+ *   (the ledger function threw or gave none; the runtime refused the call as `overloaded`), the route runs
+ *   unprotected — nothing claimed or stored — and an `idempotency.unprotected` warning is logged; any other
+ *   failure may have reached the ledger and is `503` whatever the policy, as the gateway.
+ * @property {string} [problemBase] The base URI of every problem document's `type` (`type` is problemBase + slug),
+ *   an absolute URL. Default `https://idempotency-ledger.dev/problems/`.
+ * @property {PerRequest<[event: ReplayedEvent, ...args: A], void>} [onReplayed] Called once when a request is
+ *   answered with a stored response.
+ * @property {PerRequest<[event: ConflictEvent, ...args: A], void>} [onConflict] Called once when a claim is refused:
+ *   the key is in flight (409), was used for a different request (422) or the ledger is full (429).
+ * @property {PerRequest<[event: StoredEvent, ...args: A], void>} [onStored] Called once when the route's response
+ *   has been stored (the completion landed).
  * @property {(failure: SettlementFailure) => void | Promise<void>} [onSettlementFailed] Called when a completion
  *   or a release still fails after its retries (the handler's response is returned, or its error rethrown,
  *   all the same). Default: one `console.error` JSON line, `{"event":"idempotency.complete_failed"` (or
- *   `release_failed`) `,"key":<12 hex of the key's SHA-256>,"error":<message>}`. A hook that throws is ignored.
+ *   `release_failed`) `,"key":<12 hex of the key's SHA-256>,"error":<message>}`.
+ *
+ * A hook (`onReplayed`, `onConflict`, `onStored`, `onSettlementFailed`) is awaited; one that throws or
+ * rejects is ignored: it never changes the answer.
+ */
+
+/**
+ * What `onReplayed` is given.
+ * @typedef {object} ReplayedEvent
+ * @property {string} key The request's Idempotency-Key (parsed).
+ * @property {number} generation The generation that completed.
+ * @property {number} status The status answered (a tombstone's replay: 500).
+ */
+
+/**
+ * What `onConflict` is given.
+ * @typedef {object} ConflictEvent
+ * @property {string} key
+ * @property {"in_flight" | "mismatch" | "ledger_full"} outcome The claim's refusal.
+ * @property {number} status 409, 422 or 429.
+ * @property {string[]} [differs] For a mismatch: what differed (`["body"]`, …).
+ */
+
+/**
+ * What `onStored` is given.
+ * @typedef {object} StoredEvent
+ * @property {string} key
+ * @property {number} generation
+ * @property {number} status The stored response's status.
+ * @property {boolean} retained false: the body was too large and the record is a tombstone.
  */
 
 /**
@@ -50,50 +138,104 @@ import { refusalResponse } from "./answer.js";
  * @property {boolean} failed
  */
 
+
 /**
  * One protected request, as an adapter hands it to `run`.
- * @template Env
+ * @template {unknown[]} A
  * @typedef {object} ContractRun
  * @property {Request} request
- * @property {Env} env
+ * @property {A} args What the options' callbacks and hooks are given (Hono: `[c]`; fetch: `[request, env, ctx]`).
  * @property {{ waitUntil(promise: Promise<unknown>): void }} [ctx] Settlements run under its `waitUntil`.
- * @property {() => Promise<Uint8Array>} readBody
- * @property {(body: Uint8Array | undefined) => Promise<RouteResult>} next
+ * @property {(limit: number) => Promise<Uint8Array | null>} readBody The body's bytes, or null once more than
+ *   `limit` arrived (read no further); rejects when the body cannot be read (`400 request-body-unreadable`).
+ * @property {(body: Uint8Array | undefined, key: string | null) => Promise<RouteResult>} next Runs the route
+ *   once, with the body read (`undefined`: not read) and the request's key (null: the request has none) to
+ *   expose to it.
  */
 
 /**
- * @template Env
+ * @template {unknown[]} A
  * @typedef {object} IdempotencyContract
  * @property {(method: string) => boolean} protects
- * @property {(args: ContractRun<Env>) => Promise<Response>} run
+ * @property {(run: ContractRun<A>) => Promise<Response>} run
  */
+
+const MAX_WINDOW_SECONDS = 31_536_000;
+const MAX_BODY_CEILING = 16_777_216; // as the gateway's MAX_REQUEST_BODY_BYTES ceiling
+
+/**
+ * @param {string} name
+ * @param {unknown} value
+ * @param {number} min
+ * @param {number} max
+ * @returns {number}
+ */
+function wholeNumber(name, value, min, max) {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new TypeError(`idempotency middleware: ${name} must be a whole number ${min}..${max}`);
+  }
+  return value;
+}
+
+/**
+ * @param {string} name
+ * @param {unknown} hook
+ */
+function optionalFunction(name, hook) {
+  if (hook !== undefined && typeof hook !== "function") throw new TypeError(`idempotency middleware: ${name} must be a function`);
+}
 
 /**
  * The options with their defaults, checked (a TypeError naming what is wrong).
- * @template Env
- * @param {IdempotencyOptions<Env>} options
+ * @template {unknown[]} A
+ * @param {IdempotencyOptions<A>} options
  */
 function checked(options) {
   const {
-    ledger,
+    ledger, tenant, tenantShards,
     protectedMethods = DEFAULTS.protectedMethods,
     required = DEFAULTS.required,
     fingerprintHeaders = DEFAULTS.fingerprintHeaders,
     storedHeaders = DEFAULTS.storedHeaders,
     maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
+    maxBodyBytes = DEFAULTS.maxBodyBytes,
     waitSeconds = DEFAULTS.waitSeconds,
     maxWaitSeconds = DEFAULTS.maxWaitSeconds,
+    leaseSeconds, retentionSeconds,
+    shouldStore, failurePolicy = DEFAULTS.failurePolicy, problemBase,
+    onReplayed, onConflict, onStored,
     onSettlementFailed = logSettlementFailure,
   } = options;
-  if (typeof ledger !== "function") throw new TypeError("idempotency middleware needs options.ledger(request, env)");
   if (typeof onSettlementFailed !== "function") throw new TypeError("idempotency middleware: onSettlementFailed must be a function");
-  for (const [name, v] of /** @type {const} */ ([["waitSeconds", waitSeconds], ["maxWaitSeconds", maxWaitSeconds]])) {
-    if (!Number.isSafeInteger(v) || v < 0 || v > 300) throw new TypeError(`idempotency middleware: ${name} must be a whole number 0..300`);
+  for (const [name, hook] of /** @type {const} */ ([["shouldStore", shouldStore], ["onReplayed", onReplayed], ["onConflict", onConflict], ["onStored", onStored]])) {
+    optionalFunction(name, hook);
   }
+  wholeNumber("waitSeconds", waitSeconds, 0, 300);
+  wholeNumber("maxWaitSeconds", maxWaitSeconds, 0, 300);
   if (waitSeconds > maxWaitSeconds) throw new TypeError("idempotency middleware: waitSeconds exceeds maxWaitSeconds");
   if (!Number.isSafeInteger(maxStoredBodyBytes) || maxStoredBodyBytes < 0) throw new TypeError("idempotency middleware: maxStoredBodyBytes must be a whole number");
+  wholeNumber("maxBodyBytes", maxBodyBytes, 0, MAX_BODY_CEILING);
+  if (leaseSeconds !== undefined) wholeNumber("leaseSeconds", leaseSeconds, 1, MAX_WINDOW_SECONDS);
+  if (retentionSeconds !== undefined) wholeNumber("retentionSeconds", retentionSeconds, 1, MAX_WINDOW_SECONDS);
+  if (leaseSeconds !== undefined && retentionSeconds !== undefined && retentionSeconds < leaseSeconds) {
+    throw new TypeError("idempotency middleware: retentionSeconds is shorter than leaseSeconds (a record must outlive its lease)");
+  }
+  if (failurePolicy !== "closed" && failurePolicy !== "open") throw new TypeError('idempotency middleware: failurePolicy must be "closed" or "open"');
+  if (problemBase !== undefined && !(typeof problemBase === "string" && URL.canParse(problemBase))) {
+    throw new TypeError("idempotency middleware: problemBase must be an absolute URL");
+  }
   const methods = new Set(protectedMethods.map((m) => String(m).toUpperCase()));
-  return { ledger, methods, required, fingerprintHeaders, storedHeaders, maxStoredBodyBytes, waitSeconds, maxWaitSeconds, onSettlementFailed };
+  return {
+    source: ledgerSource(/** @type {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} */ ({ ledger, tenant, tenantShards })),
+    methods, required, fingerprintHeaders, storedHeaders, maxStoredBodyBytes, maxBodyBytes, waitSeconds, maxWaitSeconds,
+    leaseSeconds, retentionSeconds, shouldStore, failurePolicy, problemBase,
+    onReplayed, onConflict, onStored, onSettlementFailed,
+  };
+}
+
+/** @param {string} key a short hash of the key for a log line (never the key itself) */
+async function shortHash(key) {
+  return (await sha256hex(encoder.encode(key))).slice(0, 12);
 }
 
 /**
@@ -102,30 +244,67 @@ function checked(options) {
  * @param {SettlementFailure} failure
  */
 async function logSettlementFailure({ operation, key, error }) {
-  const hash = (await sha256hex(encoder.encode(key))).slice(0, 12);
   const message = error instanceof Error ? error.message : String(error);
-  console.error(JSON.stringify({ event: `idempotency.${operation}_failed`, key: hash, error: message }));
+  console.error(JSON.stringify({ event: `idempotency.${operation}_failed`, key: await shortHash(key), error: message }));
+}
+
+/**
+ * Calls a hook; one that throws or rejects costs the request nothing.
+ * @template {unknown[]} P
+ * @param {((...params: P) => unknown) | undefined} hook
+ * @param {P} params
+ */
+async function tell(hook, ...params) {
+  if (hook === undefined) return;
+  try { await hook(...params); } catch { /* a failing hook never changes the answer */ }
+}
+
+/**
+ * Did the claim certainly not reach the ledger? Only when the runtime
+ * refused the call as `overloaded` before delivering it (Durable Object
+ * error properties), as the gateway decides (src/platform/client.rs).
+ * @param {unknown} error
+ */
+function certainlyNotReached(error) {
+  return error instanceof LedgerError && error.status === null
+    && /** @type {{ overloaded?: unknown } | null | undefined} */ (error.cause)?.overloaded === true;
 }
 
 /**
  * The answer to a claim that failed, as the gateway's `read_failure`
  * (src/contract/answer.rs), nothing having run: a problem document the
  * object rendered for a refusal of the call (4xx) is passed through as it
- * is; no answer, a 5xx or anything else is `503 idempotency-store-unavailable`.
- * An error that is not a `LedgerError` (a bug, not the ledger) is rethrown.
+ * is (its `type` on `problemBase` when one is set); no answer, a 5xx or
+ * anything else is `503 idempotency-store-unavailable`. An error that is
+ * not a `LedgerError` (a bug, not the ledger) is rethrown.
  * @param {unknown} error
+ * @param {string | undefined} base
  * @returns {Response}
  */
-function claimFailure(error) {
+function claimFailure(error, base) {
   if (!(error instanceof LedgerError)) throw error;
   const { status, problem } = error;
   if (status !== null && status < 500 && problem !== null && typeof problem === "object" && !Array.isArray(problem)) {
-    return new Response(JSON.stringify(problem), { status, headers: { "content-type": "application/problem+json" } });
+    const doc = base !== undefined && typeof problem.type === "string" && problem.type.startsWith(PROBLEM_CATALOG.base)
+      ? { ...problem, type: base + problem.type.slice(PROBLEM_CATALOG.base.length) } : problem;
+    return new Response(JSON.stringify(doc), { status, headers: { "content-type": "application/problem+json" } });
   }
-  return problemResponse("idempotency-store-unavailable");
+  return problemResponse("idempotency-store-unavailable", { base });
 }
 
 const CLAIM_OUTCOMES = new Set(["claimed", "completed", "in_flight", "mismatch", "ledger_full"]);
+
+/**
+ * One request's claimed key, and what its settlement needs.
+ * @typedef {object} Claimed
+ * @property {TenantLedgerCalls} ledger
+ * @property {string} key
+ * @property {number} generation
+ * @property {{ waitUntil(promise: Promise<unknown>): void }} [ctx]
+ * @property {number} [retentionSeconds]
+ * @property {(failure: SettlementFailure) => void | Promise<void>} report
+ * @property {(event: StoredEvent) => Promise<void>} stored Tells `onStored`.
+ */
 
 /**
  * Completes (`response` given) or releases the claimed key, retried as the
@@ -134,15 +313,15 @@ const CLAIM_OUTCOMES = new Set(["claimed", "completed", "in_flight", "mismatch",
  * same promise. Never rejects: a settlement that finally fails (an error
  * after the retries, or an answer without a known outcome) is reported
  * through the hook. `fenced_out` is an answer, not a failure (the object
- * logs it).
- * @param {{ client: LedgerClient; key: string; generation: number; ctx?: { waitUntil(promise: Promise<unknown>): void };
- *   report: (failure: SettlementFailure) => void | Promise<void> }} claimed The claimed key of one request.
- * @param {import("./stored.js").StoredResponse} [response]
+ * logs it). A completion that lands tells `onStored`.
+ * @param {Claimed} claimed
+ * @param {StoredResponse} [response]
  * @returns {Promise<void>}
  */
-function settlement({ client, key, generation, ctx, report }, response) {
+function settlement({ ledger, key, generation, ctx, retentionSeconds, report, stored }, response) {
   const operation = response === undefined ? "release" : "complete";
-  const call = response === undefined ? () => client.release({ key, generation }) : () => client.complete({ key, generation, response });
+  const call = response === undefined ? () => ledger.release({ key, generation })
+    : () => ledger.complete({ key, generation, response, ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }) });
   const [success, landedState] = response === undefined ? ["released", "released"] : ["stored", "completed"];
   const done = (async () => {
     let error;
@@ -150,13 +329,16 @@ function settlement({ client, key, generation, ctx, report }, response) {
       const { answer, landed } = await settle(/** @type {() => Promise<{ outcome?: unknown }>} */ (call), {
         landed: (a) => landedEarlier(a, generation, /** @type {"completed" | "released"} */ (landedState)),
       });
-      if (landed || answer?.outcome === success) return;
+      if (landed || answer?.outcome === success) {
+        if (response !== undefined) await stored({ key, generation, status: response.status, retained: response.body !== null });
+        return;
+      }
       if (answer?.outcome === "fenced_out") return; // superseded by a later owner: an answer, logged by the object
       error = new Error(`the ledger answered ${operation} without a known outcome`);
     } catch (e) {
       error = e;
     }
-    try { await report({ operation, key, generation, error }); } catch { /* a failing hook costs the request nothing */ }
+    await tell(report, { operation, key, generation, error });
   })();
   ctx?.waitUntil?.(done);
   return done;
@@ -167,20 +349,24 @@ function settlement({ client, key, generation, ctx, report }, response) {
  * (and one is required) or an invalid one. `null`: run unprotected.
  * @param {Request} request
  * @param {boolean} required
+ * @param {string | undefined} base
  * @returns {{ key: string } | { answer: Response } | null}
  */
-function keyOf(request, required) {
+function keyOf(request, required, base) {
   const field = request.headers.get("idempotency-key");
   if (field === null) {
-    return required ? { answer: problemResponse("idempotency-key-missing", { args: { method: request.method } }) } : null;
+    return required ? { answer: problemResponse("idempotency-key-missing", { base, args: { method: request.method } }) } : null;
   }
   try {
     return { key: parseIdempotencyKey(field) };
   } catch (e) {
-    if (e instanceof IdempotencyKeyError) return { answer: problemResponse("idempotency-key-invalid", { detail: e.message }) };
+    if (e instanceof IdempotencyKeyError) return { answer: problemResponse("idempotency-key-invalid", { base, detail: e.message }) };
     throw e;
   }
 }
+
+/** @type {Record<string, ConflictEvent["outcome"]>} */
+const CONFLICTS = { in_flight: "in_flight", mismatch: "mismatch", ledger_full: "ledger_full" };
 
 /**
  * The Idempotency-Key contract as the gateway applies it, for middleware:
@@ -188,48 +374,82 @@ function keyOf(request, required) {
  * share it. Options are checked here, once, when the middleware is made
  * (a TypeError on invalid options).
  *
- * `run({ request, env, ctx, readBody, next })` answers one request whose
- * method is protected: parse the key (same rules), fingerprint (same
- * components), claim (waiting if asked), call `next(body)` once — which
- * resolves to `{ response, failed }` — then complete with its response, or
- * release the key when it failed (threw, or the framework turned an error
- * into a response), and answer refusals with the gateway's problem
- * documents. A ledger that cannot be reached for the claim is
- * `503 idempotency-store-unavailable` (nothing ran). Completion and release
- * are retried as the gateway retries them (./settle.js), under
- * `ctx.waitUntil` when there is a context; the run's response is returned
- * and its error rethrown whatever they come to (a final failure goes to
- * `onSettlementFailed`). Exported for framework adapters; most code wants
- * `withIdempotency` or the Hono middleware.
- * @template Env
- * @param {IdempotencyOptions<Env>} options
- * @returns {IdempotencyContract<Env>}
+ * `run({ request, args, ctx, readBody, next })` answers one request whose
+ * method is protected: parse the key (same rules), refuse a body over
+ * `maxBodyBytes` (`413 request-too-large`, nothing claimed), resolve the
+ * ledger from the options (a wrong tenant: `500 misconfigured`, nothing
+ * runs), fingerprint (same components), claim (waiting if asked), call
+ * `next(body, key)` once — which resolves to `{ response, failed }` — then
+ * complete with its response (or release the key when it failed — threw,
+ * or the framework turned an error into a response — or `shouldStore`
+ * said no), and answer refusals with the gateway's problem documents. A
+ * ledger that cannot be reached for the claim is `503
+ * idempotency-store-unavailable` (nothing ran), or, with `failurePolicy:
+ * "open"` and a ledger certainly not reached, the route run unprotected.
+ * Completion and release are retried as the gateway retries them
+ * (./settle.js), under `ctx.waitUntil` when there is a context; the run's
+ * response is returned and its error rethrown whatever they come to (a
+ * final failure goes to `onSettlementFailed`). Exported for framework
+ * adapters; most code wants `withIdempotency` or the Hono middleware.
+ * @template {unknown[]} A
+ * @param {IdempotencyOptions<A>} options
+ * @returns {IdempotencyContract<A>}
  */
 export function idempotencyContract(options) {
-  const o = checked(options ?? /** @type {IdempotencyOptions<Env>} */ ({}));
+  const o = checked(options ?? /** @type {IdempotencyOptions<A>} */ ({}));
+  const base = o.problemBase;
+  const windows = {
+    ...(o.leaseSeconds === undefined ? {} : { lease_seconds: o.leaseSeconds }),
+    ...(o.retentionSeconds === undefined ? {} : { retention_seconds: o.retentionSeconds }),
+  };
+  const tooLarge = () => problemResponse("request-too-large", { base, args: { limit: o.maxBodyBytes } });
   return {
     protects: (method) => o.methods.has(String(method).toUpperCase()),
-    async run({ request, env, ctx, readBody, next }) {
-      const keyed = keyOf(request, o.required);
-      if (keyed === null) return (await next(undefined)).response;
+    async run({ request, args, ctx, readBody, next }) {
+      const keyed = keyOf(request, o.required, base);
+      if (keyed === null) return (await next(undefined, null)).response;
       if ("answer" in keyed) return keyed.answer;
       const { key } = keyed;
-      const body = await readBody();
+      // As the gateway: a declared length over the limit is refused before anything is read.
+      if (declaredTooLarge(request.headers, o.maxBodyBytes)) return tooLarge();
+      let body;
+      try {
+        body = await readBody(o.maxBodyBytes);
+      } catch {
+        return problemResponse("request-body-unreadable", { base });
+      }
+      if (body === null) return tooLarge();
+      const source = await o.source.resolve(args);
+      if ("misconfigured" in source) {
+        console.error(JSON.stringify({ event: "idempotency.misconfigured", ...(source.variable ? { variable: source.variable } : {}), error: source.misconfigured }));
+        return source.variable
+          ? problemResponse("misconfigured", { base, args: { variable: source.variable } })
+          : problemResponse("misconfigured", { base, detail: source.misconfigured });
+      }
+      /** @param {string} reason */
+      const unreached = async (reason) => {
+        if (o.failurePolicy !== "open") return problemResponse("idempotency-store-unavailable", { base });
+        // As the gateway's FAILURE_POLICY=open: run without the ledger, and say so in the logs.
+        console.warn(JSON.stringify({ event: "idempotency.unprotected", reason, key: await shortHash(key) }));
+        return (await next(body, key)).response;
+      };
+      if ("notReached" in source) return unreached(source.notReached);
+      const { ledger } = source;
       const url = new URL(request.url);
       const fp = await fingerprint({ method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders: o.fingerprintHeaders, body });
-      const client = o.ledger(request, env);
       // As the gateway: wait for an in-flight first run when asked (or by default).
       const asked = preferWait(request.headers.get("prefer"));
       const seconds = Math.min(asked ?? o.waitSeconds, o.maxWaitSeconds);
-      /** @type {import("./rpc.js").ClaimOutcome & import("./rpc.js").WaitedAnswer} */
+      /** @type {ClaimOutcome & WaitedAnswer} */
       let claim;
       try {
-        claim = await client.claim({ key, fingerprint: fp, ...(seconds > 0 ? { wait_ms: seconds * 1000 } : {}) });
+        claim = await ledger.claim({ key, fingerprint: fp, ...windows, ...(seconds > 0 ? { wait_ms: seconds * 1000 } : {}) });
       } catch (e) {
-        return claimFailure(e); // nothing ran
+        if (certainlyNotReached(e)) return unreached(/** @type {Error} */ (e).message);
+        return claimFailure(e, base); // nothing ran
       }
       // An answer without a known outcome: as the gateway, nothing runs.
-      if (!CLAIM_OUTCOMES.has(claim?.outcome)) return problemResponse("idempotency-store-unavailable");
+      if (!CLAIM_OUTCOMES.has(claim?.outcome)) return problemResponse("idempotency-store-unavailable", { base });
       /** @param {Response} response */
       const applied = (response) => {
         if (asked === null || claim.waited_ms === undefined) return response;
@@ -237,16 +457,29 @@ export function idempotencyContract(options) {
         out.headers.set("preference-applied", `wait=${seconds}`);
         return out;
       };
-      if (claim.outcome !== "claimed") return applied(refusalResponse(claim));
-      const claimed = { client, key, generation: claim.generation, ctx, report: o.onSettlementFailed };
+      if (claim.outcome !== "claimed") {
+        const answer = applied(refusalResponse(claim, { problemBase: base }));
+        if (claim.outcome === "completed") {
+          await tell(o.onReplayed, { key, generation: claim.generation, status: answer.status }, ...args);
+        } else {
+          const outcome = CONFLICTS[claim.outcome];
+          await tell(o.onConflict, { key, outcome, status: answer.status, ...(claim.outcome === "mismatch" ? { differs: claim.differs } : {}) }, ...args);
+        }
+        return answer;
+      }
+      /** @type {Claimed} */
+      const claimed = {
+        ledger, key, generation: claim.generation, ctx, retentionSeconds: o.retentionSeconds, report: o.onSettlementFailed,
+        stored: (event) => tell(o.onStored, event, ...args),
+      };
       let result;
       try {
-        result = await next(body);
+        result = await next(body, key);
       } catch (e) {
         await settlement(claimed); // released (or reported); the handler's own error is what the caller sees
         throw e;
       }
-      if (result.failed) {
+      if (result.failed || !(await storing(o.shouldStore, result.response, args))) {
         await settlement(claimed);
         return result.response;
       }
@@ -259,36 +492,61 @@ export function idempotencyContract(options) {
 }
 
 /**
+ * Is the route's response to be stored? `shouldStore` absent: always (as
+ * RELEASE_ON_5XX=false); one that throws: no (the key is released).
+ * @template {unknown[]} A
+ * @param {IdempotencyOptions<A>["shouldStore"]} shouldStore
+ * @param {Response} response
+ * @param {A} args
+ * @returns {Promise<boolean>}
+ */
+async function storing(shouldStore, response, args) {
+  if (shouldStore === undefined) return true;
+  try { return (await shouldStore(response, ...args)) !== false; } catch { return false; }
+}
+
+/**
+ * What `withIdempotency` hands its handler as a fourth argument.
+ * @typedef {object} IdempotencyInfo
+ * @property {string | null} idempotencyKey The request's Idempotency-Key (parsed: an sf-string's
+ *   content), or null when the middleware does not protect the request (its method, or no key with `required: false`).
+ */
+
+/**
  * Wraps a fetch handler `(request, env, ctx) => Response` with the
  * Idempotency-Key contract, as the gateway applies it: parse the key (same
  * rules), fingerprint (same components), claim, run the handler once,
  * complete with its response (released instead if it throws, and the error
- * rethrown), and answer refusals with the gateway's problem documents.
- * Completion and release are retried as the gateway retries them, under
- * `ctx.waitUntil`; the handler's response is always returned and its error
- * never masked (a settlement that finally fails goes to `onSettlementFailed`);
- * an unreachable ledger is `503 idempotency-store-unavailable`.
+ * rethrown, or when `shouldStore` says no), and answer refusals with the
+ * gateway's problem documents. Completion and release are retried as the
+ * gateway retries them, under `ctx.waitUntil`; the handler's response is
+ * always returned and its error never masked (a settlement that finally
+ * fails goes to `onSettlementFailed`); an unreachable ledger is `503
+ * idempotency-store-unavailable` (or, `failurePolicy: "open"`, the handler
+ * run unprotected when the ledger was certainly not reached).
  *
- * options.ledger(request, env) must return a `LedgerClient` (e.g.
- * `LedgerClient.forTenant(env.LEDGER, tenantOf(request))`).
+ * The handler is called `(request, env, ctx, { idempotencyKey })`: the
+ * request's body can still be read, and `idempotencyKey` is its parsed key
+ * (null when unprotected). Every callback and hook of the options is given
+ * `(…, request, env, ctx)`, e.g. `ledger: (request, env) => env.LEDGER`.
  * @template Env
  * @template [Ctx=unknown]
- * @param {(request: Request, env: Env, ctx: Ctx) => Response | Promise<Response>} handler
- * @param {IdempotencyOptions<Env>} options
+ * @param {(request: Request, env: Env, ctx: Ctx, idempotency: IdempotencyInfo) => Response | Promise<Response>} handler
+ * @param {IdempotencyOptions<[request: Request, env: Env, ctx: Ctx]>} options
  * @returns {(request: Request, env: Env, ctx: Ctx) => Promise<Response>}
  */
 export function withIdempotency(handler, options) {
   const contract = idempotencyContract(options);
   return async (request, env, ctx) => {
-    if (!contract.protects(request.method)) return handler(request, env, ctx);
+    if (!contract.protects(request.method)) return handler(request, env, ctx, { idempotencyKey: null });
     return contract.run({
-      request, env, ctx: /** @type {{ waitUntil(promise: Promise<unknown>): void } | undefined} */ (ctx),
-      readBody: async () => new Uint8Array(await request.arrayBuffer()),
+      request, args: [request, env, ctx], ctx: /** @type {{ waitUntil(promise: Promise<unknown>): void } | undefined} */ (ctx),
+      readBody: (limit) => readBounded(request.body, limit),
       // The handler gets a request whose body can still be read.
-      next: async (body) => {
+      next: async (body, key) => {
         const replayable = body === undefined ? request
           : new Request(request, { body: ["GET", "HEAD"].includes(request.method) ? undefined : /** @type {Uint8Array<ArrayBuffer>} */ (body) });
-        return { response: await handler(replayable, env, ctx), failed: false };
+        return { response: await handler(replayable, env, ctx, { idempotencyKey: key }), failed: false };
       },
     });
   };

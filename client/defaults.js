@@ -23,4 +23,8 @@ export const DEFAULTS = Object.freeze({
   waitSeconds: 0,
   /** IN_FLIGHT_WAIT_MAX_SECONDS */
   maxWaitSeconds: 10,
+  /** MAX_REQUEST_BODY_BYTES */
+  maxBodyBytes: 1048576,
+  /** FAILURE_POLICY */
+  failurePolicy: /** @type {"closed" | "open"} */ ("closed"),
 });

@@ -16,6 +16,8 @@
 //   shards.js       TENANT_SHARDS: placement, the routing rule, TenantLedgers
 //   defaults.js     the middleware's defaults (the gateway's)
 //   settle.js       completion and release retried as the gateway retries them
+//   sources.js      the middleware's ledger option: client, binding, namespace
+//   body.js         the middleware's bounded request body
 //   contract.js     the middleware contract (withIdempotency; ./hono.js)
 export { DEFAULTS } from "./defaults.js";
 export * from "./key.js";

@@ -80,8 +80,8 @@ export const protectedFetch = withIdempotency<AppEnv, { waitUntil(p: Promise<unk
 import { idempotency } from "idempotency-ledger/hono";
 import type { LedgerServiceRpc } from "idempotency-ledger";
 
-export const honoMiddleware = idempotency<AppEnv>({
-  ledger: (_request, env) => LedgerClient.forTenant(env.LEDGER, "acme"),
+export const honoMiddleware = idempotency<{ Bindings: AppEnv }>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER, "acme"),
   waitSeconds: 2,
 });
 
@@ -108,3 +108,84 @@ export async function completeDurably(client: LedgerClient, key: string, generat
   });
   return landed || (answer.outcome === "stored" && attempts <= SETTLE_RETRY_DELAYS_MS.length + 1);
 }
+
+// ---- middleware parity: every ledger source kind, c in every callback, the key typed, typos refused ----
+import { Hono, type Context } from "hono";
+import { TenantLedgers, type IdempotencyOptions, type ReplayedEvent, type ConflictEvent, type StoredEvent, type IdempotencyInfo } from "idempotency-ledger";
+import type { IdempotencyVariables } from "idempotency-ledger/hono";
+
+type Bindings = { NS: LedgerNamespace; SVC: LedgerServiceRpc; TENANT_SHARDS: string };
+type HonoEnv = { Bindings: Bindings; Variables: { tenant: string } };
+
+// Each source kind, from Hono's c: a LedgerClient, a LedgerService binding, a namespace (with TENANT_SHARDS), a TenantLedgers.
+export const fromClient = idempotency<HonoEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.NS, c.get("tenant")) });
+export const fromBinding = idempotency<HonoEnv>({ ledger: (c) => c.env.SVC, tenant: (c) => c.get("tenant") });
+export const fromNamespace = idempotency<HonoEnv>({
+  ledger: (c) => c.env.NS, tenant: (c) => c.var.tenant, tenantShards: (c) => c.env.TENANT_SHARDS,
+});
+export const fromStaticShards = (ns: LedgerNamespace) => idempotency({ ledger: ns, tenant: "acme", tenantShards: '{"acme": 4}' });
+export const fromTenantLedgers = (ns: LedgerNamespace) => idempotency({ ledger: new TenantLedgers(ns), tenant: "acme" });
+export const fromStaticClient = (ns: LedgerNamespace) => idempotency({ ledger: LedgerClient.forTenant(ns, "acme") });
+
+// Every option, each callback and hook given c.
+export const everything = idempotency<HonoEnv>({
+  ledger: async (c) => c.env.SVC,
+  tenant: (c) => c.get("tenant"),
+  shouldStore: (response: Response, c: Context<HonoEnv>) => response.status < 500 && c.req.method === "POST",
+  failurePolicy: "open",
+  maxBodyBytes: 65_536,
+  leaseSeconds: 30,
+  retentionSeconds: 3_600,
+  problemBase: "https://errors.example.com/",
+  onReplayed: (event: ReplayedEvent, c) => { console.log(event.key, event.generation, event.status, c.req.path); },
+  onConflict: (event: ConflictEvent) => {
+    const outcome: "in_flight" | "mismatch" | "ledger_full" = event.outcome;
+    console.log(outcome, event.status, event.differs?.join(","));
+  },
+  onStored: async (event: StoredEvent, c) => { console.log(event.retained, c.get("tenant")); },
+});
+
+// The route reads the key as a string, chained after the middleware or declared in the app's Variables.
+export const chained = new Hono<HonoEnv>()
+  .use("/payments/*", fromBinding)
+  .post("/payments/charge", (c) => {
+    const key: string = c.get("idempotencyKey");
+    return c.json({ key, tenant: c.get("tenant") }, 201);
+  });
+export const declared = new Hono<{ Bindings: Bindings; Variables: IdempotencyVariables }>();
+declared.post("/x", (c) => c.text(c.get("idempotencyKey") satisfies string));
+
+// An untyped copy of the docs' example is not `any`: without the app's Env, c.env has no bindings.
+// @ts-expect-error c.env is unknown until the app's Env is given
+export const untyped = idempotency({ ledger: (c) => c.env.LEDGER });
+// The middleware is typed, not `any`: its c is a Context.
+export const untypedButReal = idempotency({ ledger: (c) => { const path: string = c.req.path; return LedgerClient.forTenant(null as unknown as LedgerNamespace, path); } });
+
+// Option typos and wrong values are compile errors.
+// @ts-expect-error a typo of shouldStore
+export const typo1 = idempotency<HonoEnv>({ ledger: (c) => c.env.SVC, tenant: "acme", shouldstore: () => true });
+// @ts-expect-error failurePolicy is "closed" | "open"
+export const typo2 = idempotency<HonoEnv>({ ledger: (c) => c.env.SVC, tenant: "acme", failurePolicy: "lenient" });
+// @ts-expect-error maxBodyBytes is a number
+export const typo3 = withIdempotency<AppEnv>(async () => new Response(), { ledger: (_r, env) => LedgerClient.forTenant(env.LEDGER, "a"), maxBodyBytes: "1mb" });
+// @ts-expect-error the ledger must be a ledger source
+export const typo4 = idempotency<HonoEnv>({ ledger: (c) => c.env.TENANT_SHARDS });
+// @ts-expect-error a tenant is a string (or a function of c returning one)
+export const typo5 = idempotency<HonoEnv>({ ledger: (c) => c.env.SVC, tenant: 7 });
+
+// withIdempotency: callbacks get (request, env, ctx); the handler gets the key as its fourth argument.
+export const fetchHandler = withIdempotency<Bindings, { waitUntil(p: Promise<unknown>): void }>(
+  async (request, env, ctx, { idempotencyKey }: IdempotencyInfo) => {
+    const key: string | null = idempotencyKey;
+    ctx.waitUntil(Promise.resolve(env.TENANT_SHARDS));
+    return Response.json({ key, body: await request.text() }, { status: 201 });
+  },
+  {
+    ledger: (_request, env) => env.NS,
+    tenant: (request) => request.headers.get("x-tenant"),
+    tenantShards: (_request, env) => env.TENANT_SHARDS,
+    shouldStore: (response, request) => response.ok && request.method === "POST",
+    onConflict: (event, request, env, ctx) => { ctx.waitUntil(Promise.resolve(`${event.outcome} ${request.url} ${Object.keys(env)}`)); },
+  },
+);
+export const fetchOptions: IdempotencyOptions<[Request, Bindings, unknown]> = { ledger: (_r, env) => env.SVC, tenant: "acme" };

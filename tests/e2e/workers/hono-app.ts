@@ -5,13 +5,13 @@ import { Hono } from "hono";
 import { idempotency } from "../../../client/hono.js";
 import { LedgerClient, type LedgerNamespace } from "../../../client/index.js";
 
-type Bindings = { LEDGER: LedgerNamespace };
+type AppEnv = { Bindings: { LEDGER: LedgerNamespace } };
 
-const app = new Hono<{ Bindings: Bindings }>();
+const app = new Hono<AppEnv>();
 let runs = 0; // the side effect the middleware protects
 
-app.use("/payments/*", idempotency<Bindings>({
-  ledger: (request, env) => LedgerClient.forTenant(env.LEDGER, request.headers.get("x-tenant") ?? "hono-tenant"),
+app.use("/payments/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER, c.req.header("x-tenant") ?? "hono-tenant"),
 }));
 
 app.post("/payments/charge", async (c) => {

@@ -1,0 +1,202 @@
+// @ts-check
+// The middleware's `ledger` option: where one request's ledger comes from,
+// resolved per request into one tenant's claim / complete / release
+// (./contract.js calls nothing else). A source is a `LedgerClient` (one
+// object), a `LedgerService` service binding (JS RPC, tenant first), a
+// TenantLedger Durable Object namespace (routed with TENANT_SHARDS by
+// `TenantLedgers`, the gateway's rule), or a callback of the request
+// returning one of these. A binding or a namespace needs the `tenant`
+// option, checked as the gateway checks tenants.
+//
+// What must stay true here:
+// - Whatever can be known when the middleware is made is checked then (a
+//   TypeError naming the option); nothing given is ever silently ignored.
+// - At request time a wrong tenant, source or TENANT_SHARDS is
+//   `misconfigured` (the caller answers 500, nothing runs).
+// - `notReached` only for a ledger that was certainly not reached (the
+//   callback threw or gave no ledger: a missing binding). It is the one
+//   failure FAILURE_POLICY=open may run a request unprotected after.
+import { LedgerClient, LedgerError } from "./rpc.js";
+import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
+/**
+ * @import { LedgerNamespace, LedgerServiceRpc, ClaimCall, CompleteCall, ReleaseCall,
+ *   ClaimOutcome, CompleteOutcome, ReleaseOutcome, WaitedAnswer } from "./rpc.js"
+ * @import { ShardLayout } from "./shards.js"
+ */
+
+/**
+ * One tenant's ledger, as the middleware uses it: `LedgerClient`'s claim,
+ * complete and release (a `LedgerClient` is one).
+ * @typedef {object} TenantLedgerCalls
+ * @property {(call: ClaimCall) => Promise<ClaimOutcome & WaitedAnswer>} claim
+ * @property {(call: CompleteCall) => Promise<CompleteOutcome>} complete
+ * @property {(call: ReleaseCall) => Promise<ReleaseOutcome>} release
+ */
+
+/**
+ * A ledger that takes the tenant first: a `LedgerService` service binding
+ * (or a `TenantLedgers`). Needs the `tenant` option.
+ * @typedef {Pick<LedgerServiceRpc, "claim" | "complete" | "release">} LedgerServiceCalls
+ */
+
+/**
+ * What the `ledger` option gives: a `LedgerClient` (or any object with its
+ * claim / complete / release, used as one tenant's ledger when no `tenant`
+ * is given), a `LedgerService` binding, or a TenantLedger namespace (both
+ * with `tenant`).
+ * @typedef {LedgerClient | TenantLedgerCalls | LedgerServiceCalls | LedgerNamespace} LedgerSource
+ */
+
+/**
+ * TENANT_SHARDS as the `tenantShards` option takes it: the raw JSON, or `parseTenantShards`' map.
+ * @typedef {string | Map<string, ShardLayout>} TenantShardsValue
+ */
+
+/**
+ * What a source comes to for one request.
+ * @typedef {{ ledger: TenantLedgerCalls; tenant: string | null }
+ *   | { misconfigured: string; variable?: string }
+ *   | { notReached: string }} Resolved
+ */
+
+const TENANT_RULE = "1-64 characters of A-Z a-z 0-9 . _ -";
+
+/**
+ * The kind of a ledger source, or null for anything else. A service
+ * binding (a `Fetcher`) answers every property name with an RPC method,
+ * so it is recognised by its tag before any shape test.
+ * @param {unknown} source
+ * @returns {"client" | "binding" | "service" | "calls" | "namespace" | null}
+ */
+function kindOf(source) {
+  if (source instanceof LedgerClient) return "client";
+  if (source === null || typeof source !== "object") return null;
+  if (Object.prototype.toString.call(source) === "[object Fetcher]") return "binding";
+  if (source instanceof TenantLedgers) return "service";
+  const s = /** @type {Record<string, unknown>} */ (source);
+  if (["claim", "complete", "release"].every((m) => typeof s[m] === "function")) return "calls";
+  if (typeof s.idFromName === "function" && typeof s.get === "function") return "namespace";
+  return null;
+}
+
+/** @param {"client" | "binding" | "service" | "calls" | "namespace"} kind @param {boolean} withTenant */
+const takesTenant = (kind, withTenant) => kind === "binding" || kind === "service" || kind === "namespace" || (kind === "calls" && withTenant);
+
+/**
+ * A JS RPC rejection as a `LedgerError` (JS RPC carries an error's message,
+ * not its properties): `ledger refused <op> (<status>)` keeps its status,
+ * anything else is an answer that never came (status null).
+ * @param {unknown} error
+ * @param {string} op
+ */
+function remoteError(error, op) {
+  if (error instanceof LedgerError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const status = /^ledger refused \w+ \((\d{3})\)/.exec(message)?.[1];
+  return new LedgerError(`ledger service ${op} failed: ${message}`, { status: status === undefined ? null : Number(status), cause: error });
+}
+
+/**
+ * One tenant's calls over a tenant-first ledger; a service binding's
+ * rejections become `LedgerError`s (the middleware's 503 and retry rules).
+ * @param {LedgerServiceCalls} service
+ * @param {string} tenant
+ * @param {boolean} remote
+ * @returns {TenantLedgerCalls}
+ */
+function boundTo(service, tenant, remote) {
+  /**
+   * @template T
+   * @param {"claim" | "complete" | "release"} op
+   * @param {() => Promise<T>} call
+   * @returns {Promise<T>}
+   */
+  const run = async (op, call) => {
+    if (!remote) return call();
+    try { return await call(); } catch (e) { throw remoteError(e, op); }
+  };
+  return {
+    claim: (call) => run("claim", () => service.claim(tenant, call)),
+    complete: (call) => run("complete", () => service.complete(tenant, call)),
+    release: (call) => run("release", () => service.release(tenant, call)),
+  };
+}
+
+/**
+ * The `ledger`, `tenant` and `tenantShards` options, checked once (a
+ * TypeError naming what is wrong); `resolve(args)` gives one request's ledger.
+ * @template {unknown[]} A
+ * @param {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} options
+ * @returns {{ resolve: (args: A) => Promise<Resolved> }}
+ */
+export function ledgerSource({ ledger, tenant, tenantShards }) {
+  if (ledger === undefined || ledger === null) throw new TypeError("idempotency middleware needs options.ledger: a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
+  if (tenant !== undefined && typeof tenant !== "function" && !isTenantId(tenant)) {
+    throw new TypeError(`idempotency middleware: options.tenant must be ${TENANT_RULE}, or a function returning one`);
+  }
+  /** @type {Map<string, ShardLayout> | undefined} */
+  let layouts;
+  if (tenantShards !== undefined && typeof tenantShards !== "function") {
+    if (tenantShards instanceof Map) layouts = tenantShards;
+    else if (typeof tenantShards === "string") {
+      try { layouts = parseTenantShards(tenantShards); } catch (e) { throw new TypeError(`idempotency middleware: options.tenantShards: ${/** @type {Error} */ (e).message}`); }
+    } else throw new TypeError("idempotency middleware: options.tenantShards must be TENANT_SHARDS (a JSON string), its parsed map, or a function returning one");
+  }
+  const withTenant = tenant !== undefined;
+  if (typeof ledger !== "function") {
+    const kind = kindOf(ledger);
+    if (kind === null) throw new TypeError("idempotency middleware: options.ledger must be a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
+    if (kind === "client" && withTenant) throw new TypeError("idempotency middleware: options.tenant is for a LedgerService binding or a namespace; a LedgerClient is already one tenant's object");
+    if (takesTenant(kind, withTenant) && !withTenant) throw new TypeError("idempotency middleware: a LedgerService binding or a TenantLedger namespace needs options.tenant");
+    if (tenantShards !== undefined && kind !== "namespace") throw new TypeError("idempotency middleware: options.tenantShards routes a TenantLedger namespace; a LedgerService binding routes with its own TENANT_SHARDS");
+  }
+
+  /** The last raw TENANT_SHARDS a callback gave and its parse (variables do not change within an isolate). */
+  let parsed = /** @type {{ raw: unknown; layouts: Map<string, ShardLayout> } | null} */ (null);
+  /**
+   * @param {A} args
+   * @returns {Promise<Map<string, ShardLayout> | undefined | { misconfigured: string; variable: string }>}
+   */
+  const layoutsFor = async (args) => {
+    if (typeof tenantShards !== "function") return layouts;
+    const raw = await tenantShards(...args);
+    if (raw instanceof Map) return raw;
+    const last = parsed;
+    if (last !== null && last.raw === raw) return last.layouts;
+    try {
+      const fresh = parseTenantShards(/** @type {string | null | undefined} */ (raw));
+      parsed = { raw, layouts: fresh };
+      return fresh;
+    } catch (e) {
+      return { misconfigured: /** @type {Error} */ (e).message, variable: "TENANT_SHARDS" };
+    }
+  };
+
+  return {
+    async resolve(args) {
+      let source = ledger;
+      if (typeof ledger === "function") {
+        try {
+          source = await ledger(...args);
+        } catch (e) {
+          return { notReached: `options.ledger threw: ${e instanceof Error ? e.message : String(e)}` };
+        }
+        if (source === undefined || source === null) return { notReached: "options.ledger gave no ledger (a missing binding?)" };
+      }
+      const kind = kindOf(source);
+      if (kind === null) return { misconfigured: "options.ledger gave something that is not a LedgerClient, a LedgerService binding or a TenantLedger namespace" };
+      if (kind === "client" && withTenant) return { misconfigured: "options.tenant is for a LedgerService binding or a namespace; options.ledger gave a LedgerClient" };
+      if (tenantShards !== undefined && kind !== "namespace") return { misconfigured: "options.tenantShards routes a TenantLedger namespace; options.ledger gave something else" };
+      if (!takesTenant(kind, withTenant)) return { ledger: /** @type {TenantLedgerCalls} */ (source), tenant: null };
+      if (!withTenant) return { misconfigured: "a LedgerService binding or a TenantLedger namespace needs options.tenant" };
+      const name = typeof tenant === "function" ? await tenant(...args) : tenant;
+      if (!isTenantId(name)) return { misconfigured: `the idempotency middleware's tenant must be ${TENANT_RULE}` };
+      if (kind === "namespace") {
+        const routed = await layoutsFor(args);
+        if (routed !== undefined && !(routed instanceof Map)) return routed;
+        return { ledger: boundTo(new TenantLedgers(/** @type {LedgerNamespace} */ (source), routed ?? null), name, false), tenant: name };
+      }
+      return { ledger: boundTo(/** @type {LedgerServiceCalls} */ (source), name, kind === "binding"), tenant: name };
+    },
+  };
+}
