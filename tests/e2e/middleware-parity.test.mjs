@@ -1,0 +1,265 @@
+// Middleware parity: the Hono middleware and withIdempotency with the
+// gateway's options (shouldStore, failurePolicy, maxBodyBytes, lease and
+// retention, problemBase, hooks) over every ledger source kind — a
+// LedgerClient, the LedgerService binding, the TenantLedger namespace
+// routed with TENANT_SHARDS — in a real Hono app (bundled with esbuild)
+// bound to the built Worker's real objects in workerd.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { buildSync } from "esbuild";
+import { startGateway, read, eventually, ROOT } from "./harness.mjs";
+import { shardOf, shardObjectName } from "../../client/index.js";
+
+const TENANT_SHARDS = '{"shardy": 4}';
+const bundle = buildSync({
+  entryPoints: [`${ROOT}tests/e2e/workers/parity-app.ts`],
+  bundle: true, format: "esm", target: "es2022", platform: "neutral", write: false,
+}).outputFiles[0].text;
+const parityApp = {
+  name: "parity-app",
+  modules: [{ type: "ESModule", path: `${ROOT}tests/e2e/workers/parity-app.mjs`, contents: bundle }],
+  compatibilityDate: "2026-11-01",
+  bindings: { TENANT_SHARDS },
+  durableObjects: { LEDGER_NS: { className: "TenantLedger", scriptName: "gateway", useSQLite: true } },
+  serviceBindings: {
+    LEDGER_SVC: { name: "gateway", entrypoint: "LedgerService" },
+    BROKEN: { name: "broken-ledger", entrypoint: "BrokenLedger" },
+  },
+};
+// A ledger Worker that is reached and fails: every call throws.
+const brokenLedger = {
+  name: "broken-ledger", modules: true, compatibilityDate: "2026-11-01",
+  script: `
+    import { WorkerEntrypoint } from "cloudflare:workers";
+    let calls = 0;
+    export class BrokenLedger extends WorkerEntrypoint {
+      async claim() { calls++; throw new Error("the ledger Worker failed"); }
+      async complete() { calls++; throw new Error("the ledger Worker failed"); }
+      async release() { calls++; throw new Error("the ledger Worker failed"); }
+    }
+    export default { fetch() { return Response.json({ calls }); } }`,
+};
+
+let gw, app;
+before(async () => {
+  // The objects run with the same TENANT_SHARDS as the app: "shardy" is four objects.
+  gw = await startGateway({ vars: { TENANT_SHARDS }, workers: [parityApp, brokenLedger] });
+  app = await gw.mf.getWorker("parity-app");
+});
+after(async () => { await gw?.dispose(); });
+
+/** A POST to /<route>/charge (or `path`) with the key (null: none), body and headers. */
+const post = (route, key, body = "10.00", headers = {}, path = `/${route}/charge`) => app.fetch(`https://parity${path}`, {
+  method: "POST",
+  headers: { "content-type": "text/plain", ...(key === null ? {} : { "idempotency-key": key }), ...headers },
+  body,
+}).then(read);
+const runs = async (route) => (await (await app.fetch(`https://parity/runs/${route}`)).json()).runs;
+const lookup = async (object, key) => {
+  const stub = await gw.ledger(object);
+  return (await (await stub.fetch("https://l/rpc/v1/lookup", { method: "POST", body: JSON.stringify({ key }) })).json()).record;
+};
+const told = async () => (await app.fetch("https://parity/told")).json();
+const problem = (r) => ({ status: r.status, type: JSON.parse(r.text).type, contentType: r.headers["content-type"] });
+
+test("a LedgerClient: the route runs once, replays, and reads its parsed key with c.get(\"idempotencyKey\")", async () => {
+  const first = await post("client", '"pc-1"');
+  assert.equal(first.status, 201);
+  assert.equal(JSON.parse(first.text).key, "pc-1", "the sf-string's content, as parsed");
+  const replay = await post("client", "pc-1");
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.ok(replay.body.equals(first.body));
+  assert.equal(await runs("client"), 1);
+  assert.equal((await lookup("parity-client", "pc-1")).state, "completed");
+});
+
+test("the LedgerService binding with the tenant from c.var: the key lives in that tenant's object", async () => {
+  const first = await post("service", "ps-1", "5.00", { "x-tenant": "svc-a" });
+  assert.equal(first.status, 201);
+  assert.deepEqual([JSON.parse(first.text).tenant, JSON.parse(first.text).key], ["svc-a", "ps-1"]);
+  const replay = await post("service", "ps-1", "5.00", { "x-tenant": "svc-a" });
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.ok(replay.body.equals(first.body));
+  // Another tenant, the same key: its own object, its own run.
+  const other = await post("service", "ps-1", "5.00", { "x-tenant": "svc-b" });
+  assert.equal(other.status, 201);
+  assert.equal(other.headers["idempotent-replayed"], undefined);
+  assert.equal(await runs("service"), 2);
+  assert.equal((await lookup("svc-a", "ps-1")).state, "completed");
+  assert.equal((await lookup("svc-b", "ps-1")).state, "completed");
+  const reused = await post("service", "ps-1", "6.00", { "x-tenant": "svc-a" });
+  assert.equal(reused.status, 422);
+  assert.deepEqual(JSON.parse(reused.text).differs, ["body"]);
+});
+
+test("an invalid or missing tenant is 500 misconfigured with a clear detail, and nothing runs or is claimed", async () => {
+  const before = await runs("service");
+  for (const headers of [{ "x-tenant": "bad/tenant" }, { "x-tenant": "x".repeat(65) }, {}]) {
+    const r = await post("service", "pt-bad", "1", headers);
+    assert.equal(r.status, 500, JSON.stringify(headers));
+    const doc = JSON.parse(r.text);
+    assert.match(doc.type, /\/misconfigured$/);
+    assert.match(doc.detail, /tenant must be 1-64 characters/);
+  }
+  assert.equal(await runs("service"), before);
+  assert.equal(await lookup("bad", "pt-bad"), null);
+});
+
+test("the TenantLedger namespace with TENANT_SHARDS: a sharded tenant's keys live in their shard objects; an unsharded tenant in its one object", async () => {
+  const keys = Array.from({ length: 12 }, (_, i) => `pn-${i}`);
+  for (const key of keys) assert.equal((await post("namespace", key, key, { "x-tenant": "shardy" })).status, 201);
+  const perShard = [0, 0, 0, 0];
+  for (const key of keys) {
+    const index = await shardOf(key, 4);
+    perShard[index] += 1;
+    assert.equal((await lookup(shardObjectName("shardy", index, 4), key))?.state, "completed", key);
+    assert.equal(await lookup("shardy", key), null, "the tenant's unsharded object holds nothing");
+  }
+  assert.ok(perShard.filter((n) => n > 0).length >= 2, `keys spread over the shards: ${perShard}`);
+  const replay = await post("namespace", "pn-3", "pn-3", { "x-tenant": "shardy" });
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  // The same keys through the LedgerService (which routes with the gateway's own TENANT_SHARDS) are the same records.
+  const viaService = await post("service", "pn-3", "pn-3", { "x-tenant": "shardy" });
+  assert.equal(viaService.status, 422, "the same record, claimed for a different target");
+  assert.deepEqual(JSON.parse(viaService.text).differs, ["target"]);
+  assert.equal((await post("namespace", "pn-plain", "x", { "x-tenant": "plain-ns" })).status, 201);
+  assert.equal((await lookup("plain-ns", "pn-plain")).state, "completed");
+  assert.equal(await runs("namespace"), 13);
+});
+
+test("shouldStore false releases the key: the 5xx reaches its caller and a retry runs again; a 2xx is stored", async () => {
+  const failed = await post("nostore", "pns-1", "status=503");
+  assert.equal(failed.status, 503);
+  assert.equal((await lookup("parity-nostore", "pns-1")).state, "released");
+  const retry = await post("nostore", "pns-1", "status=503");
+  assert.equal(retry.status, 503);
+  assert.equal(retry.headers["idempotent-replayed"], undefined);
+  assert.equal(await runs("nostore"), 2, "released: the retry ran again");
+  assert.equal((await post("nostore", "pns-2", "fine")).status, 201);
+  assert.equal((await post("nostore", "pns-2", "fine")).headers["idempotent-replayed"], "true");
+  assert.equal(await runs("nostore"), 3);
+});
+
+test("failurePolicy: a missing binding (certainly not reached) runs unprotected under open, 503 under closed; a ledger Worker that fails is 503 under both", async () => {
+  const open1 = await post("open-missing", "po-1", "1");
+  assert.equal(open1.status, 201);
+  assert.equal(JSON.parse(open1.text).key, "po-1", "the key is still exposed");
+  const open2 = await post("open-missing", "po-1", "1");
+  assert.equal(open2.status, 201);
+  assert.equal(open2.headers["idempotent-replayed"], undefined, "nothing was stored");
+  assert.equal(await runs("open-missing"), 2, "unprotected: every request runs");
+  await eventually(() => gw.events("idempotency.unprotected").length >= 2);
+  assert.ok(!gw.logs.join("\n").includes("po-1"), "the log line carries a hash, never the key");
+
+  const closed = await post("closed-missing", "pc-down", "1");
+  assert.deepEqual(problem(closed), { status: 503, type: "https://idempotency-ledger.dev/problems/idempotency-store-unavailable", contentType: "application/problem+json" });
+  assert.equal(await runs("closed-missing"), 0);
+
+  for (const route of ["open-broken", "closed-broken"]) {
+    const r = await post(route, "pb-1", "1");
+    assert.equal(r.status, 503, `${route}: the failing ledger may have acted, so nothing runs`);
+    assert.match(JSON.parse(r.text).type, /idempotency-store-unavailable$/);
+    assert.equal(await runs(route), 0);
+  }
+  const broken = await (await gw.mf.getWorker("broken-ledger")).fetch("https://b/").then((r) => r.json());
+  assert.equal(broken.calls, 2, "each claim reached the failing ledger once; nothing was settled");
+});
+
+test("maxBodyBytes: a larger body is 413 request-too-large (by Content-Length and by bytes read), nothing is claimed or run", async () => {
+  const big = "x".repeat(100);
+  const declared = await post("limited", "pl-1", big);
+  assert.deepEqual(problem(declared), { status: 413, type: "https://idempotency-ledger.dev/problems/request-too-large", contentType: "application/problem+json" });
+  assert.match(JSON.parse(declared.text).detail, /limited to 64 bytes/);
+  // No Content-Length: the stream is counted as it is read, and refused once past the limit, unread beyond it.
+  const streamed = await (await app.fetch("https://parity/self/stream-to-limited?key=pl-1&chunks=100", { method: "POST" })).json();
+  assert.equal(streamed.status, 413);
+  assert.match(streamed.answer.type, /request-too-large$/);
+  assert.ok(streamed.pulled > 64 && streamed.pulled <= 64 + 3 * 16, `pulled ${streamed.pulled} of ${streamed.total} bytes`);
+  assert.equal(await lookup("parity-limited", "pl-1"), null, "nothing claimed");
+  assert.equal(await runs("limited"), 0);
+  // The same key with a small body: a first run (nothing was claimed before), at the limit exactly.
+  const small = await post("limited", "pl-1", "y".repeat(64));
+  assert.equal(small.status, 201);
+  assert.equal(JSON.parse(small.text).body, "y".repeat(64));
+  assert.equal(await runs("limited"), 1);
+});
+
+test("leaseSeconds and retentionSeconds are sent: the lease and the expiry the object records are theirs", async () => {
+  const held = post("windows", "pw-1", "hold");
+  const inFlight = await eventually(async () => {
+    const r = await lookup("parity-windows", "pw-1");
+    return r?.state === "in_flight" ? r : null;
+  }, { every: 50 });
+  const lease = Date.parse(inFlight.lease_expires_at) - Date.parse(inFlight.created_at);
+  assert.ok(Math.abs(lease - 45_000) <= 1_000, `lease ${lease} ms`);
+  await app.fetch("https://parity/gate/windows:pw-1", { method: "POST" });
+  assert.equal((await held).status, 201);
+  const done = await lookup("parity-windows", "pw-1");
+  assert.equal(done.state, "completed");
+  const retention = Date.parse(done.expires_at) - Date.parse(done.created_at);
+  assert.ok(retention >= 7_200_000 && retention <= 7_260_000, `retention ${retention} ms (from the completion)`);
+});
+
+test("problemBase is the base of every problem type the middleware answers", async () => {
+  await post("branded", "pbr-1", "1");
+  const reused = await post("branded", "pbr-1", "2");
+  assert.equal(reused.status, 422);
+  assert.equal(JSON.parse(reused.text).type, "https://errors.example.com/idempotency/idempotency-key-reused");
+  const missing = await post("branded", null, "1");
+  assert.equal(JSON.parse(missing.text).type, "https://errors.example.com/idempotency/idempotency-key-missing");
+});
+
+test("hooks: onStored, onReplayed and onConflict are each called once with the key, outcome and status, and given c", async () => {
+  const tell = async (n) => eventually(async () => { const t = await told(); return t.length >= n ? t : null; });
+  assert.equal((await post("hooked", "ph-1", "1")).status, 201);
+  let t = await tell(1);
+  assert.deepEqual(t, [{ hook: "onStored", path: "/hooked/charge", event: { key: "ph-1", generation: 1, status: 201, retained: true } }]);
+  assert.equal((await post("hooked", "ph-1", "1")).headers["idempotent-replayed"], "true");
+  t = await tell(2);
+  assert.deepEqual(t[1], { hook: "onReplayed", path: "/hooked/charge", event: { key: "ph-1", generation: 1, status: 201 } });
+  assert.equal((await post("hooked", "ph-1", "2")).status, 422);
+  t = await tell(3);
+  assert.deepEqual(t[2], { hook: "onConflict", path: "/hooked/charge", event: { key: "ph-1", outcome: "mismatch", status: 422, differs: ["body"] } });
+  // In flight: the second request is refused while the first is held.
+  const held = post("hooked", "ph-2", "hold");
+  await eventually(async () => (await lookup("parity-hooked", "ph-2"))?.state === "in_flight", { every: 50 });
+  const busy = await post("hooked", "ph-2", "hold");
+  assert.equal(busy.status, 409);
+  t = await tell(4);
+  assert.deepEqual(t[3], { hook: "onConflict", path: "/hooked/charge", event: { key: "ph-2", outcome: "in_flight", status: 409 } });
+  await app.fetch("https://parity/gate/hooked:ph-2", { method: "POST" });
+  assert.equal((await held).status, 201);
+  t = await tell(5);
+  assert.deepEqual(t[4], { hook: "onStored", path: "/hooked/charge", event: { key: "ph-2", generation: 1, status: 201, retained: true } });
+  assert.equal((await told()).length, 5, "each hook once per outcome, nothing more");
+});
+
+test("hooks that throw or reject never change the answer", async () => {
+  const first = await post("hooks-throw", "phx-1", "1");
+  assert.equal(first.status, 201);
+  const replay = await post("hooks-throw", "phx-1", "1");
+  assert.equal(replay.status, 201);
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.ok(replay.body.equals(first.body));
+  assert.equal((await post("hooks-throw", "phx-1", "2")).status, 422);
+  assert.equal((await lookup("parity-hooks-throw", "phx-1")).state, "completed");
+  assert.equal(await runs("hooks-throw"), 1);
+});
+
+test("withIdempotency over the LedgerService binding: callbacks get the request, the handler gets the key as its fourth argument", async () => {
+  const send = (key, body, tenant = "fetch-tenant") => app.fetch("https://parity/fetch/charge", {
+    method: "POST", headers: { "content-type": "text/plain", "idempotency-key": key, "x-tenant": tenant }, body,
+  }).then(read);
+  const first = await send('"pf-1"', "42");
+  assert.equal(first.status, 201);
+  assert.deepEqual(JSON.parse(first.text), { run: 1, key: "pf-1", body: "42" });
+  const replay = await send("pf-1", "42");
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.ok(replay.body.equals(first.body));
+  assert.equal((await lookup("fetch-tenant", "pf-1")).state, "completed");
+  const bad = await send("pf-2", "1", "no/such/tenant");
+  assert.equal(bad.status, 500);
+  assert.match(JSON.parse(bad.text).type, /misconfigured$/);
+  const unprotected = await app.fetch("https://parity/fetch/charge").then(read);
+  assert.equal(JSON.parse(unprotected.text).key, null, "a GET is not protected: no key");
+});

@@ -1,0 +1,126 @@
+// A Hono app whose routes are protected by `idempotency-ledger/hono` (and
+// one by `withIdempotency`) with every option the gateway has a variable
+// for, over every ledger source kind, bound to the real TenantLedger and
+// LedgerService of the built Worker. Bundled by esbuild in
+// middleware-parity.test.mjs (Hono included); type-checked by
+// `tsc -p tests/types`.
+import { Hono, type Context, type ExecutionContext } from "hono";
+import { idempotency, type IdempotencyVariables } from "../../../client/hono.js";
+import {
+  LedgerClient, withIdempotency,
+  type LedgerNamespace, type LedgerServiceRpc, type ReplayedEvent, type ConflictEvent, type StoredEvent,
+} from "../../../client/index.js";
+
+type Bindings = {
+  LEDGER_NS: LedgerNamespace; // the TenantLedger namespace (script_name)
+  LEDGER_SVC: LedgerServiceRpc; // the LedgerService entrypoint (service binding)
+  BROKEN: LedgerServiceRpc; // a service binding to a Worker whose ledger methods throw
+  TENANT_SHARDS: string;
+  ABSENT?: LedgerServiceRpc; // never bound: a missing binding
+};
+// The middleware's variable (c.get("idempotencyKey")) declared with the app's own.
+type AppEnv = { Bindings: Bindings; Variables: { tenant: string } & IdempotencyVariables };
+
+const app = new Hono<AppEnv>();
+const runs: Record<string, number> = {}; // the side effect the middleware protects, per route
+/**
+ * Requests a test holds open (by route and key) until it opens their gate.
+ * The held request polls on its own timer: workerd does not wake a request
+ * on a promise another request resolves. Bounded (30 s), so a failed test
+ * cannot hang the run.
+ */
+const opened = new Set<string>();
+const held = async (id: string) => {
+  for (const deadline = Date.now() + 30_000; !opened.has(id) && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+};
+/** What the hooks were told, with the path of the `c` they were given. */
+const told: { hook: string; path: string; event: ReplayedEvent | ConflictEvent | StoredEvent }[] = [];
+
+// The app's own auth: the tenant comes from a header into c.var, as a real app's auth middleware sets it.
+app.use("*", async (c, next) => {
+  const tenant = c.req.header("x-tenant");
+  if (tenant !== undefined) c.set("tenant", tenant);
+  await next();
+});
+
+app.use("/client/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-client") }));
+app.use("/service/*", idempotency<AppEnv>({ ledger: (c) => c.env.LEDGER_SVC, tenant: (c) => c.get("tenant") }));
+app.use("/namespace/*", idempotency<AppEnv>({
+  ledger: (c) => c.env.LEDGER_NS, tenant: (c) => c.get("tenant"), tenantShards: (c) => c.env.TENANT_SHARDS,
+}));
+app.use("/nostore/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-nostore"),
+  shouldStore: (response) => response.status < 500,
+}));
+app.use("/open-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open", failurePolicy: "open" }));
+app.use("/closed-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open" }));
+app.use("/open-broken/*", idempotency<AppEnv>({ ledger: (c) => c.env.BROKEN, tenant: "parity-broken", failurePolicy: "open" }));
+app.use("/closed-broken/*", idempotency<AppEnv>({ ledger: (c) => c.env.BROKEN, tenant: "parity-broken" }));
+app.use("/limited/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-limited"), maxBodyBytes: 64 }));
+app.use("/windows/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-windows"), leaseSeconds: 45, retentionSeconds: 7200,
+}));
+app.use("/branded/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-branded"), problemBase: "https://errors.example.com/idempotency/",
+}));
+const record = (hook: string) => (event: ReplayedEvent | ConflictEvent | StoredEvent, c: Context<AppEnv>) => {
+  told.push({ hook, path: c.req.path, event });
+};
+app.use("/hooked/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-hooked"),
+  onReplayed: record("onReplayed"), onConflict: record("onConflict"), onStored: record("onStored"),
+}));
+const broken = () => { throw new Error("the hook broke"); };
+app.use("/hooks-throw/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-hooks-throw"),
+  onReplayed: broken, onConflict: async () => { throw new Error("rejected"); }, onStored: broken, onSettlementFailed: broken,
+}));
+
+// withIdempotency over the same binding: the key is the handler's fourth argument.
+const wrapped = withIdempotency<Bindings, ExecutionContext>(async (request, _env, _ctx, { idempotencyKey }) => {
+  runs.fetch = (runs.fetch ?? 0) + 1;
+  return Response.json({ run: runs.fetch, key: idempotencyKey, body: await request.text() }, { status: 201 });
+}, { ledger: (_request, env) => env.LEDGER_SVC, tenant: (request) => request.headers.get("x-tenant") });
+app.all("/fetch/*", (c) => wrapped(c.req.raw, c.env, c.executionCtx));
+
+// Every protected route: counts its runs, answers its key as the route sees it.
+app.post("/:route/charge", async (c) => {
+  const route = c.req.param("route");
+  runs[route] = (runs[route] ?? 0) + 1;
+  const body = await c.req.text();
+  const key: string = c.get("idempotencyKey");
+  if (body.includes("hold")) await held(`${route}:${key}`);
+  const status = /status=(\d{3})/.exec(body)?.[1];
+  return c.json({ run: runs[route], route, key: key ?? null, tenant: c.get("tenant") ?? null, body }, status ? Number(status) as 201 : 201);
+});
+
+// A body without Content-Length, streamed to /limited/charge inside the isolate (an upload
+// from outside would race the early 413 against its own last bytes): how much was pulled.
+app.post("/self/stream-to-limited", async (c) => {
+  const chunks = Number(c.req.query("chunks"));
+  let pulled = 0;
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent === chunks) return controller.close();
+      sent += 1;
+      pulled += 16;
+      controller.enqueue(new TextEncoder().encode("z".repeat(16)));
+    },
+  }, { highWaterMark: 0 });
+  const request = new Request("https://parity/limited/charge", {
+    method: "POST", headers: { "idempotency-key": c.req.query("key") ?? "", "content-type": "text/plain" }, body,
+    // @ts-expect-error duplex is not in the DOM lib's RequestInit yet
+    duplex: "half",
+  });
+  const response = await app.fetch(request, c.env, c.executionCtx);
+  return c.json({ status: response.status, answer: await response.json(), pulled, total: chunks * 16 });
+});
+
+app.get("/runs/:route", (c) => c.json({ runs: runs[c.req.param("route")] ?? 0 }));
+app.get("/told", (c) => c.json(told));
+app.post("/gate/:id", (c) => { opened.add(c.req.param("id")); return c.json({ opened: true }); });
+
+export default app;
