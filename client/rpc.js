@@ -204,6 +204,11 @@ export class LedgerClient {
 
   /**
    * The object named `tenant` (or a shard's object name) in a namespace bound with script_name.
+   * One client is one object, so this is an unsharded tenant's ledger: a tenant that TENANT_SHARDS
+   * spreads over several objects has no single object to name (its keys live in different ones).
+   * For a sharded tenant use `TenantLedgers` (./shards.js: `new TenantLedgers(env.LEDGER,
+   * env.TENANT_SHARDS).claim(tenant, call)`), or give the middleware the namespace with `tenant` and
+   * `tenantShards`; or name a shard's object yourself (`shardObjectName`).
    * @param {LedgerNamespace} namespace
    * @param {string} tenant
    * @returns {LedgerClient}

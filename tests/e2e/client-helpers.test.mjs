@@ -261,3 +261,41 @@ test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixt
   assert.notEqual((await captureResponse(new Response(new Uint8Array(DEFAULTS.maxStoredBodyBytes)))).body, null);
   assert.equal((await captureResponse(new Response(new Uint8Array(DEFAULTS.maxStoredBodyBytes + 1)))).body, null);
 });
+
+test("middleware options are checked when the middleware is made: each wrong one is a TypeError naming it", async () => {
+  const { withIdempotency, LedgerClient, TenantLedgers } = await import("../../client/index.js");
+  const { idempotency } = await import("../../client/hono.js");
+  // Shapes only: nothing here is called (a namespace's idFromName/get run per request, not at construction).
+  const namespace = { idFromName: () => ({}), get: () => ({ fetch: async () => new Response() }) };
+  const client = LedgerClient.forTenant(namespace, "acme");
+  const make = (options) => () => withIdempotency(() => new Response(), options);
+  for (const [options, message] of [
+    [{}, /needs options\.ledger/],
+    [{ ledger: 42 }, /options\.ledger must be/],
+    [{ ledger: namespace }, /needs options\.tenant/],
+    [{ ledger: new TenantLedgers(namespace) }, /needs options\.tenant/],
+    [{ ledger: client, tenant: "acme" }, /already one tenant's object/],
+    [{ ledger: namespace, tenant: "a/b" }, /tenant must be 1-64/],
+    [{ ledger: namespace, tenant: "acme", tenantShards: "{not json" }, /tenantShards: TENANT_SHARDS is not valid JSON/],
+    [{ ledger: namespace, tenant: "acme", tenantShards: '{"acme": 0}' }, /tenantShards: TENANT_SHARDS: acme must be/],
+    [{ ledger: namespace, tenant: "acme", tenantShards: 8 }, /tenantShards must be/],
+    [{ ledger: client, tenantShards: '{"acme": 2}' }, /tenantShards routes a TenantLedger namespace/],
+    [{ ledger: client, leaseSeconds: 0 }, /leaseSeconds must be a whole number 1\.\.31536000/],
+    [{ ledger: client, retentionSeconds: 1.5 }, /retentionSeconds must be a whole number/],
+    [{ ledger: client, leaseSeconds: 120, retentionSeconds: 60 }, /shorter than leaseSeconds/],
+    [{ ledger: client, maxBodyBytes: 16_777_217 }, /maxBodyBytes must be a whole number 0\.\.16777216/],
+    [{ ledger: client, failurePolicy: "lenient" }, /failurePolicy must be "closed" or "open"/],
+    [{ ledger: client, problemBase: "/problems/" }, /problemBase must be an absolute URL/],
+    [{ ledger: client, shouldStore: true }, /shouldStore must be a function/],
+    [{ ledger: client, onReplayed: "log" }, /onReplayed must be a function/],
+  ]) {
+    assert.throws(make(options), (e) => e instanceof TypeError && message.test(e.message), `${message}`);
+    assert.throws(() => idempotency(options), TypeError, `hono: ${message}`);
+  }
+  // What is valid is accepted, with every source kind.
+  make({ ledger: client })();
+  make({ ledger: namespace, tenant: "acme", tenantShards: '{"acme": 4}' })();
+  make({ ledger: namespace, tenant: (request) => request.headers.get("x-tenant"), tenantShards: (_r, env) => env.TENANT_SHARDS })();
+  make({ ledger: new TenantLedgers(namespace), tenant: "acme", leaseSeconds: 30, retentionSeconds: 30, problemBase: "https://errors.example.com/" })();
+  make({ ledger: () => client, failurePolicy: "open", maxBodyBytes: 0 })();
+});
