@@ -24,6 +24,14 @@ npm run --silent check:types
 tsc -p tests/types
 echo "== end-to-end tests (workerd via miniflare)"
 node --test --test-concurrency=1 --test-timeout=120000 'tests/e2e/*.test.mjs'
+echo "== the vitest-pool-workers example (examples/vitest-app: an app tested with the packaged ledger as an auxiliary Worker)"
+(
+  cd examples/vitest-app
+  npm ci --no-audit --no-fund --loglevel=error
+  wrangler types > /dev/null
+  tsc -p .
+  npx vitest run
+)
 echo "== billed rows per operation within their bounds (bench/cost.mjs --check)"
 node bench/cost.mjs --check --n 40
 echo "== OpenAPI: validated, and fuzzed by Schemathesis against npm run dev"

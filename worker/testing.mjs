@@ -1,0 +1,40 @@
+// idempotency-ledger/worker/testing: the packaged ledger Worker as
+// Miniflare WorkerOptions, for tests that run it beside an app (an
+// auxiliary Worker of @cloudflare/vitest-pool-workers, or `new Miniflare`).
+// Node only (reads the installed package's files); the Worker itself is
+// the prebuilt ./entry.mjs with its modules listed explicitly, because
+// Miniflare does not follow an entry module's imports on its own.
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** The packaged defaults (./wrangler.jsonc's vars: the gateway's own). */
+function packagedVars() {
+  const text = readFileSync(`${ROOT}worker/wrangler.jsonc`, "utf8");
+  return JSON.parse(text.replace(/^\s*\/\/.*$/gm, "")).vars;
+}
+
+/**
+ * The ledger Worker as Miniflare WorkerOptions: its TenantLedger (SQLite)
+ * bound as TENANT_LEDGER, LedgerService as an entrypoint, the gateway as
+ * its fetch handler, and the packaged defaults under `vars`.
+ * @param {{ name?: string; compatibilityDate?: string; vars?: Record<string, string> }} [options]
+ */
+export function ledgerWorker({ name = "idempotency-ledger", compatibilityDate = "2026-11-01", vars = {} } = {}) {
+  const client = readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js")).sort();
+  return {
+    name,
+    compatibilityDate,
+    modulesRoot: ROOT,
+    modules: [
+      { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
+      { type: "ESModule", path: `${ROOT}worker/wasm.mjs` },
+      { type: "ESModule", path: `${ROOT}build/index.js` },
+      { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
+      ...client.map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` })),
+    ],
+    bindings: { ...packagedVars(), ...vars },
+    durableObjects: { TENANT_LEDGER: { className: "TenantLedger", useSQLite: true } },
+  };
+}
