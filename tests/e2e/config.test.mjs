@@ -36,6 +36,24 @@ test("the packaged config (worker/wrangler.jsonc) runs the prebuilt Worker with 
   assert.equal(config.compatibility_date, toml.match(/^compatibility_date = "(.*)"$/m)[1]);
 });
 
+test("wrangler.toml's [build] command works from any directory: another directory bundles the checkout's build", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const { mkdtempSync, rmSync, existsSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const root = new URL("../../", import.meta.url).pathname;
+  const elsewhere = mkdtempSync(`${tmpdir()}/elsewhere-`);
+  try {
+    const r = spawnSync(process.execPath, [`${root}node_modules/wrangler/bin/wrangler.js`, "deploy", "--dry-run", "-c", `${root}wrangler.toml`, "--outdir", `${elsewhere}/out`], {
+      cwd: elsewhere, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout + r.stderr, /not in the idempotency-ledger checkout/);
+    assert.ok(existsSync(`${elsewhere}/out/entry.js`));
+  } finally {
+    rmSync(elsewhere, { recursive: true, force: true });
+  }
+});
+
 test("without API_TOKENS the Worker is misconfigured and never accepts the demo tokens", async () => {
   const gw = await startGateway({ apiTokens: null });
   try {
