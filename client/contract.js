@@ -80,7 +80,7 @@ import { ledgerSource } from "./sources.js";
  *   unprotected — nothing claimed or stored — and an `idempotency.unprotected` warning is logged; any other
  *   failure may have reached the ledger and is `503` whatever the policy, as the gateway.
  * @property {string} [problemBase] The base URI of every problem document's `type` (`type` is problemBase + slug),
- *   an absolute URL. Default `https://idempotency-ledger.dev/problems/`.
+ *   an absolute URL. Default: the catalog's base (`PROBLEM_CATALOG.base`).
  * @property {PerRequest<[event: ReplayedEvent, ...args: A], void>} [onReplayed] Called once when a request is
  *   answered with a stored response.
  * @property {PerRequest<[event: ConflictEvent, ...args: A], void>} [onConflict] Called once when a claim is refused:
