@@ -118,6 +118,38 @@ test("types: the installed package checks against wrangler types' Env and runtim
   assert.match(r.stdout, /maxKeyz/);
 });
 
+test("local development: the app and the packaged ledger in one wrangler dev, from the app's directory (docs/clients.md)", async () => {
+  const { spawn } = await import("node:child_process");
+  const registry = mkdtempSync(join(tmpdir(), "dev-registry-"));
+  const dev = spawn("node", [WRANGLER, "dev", "-c", "dev/wrangler.jsonc", "-c", "node_modules/idempotency-ledger/worker/wrangler.jsonc", "--port", "0", "--inspector-port", "0", "--ip", "127.0.0.1"], {
+    cwd: project,
+    env: { ...process.env, PATH: NO_RUST_PATH, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_DEV_REGISTRY_PATH: registry, CI: "true" },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  dev.stdout.on("data", (d) => { output += d; });
+  dev.stderr.on("data", (d) => { output += d; });
+  try {
+    const deadline = Date.now() + 90_000;
+    let url;
+    while (!(url = output.match(/Ready on (http:\/\/[\d.:]+)/)?.[1])) {
+      assert.ok(Date.now() < deadline && dev.exitCode === null, `wrangler dev did not start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const post = () => fetch(`${url}/charges`, { method: "POST", headers: { "idempotency-key": "dev-1" }, body: "500" }).then(read);
+    const first = await post();
+    assert.equal(first.status, 201, first.text);
+    const again = await post();
+    assert.equal(again.headers["idempotent-replayed"], "true");
+    assert.deepEqual(again.body, first.body);
+  } finally {
+    try { process.kill(-dev.pid, "SIGTERM"); } catch { /* already gone */ }
+    await new Promise((r) => (dev.exitCode === null ? dev.once("exit", r) : r()));
+    rmSync(registry, { recursive: true, force: true });
+  }
+});
+
 test("the packaged TenantLedger behind withIdempotency: runs once, replays byte-identical", async () => {
   const init = { method: "POST", headers: { "idempotency-key": "pkg-order-1", "content-type": "application/json" }, body: '{"sku":"A"}' };
   const first = await read(await request("/orders", init));
