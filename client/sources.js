@@ -19,7 +19,7 @@
 import { LedgerClient, LedgerError } from "./rpc.js";
 import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
 /**
- * @import { LedgerNamespace, LedgerServiceRpc, ClaimCall, CompleteCall, ReleaseCall,
+ * @import { LedgerNamespace, ClaimCall, CompleteCall, ReleaseCall,
  *   ClaimOutcome, CompleteOutcome, ReleaseOutcome, WaitedAnswer } from "./rpc.js"
  * @import { ShardLayout } from "./shards.js"
  */
@@ -35,8 +35,15 @@ import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
 
 /**
  * A ledger that takes the tenant first: a `LedgerService` service binding
- * (or a `TenantLedgers`). Needs the `tenant` option.
- * @typedef {Pick<LedgerServiceRpc, "claim" | "complete" | "release">} LedgerServiceCalls
+ * (or a `TenantLedgers`). Needs the `tenant` option. The answers are typed
+ * `unknown` on purpose: a binding typed by `wrangler types`
+ * (`Service<LedgerService>`) answers through the RPC stub types, which
+ * turn the outcomes' tuples into plain arrays; the middleware checks every
+ * answer's outcome itself.
+ * @typedef {object} LedgerServiceCalls
+ * @property {(tenant: string, call: ClaimCall) => Promise<unknown>} claim
+ * @property {(tenant: string, call: CompleteCall) => Promise<unknown>} complete
+ * @property {(tenant: string, call: ReleaseCall) => Promise<unknown>} release
  */
 
 /**
@@ -116,9 +123,10 @@ function boundTo(service, tenant, remote) {
     try { return await call(); } catch (e) { throw remoteError(e, op); }
   };
   return {
-    claim: (call) => run("claim", () => service.claim(tenant, call)),
-    complete: (call) => run("complete", () => service.complete(tenant, call)),
-    release: (call) => run("release", () => service.release(tenant, call)),
+    // The answers are checked where they are used (./contract.js: outcomes it does not know are no answer).
+    claim: (call) => run("claim", () => /** @type {Promise<ClaimOutcome & WaitedAnswer>} */ (service.claim(tenant, call))),
+    complete: (call) => run("complete", () => /** @type {Promise<CompleteOutcome>} */ (service.complete(tenant, call))),
+    release: (call) => run("release", () => /** @type {Promise<ReleaseOutcome>} */ (service.release(tenant, call))),
   };
 }
 

@@ -14,7 +14,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, syml
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { ROOT, DEMO_TOKENS, ACME, read, json, slug } from "./harness.mjs";
+import { ROOT, DEMO_TOKENS, ACME, read, json, slug, eventually } from "./harness.mjs";
 
 const NODE_BIN = dirname(process.execPath);
 /** Node and npm, and the system's basic tools: no cargo, no rustc. */
@@ -77,7 +77,9 @@ before(async () => {
       durableObjects: {
         TENANT_LEDGER: { className: "TenantLedger", useSQLite: true },
         PAYMENTS: { className: "Payments", useSQLite: true },
+        SHORT_LIVED: { className: "ShortLived", useSQLite: true },
       },
+      serviceBindings: { LEDGER_RPC: { name: "ts-app", entrypoint: "LedgerService" } },
     }],
   }));
   await mf.ready;
@@ -158,6 +160,29 @@ test("the packaged TenantLedger behind withIdempotency: runs once, replays byte-
   assert.equal(again.status, 201);
   assert.equal(again.headers["idempotent-replayed"], "true");
   assert.deepEqual(again.body, first.body);
+});
+
+test("withIdempotency over the packaged LedgerService binding, typed as wrangler types writes it", async () => {
+  const init = { method: "POST", headers: { "x-app": "rpc", "idempotency-key": "pkg-rpc-1" }, body: "hello" };
+  const first = await read(await request("/anything", init));
+  assert.equal(first.status, 201, first.text);
+  const again = await read(await request("/anything", init));
+  assert.equal(again.headers["idempotent-replayed"], "true");
+  assert.deepEqual(again.body, first.body);
+});
+
+test("own Durable Object: the sweep, run from the object's alarm, deletes records past their retention", async () => {
+  const short = (key) => request("/r", { method: "POST", headers: { "x-app": "short", "idempotency-key": key }, body: key }).then(read);
+  assert.equal((await short("short-1")).status, 201);
+  assert.equal((await short("short-1")).headers["idempotent-replayed"], "true");
+  const stats = async () => (await json(await request("/", { headers: { "x-app": "short", "x-op": "stats" } }))).json;
+  assert.equal((await stats()).records, 1);
+  // Retention 2 s, the alarm 3 s after the first request: generous deadline.
+  await eventually(async () => (await stats()).records === 0, { ms: 60_000, every: 500 });
+  // Swept: the key runs again.
+  const rerun = await short("short-1");
+  assert.equal(rerun.status, 201);
+  assert.equal(rerun.headers["idempotent-replayed"], undefined);
 });
 
 test("the packaged gateway answers with the ledger bound in this Worker", async () => {

@@ -8,6 +8,10 @@
 // - payments  Payments, this Worker's own Durable Object, exactly-once over
 //             its own `charges` table (idempotency-ledger/ledger); the
 //             object is named by `x-tenant`.
+// - rpc       withIdempotency over the LedgerService binding (typed by
+//             `wrangler types` as Service<LedgerService>).
+// - short     ShortLived: the embedded ledger with a 2 s retention, swept
+//             by the object's own alarm.
 // - otherwise a plain handler protected by withIdempotency, its ledger the
 //             packaged TenantLedger bound in this Worker.
 import { DurableObject } from "cloudflare:workers";
@@ -53,6 +57,28 @@ export class Payments extends DurableObject<Env> {
   }
 }
 
+/** Records kept 2 s, swept by the object's alarm (`Ledger#sweep`). */
+export class ShortLived extends DurableObject<Env> {
+  ledger = new Ledger(this.ctx, { retentionSeconds: 2 });
+
+  async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("x-op") === "stats") return Response.json(this.ledger.stats());
+    const response = await this.ledger.handle(request, ({ body }) => ({ status: 201, body }));
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + 3000);
+    return response;
+  }
+
+  async alarm(): Promise<void> {
+    const { next_expires_at } = this.ledger.sweep();
+    if (next_expires_at !== null) await this.ctx.storage.setAlarm(Math.max(next_expires_at, Date.now() + 1000));
+  }
+}
+
+const overRpc = withIdempotency(
+  async (request: Request) => Response.json({ id: crypto.randomUUID(), body: await request.text() }, { status: 201 }),
+  { ledger: (_request: Request, env: Env) => env.LEDGER_RPC, tenant: "acme" },
+);
+
 const orders = withIdempotency(
   async (request: Request) => {
     const order = { id: crypto.randomUUID(), body: await request.text() };
@@ -68,6 +94,10 @@ export default {
         return env.PAYMENTS.get(env.PAYMENTS.idFromName(request.headers.get("x-tenant") ?? "acme")).fetch(request);
       case "gateway":
         return fetchGateway(request, env, ctx);
+      case "rpc":
+        return overRpc(request, env, ctx);
+      case "short":
+        return env.SHORT_LIVED.get(env.SHORT_LIVED.idFromName("short")).fetch(request);
       default:
         return orders(request, env, ctx);
     }
