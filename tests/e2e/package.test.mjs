@@ -53,6 +53,8 @@ before(async () => {
   // @cloudflare/workers-types as the project's own dev dependency would be.
   mkdirSync(join(project, "node_modules/@cloudflare"), { recursive: true });
   symlinkSync(`${ROOT}node_modules/@cloudflare/workers-types`, join(project, "node_modules/@cloudflare/workers-types"));
+  // Hono, for the guide's app (docs/hono-guide.md), as the project's own dependency would be.
+  symlinkSync(`${ROOT}node_modules/hono`, join(project, "node_modules/hono"));
 
   // Bundled with wrangler (TypeScript in, one Worker out), as `wrangler deploy` would upload it.
   const out = run("node", [WRANGLER, "deploy", "--dry-run", "--outdir", "dist"]);
@@ -118,6 +120,67 @@ test("types: the installed package checks against wrangler types' Env and runtim
   rmSync(join(project, "src/wrong.ts"));
   assert.notEqual(r.status, 0);
   assert.match(r.stdout, /maxKeyz/);
+});
+
+/** The fenced blocks of one language in a document of the repository. */
+function blocks(doc, lang) {
+  const text = readFileSync(`${ROOT}${doc}`, "utf8");
+  return [...text.matchAll(new RegExp("^```" + lang + "\\n([\\s\\S]*?)^```$", "gm"))].map((m) => m[1]);
+}
+const MODULE_IMPORTS = /from "(idempotency-ledger(\/[a-z/]+)?|cloudflare:workers|hono)"/;
+
+test("the docs' TypeScript modules compile against the installed package (README, typescript.md, hono-guide.md)", () => {
+  if (!existsSync(join(project, "worker-configuration.d.ts"))) run("node", [WRANGLER, "types"]);
+  mkdirSync(join(project, "src/docs"), { recursive: true });
+  const counts = {};
+  for (const doc of ["README.md", "docs/typescript.md", "docs/hono-guide.md"]) {
+    // Whole modules only: they export something and import only the package, the runtime and Hono.
+    const modules = blocks(doc, "ts").filter((b) => /^export /m.test(b)
+      && [...b.matchAll(/from "([^"]+)"/g)].every((m) => MODULE_IMPORTS.test(m[0])));
+    counts[doc] = modules.length;
+    modules.forEach((code, i) => writeFileSync(join(project, `src/docs/${doc.replace(/\W/g, "_")}_${i}.ts`), code));
+  }
+  assert.deepEqual(counts, { "README.md": 1, "docs/typescript.md": 2, "docs/hono-guide.md": 1 });
+  run("node", [TSC, "-p", "tsconfig.json"]);
+  rmSync(join(project, "src/docs"), { recursive: true });
+});
+
+test("the Hono guide's app, as the guide writes it, bundled by wrangler and run: 201, replayed, 422, 401", async () => {
+  const guide = join(project, "guide");
+  mkdirSync(join(guide, "src"), { recursive: true });
+  writeFileSync(join(guide, "wrangler.jsonc"), blocks("docs/hono-guide.md", "jsonc")[0]);
+  writeFileSync(join(guide, "src/index.ts"), blocks("docs/hono-guide.md", "ts")[0]);
+  const out = run("node", [WRANGLER, "deploy", "--dry-run", "-c", "guide/wrangler.jsonc", "--outdir", join(guide, "dist")]);
+  const wasm = readdirSync(join(guide, "dist")).find((f) => f.endsWith(".wasm"));
+  assert.ok(wasm, `no wasm in ${readdirSync(join(guide, "dist"))}:\n${out}`);
+  const app = new Miniflare(convertV4MiniflareOptions({
+    workers: [{
+      name: "my-api",
+      modulesRoot: join(guide, "dist"),
+      modules: [{ type: "ESModule", path: join(guide, "dist/index.js") }, { type: "CompiledWasm", path: join(guide, "dist", wasm) }],
+      compatibilityDate: "2026-11-01",
+      bindings: { LOG_LEVEL: "warn" },
+      durableObjects: { TENANT_LEDGER: { className: "TenantLedger", useSQLite: true } },
+    }],
+  }));
+  try {
+    await app.ready;
+    const charge = (body, auth = "Bearer demo-token") => app.dispatchFetch("http://localhost:8787/v1/charges", {
+      method: "POST", headers: { authorization: auth, "content-type": "application/json", "idempotency-key": "charge-001" }, body,
+    }).then(read);
+    const first = await charge('{"amount":500}');
+    assert.equal(first.status, 201, first.text);
+    assert.equal(JSON.parse(first.text).key, "charge-001");
+    const again = await charge('{"amount":500}');
+    assert.equal(again.headers["idempotent-replayed"], "true");
+    assert.deepEqual(again.body, first.body);
+    const reused = await charge('{"amount":900}');
+    assert.equal(reused.status, 422);
+    assert.deepEqual(JSON.parse(reused.text).differs, ["body"]);
+    assert.equal((await charge('{"amount":500}', "Bearer wrong")).status, 401);
+  } finally {
+    await app.dispose();
+  }
 });
 
 test("local development: the app and the packaged ledger in one wrangler dev, from the app's directory (docs/clients.md)", async () => {
