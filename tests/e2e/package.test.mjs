@@ -318,6 +318,31 @@ test("own Durable Object: the closed outcomes — replayed, mismatch, ledger ful
   assert.ok(Number(full.headers["retry-after"]) >= 1);
 });
 
+test("own Durable Object: billed rows the ledger writes and reads per operation stay within their bounds", async () => {
+  const N = 40;
+  const stats = async () => (await json(await request("/", { headers: { "x-app": "payments", "x-tenant": "rows", "x-op": "stats" } }))).json;
+  const echo = (key) => payments("/echo", { key, body: "x", tenant: "rows" }).then(read);
+  await echo("rows-warm"); // the object started: its tables made, its state row read
+  const start = await stats();
+  for (let i = 0; i < N; i++) assert.equal((await echo(`rows-${i}`)).status, 201);
+  const fresh = await stats();
+  for (let i = 0; i < N; i++) assert.equal((await echo(`rows-${i}`)).headers["idempotent-replayed"], "true");
+  const replayed = await stats();
+  const per = (a, b, field) => (b[field] - a[field]) / N;
+  const figures = {
+    fresh: { written: per(start, fresh, "sql_rows_written"), read: per(start, fresh, "sql_rows_read") },
+    replay: { written: per(fresh, replayed, "sql_rows_written"), read: per(fresh, replayed, "sql_rows_read") },
+  };
+  console.log(`# embedded Ledger, billed rows per operation (the ledger's own statements, n = ${N}): ${JSON.stringify(figures)}`);
+  // A fresh key: its record (and its sweep index entry), written once,
+  // completed; the batched counters once per flush. A replay: read only,
+  // its count batched.
+  assert.ok(figures.fresh.written <= 2.05, JSON.stringify(figures));
+  assert.ok(figures.fresh.read <= 1.1, JSON.stringify(figures));
+  assert.ok(figures.replay.written <= 0.05, JSON.stringify(figures));
+  assert.ok(figures.replay.read <= 1.1, JSON.stringify(figures));
+});
+
 test("own Durable Object: the gateway's key and fingerprint fixtures", async () => {
   const keys = JSON.parse(readFileSync(`${ROOT}tests/fixtures/idempotency-keys.json`, "utf8")).vectors;
   for (const [i, v] of keys.entries()) {
