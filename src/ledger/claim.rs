@@ -46,7 +46,7 @@ impl<S: SqlStore> Ledger<S> {
             let record = self.read(key)?;
             self.claim_record(record, key, fp, policy, now)
         })?;
-        self.flush_if_due(now)?;
+        self.flush_after_commit(now);
         Ok(out)
     }
 

@@ -172,6 +172,14 @@ impl<S: SqlStore> Ledger<S> {
         !self.pending.borrow().is_empty()
     }
 
+    /// After an operation's transaction committed: writes the pending
+    /// counts if due, never failing the operation (what it wrote stands,
+    /// and its caller must hear so). A failed write keeps the counts in
+    /// memory for the next flush.
+    pub(crate) fn flush_after_commit(&self, now: Millis) {
+        let _kept_for_the_next_flush = self.flush_if_due(now);
+    }
+
     /// Writes the pending counts if enough have accumulated.
     pub fn flush_if_due(&self, now: Millis) -> Result<(), StoreError> {
         if self.pending.borrow().is_due(now) {

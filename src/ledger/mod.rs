@@ -229,7 +229,7 @@ impl<S: SqlStore> Ledger<S> {
             )?;
             Ok(CompleteOutcome::Stored)
         })?;
-        self.flush_if_due(now)?;
+        self.flush_after_commit(now);
         Ok(out)
     }
 
@@ -298,7 +298,7 @@ impl<S: SqlStore> Ledger<S> {
                 current: self.current_state(key)?,
             })
         })?;
-        self.flush_if_due(now)?;
+        self.flush_after_commit(now);
         Ok(out)
     }
 
@@ -358,7 +358,7 @@ impl<S: SqlStore> Ledger<S> {
                 response,
             })
         })?;
-        self.flush_if_due(now)?;
+        self.flush_after_commit(now);
         Ok(out)
     }
 

@@ -133,3 +133,92 @@ fn the_order_list_is_newest_first_and_at_most_100() {
     let wrong = orders::handle(l.store(), "DELETE", "/v1/orders", b"", 2_000).unwrap();
     assert_eq!(wrong.status, 405);
 }
+
+/// A store whose writes of the counters row fail while `failing` is set
+/// (every other statement is the real SQLite's).
+struct CountsFail {
+    inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore,
+    failing: std::cell::Cell<bool>,
+}
+
+impl idempotency_ledger::ledger::SqlStore for CountsFail {
+    fn query(
+        &self,
+        sql: &str,
+        params: &[idempotency_ledger::ledger::SqlValue],
+    ) -> Result<Vec<idempotency_ledger::ledger::Row>, StoreError> {
+        if self.failing.get() && sql.contains("UPDATE ledger_state") {
+            return Err(StoreError::Sql(
+                "injected: the counters row cannot be written".into(),
+            ));
+        }
+        self.inner.query(sql, params)
+    }
+
+    fn update(
+        &self,
+        sql: &str,
+        params: &[idempotency_ledger::ledger::SqlValue],
+    ) -> Result<bool, StoreError> {
+        if self.failing.get() && sql.contains("UPDATE ledger_state") {
+            return Err(StoreError::Sql(
+                "injected: the counters row cannot be written".into(),
+            ));
+        }
+        self.inner.update(sql, params)
+    }
+
+    fn atomically<T, E: From<StoreError>>(
+        &self,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.inner.atomically(body)
+    }
+}
+
+#[test]
+fn a_counts_flush_that_fails_after_the_commit_never_fails_the_execute_and_the_counts_are_kept() {
+    use idempotency_ledger::ledger::{Ledger, SqlStore};
+    let l = Ledger::new(CountsFail {
+        inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore::in_memory()
+            .expect("sqlite"),
+        failing: std::cell::Cell::new(false),
+    });
+    l.migrate().expect("migrate");
+    orders::migrate(l.store()).expect("orders schema");
+    let exec = |key: &str, now: i64| {
+        l.execute(key, &fp(ORDER), &policy(), &capture(), now, |store| {
+            orders::create(store, ORDER.as_bytes(), now)
+        })
+    };
+    assert!(matches!(exec("a", 1_000), Ok(ExecuteOutcome::Ran { .. })));
+    l.store().failing.set(true);
+    // Due (2 s later): the flush runs after the commit, and fails.
+    let second = exec("b", 4_000);
+    assert!(
+        matches!(second, Ok(ExecuteOutcome::Ran { .. })),
+        "{second:?}"
+    );
+    assert_eq!(
+        l.store()
+            .inner
+            .query("SELECT count(*) FROM orders", &[])
+            .expect("count")[0][0],
+        2i64.into()
+    );
+    let stats = l.stats(4_000).expect("stats");
+    assert_eq!(
+        (stats.claims, stats.completed),
+        (2, 2),
+        "the counts are kept in memory"
+    );
+    assert!(stats.unwritten_counts > 0);
+    // The next flush writes them all.
+    l.store().failing.set(false);
+    assert!(matches!(exec("c", 7_000), Ok(ExecuteOutcome::Ran { .. })));
+    let stats = l.stats(7_000).expect("stats");
+    assert_eq!(
+        (stats.claims, stats.completed, stats.unwritten_counts),
+        (3, 3, 0)
+    );
+}
