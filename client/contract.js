@@ -10,7 +10,7 @@
 // failurePolicy "open", the ledger was certainly not reached); the route's
 // response reaches its caller and its error is rethrown whatever the
 // settlement or a hook comes to.
-import { DEFAULTS } from "./defaults.js";
+import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList, isMethodList } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint } from "./fingerprint.js";
 import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
@@ -213,7 +213,12 @@ function checked(options) {
   wholeNumber("waitSeconds", waitSeconds, 0, 300);
   wholeNumber("maxWaitSeconds", maxWaitSeconds, 0, 300);
   if (waitSeconds > maxWaitSeconds) throw new TypeError("idempotency middleware: waitSeconds exceeds maxWaitSeconds");
-  if (!Number.isSafeInteger(maxStoredBodyBytes) || maxStoredBodyBytes < 0) throw new TypeError("idempotency middleware: maxStoredBodyBytes must be a whole number");
+  wholeNumber("maxStoredBodyBytes", maxStoredBodyBytes, 0, STORED_BODY_CEILING);
+  if (typeof required !== "boolean") throw new TypeError("idempotency middleware: required must be a boolean");
+  for (const [name, list] of /** @type {const} */ ([["fingerprintHeaders", fingerprintHeaders], ["storedHeaders", storedHeaders]])) {
+    if (!isHeaderNameList(list)) throw new TypeError(`idempotency middleware: ${name} must be an array of header names`);
+  }
+  if (!isMethodList(protectedMethods)) throw new TypeError("idempotency middleware: protectedMethods must be an array of method names");
   wholeNumber("maxBodyBytes", maxBodyBytes, 0, MAX_BODY_CEILING);
   if (leaseSeconds !== undefined) wholeNumber("leaseSeconds", leaseSeconds, 1, MAX_WINDOW_SECONDS);
   if (retentionSeconds !== undefined) wholeNumber("retentionSeconds", retentionSeconds, 1, MAX_WINDOW_SECONDS);
@@ -221,8 +226,8 @@ function checked(options) {
     throw new TypeError("idempotency middleware: retentionSeconds is shorter than leaseSeconds (a record must outlive its lease)");
   }
   if (failurePolicy !== "closed" && failurePolicy !== "open") throw new TypeError('idempotency middleware: failurePolicy must be "closed" or "open"');
-  if (problemBase !== undefined && !(typeof problemBase === "string" && URL.canParse(problemBase))) {
-    throw new TypeError("idempotency middleware: problemBase must be an absolute URL");
+  if (problemBase !== undefined && !(typeof problemBase === "string" && URL.canParse(problemBase) && problemBase.endsWith("/"))) {
+    throw new TypeError("idempotency middleware: problemBase must be an absolute URL ending in / (type = problemBase + slug)");
   }
   const methods = new Set(protectedMethods.map((m) => String(m).toUpperCase()));
   return {
@@ -483,7 +488,17 @@ export function idempotencyContract(options) {
         await settlement(claimed);
         return result.response;
       }
-      const stored = await captureResponse(result.response.clone(), { storedHeaders: o.storedHeaders, maxStoredBodyBytes: o.maxStoredBodyBytes });
+      /** @type {import("./stored.js").StoredResponse} */
+      let stored;
+      try {
+        stored = await captureResponse(result.response.clone(), { storedHeaders: o.storedHeaders, maxStoredBodyBytes: o.maxStoredBodyBytes });
+      } catch {
+        // The route ran but its body could not be read (a stream that broke
+        // off): never release (a retry would run it again); store what is
+        // known as a tombstone, so retries get 500
+        // idempotency-response-not-retained — loud, and never a second run.
+        stored = { status: result.response.status, headers: [], body: null };
+      }
       // The caller whose run produced this response always gets it, whatever the completion comes to.
       await settlement(claimed, stored);
       return applied(result.response);
@@ -502,7 +517,11 @@ export function idempotencyContract(options) {
  */
 async function storing(shouldStore, response, args) {
   if (shouldStore === undefined) return true;
-  try { return (await shouldStore(response, ...args)) !== false; } catch { return false; }
+  // It sees the status and headers only: a body it read would be gone for
+  // the caller and the stored answer.
+  let view = response;
+  try { view = new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers }); } catch { /* a status Response cannot make (101): the headers are all it needs */ }
+  try { return (await shouldStore(view, ...args)) !== false; } catch { return false; }
 }
 
 /**

@@ -28,3 +28,27 @@ export const DEFAULTS = Object.freeze({
   /** FAILURE_POLICY */
   failurePolicy: /** @type {"closed" | "open"} */ ("closed"),
 });
+
+/** Largest stored body: a Durable Object SQLite row holds 2 MB (src/ledger/mod.rs STORED_BODY_CEILING). */
+export const STORED_BODY_CEILING = 1900000;
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Whether `list` is an array of HTTP header names (tokens): the check of
+ * every option that names headers (fingerprintHeaders, storedHeaders).
+ * @param {unknown} list
+ * @returns {list is readonly string[]}
+ */
+export function isHeaderNameList(list) {
+  return Array.isArray(list) && list.every((h) => typeof h === "string" && TOKEN.test(h));
+}
+
+/**
+ * Whether `list` is an array of HTTP method names (tokens): protectedMethods.
+ * @param {unknown} list
+ * @returns {list is readonly string[]}
+ */
+export function isMethodList(list) {
+  return isHeaderNameList(list);
+}

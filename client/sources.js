@@ -167,7 +167,12 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
    */
   const layoutsFor = async (args) => {
     if (typeof tenantShards !== "function") return layouts;
-    const raw = await tenantShards(...args);
+    let raw;
+    try {
+      raw = await tenantShards(...args);
+    } catch (e) {
+      return { misconfigured: `options.tenantShards threw: ${e instanceof Error ? e.message : String(e)}`, variable: "TENANT_SHARDS" };
+    }
     if (raw instanceof Map) return raw;
     const last = parsed;
     if (last !== null && last.raw === raw) return last.layouts;
@@ -197,7 +202,14 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
       if (tenantShards !== undefined && kind !== "namespace") return { misconfigured: "options.tenantShards routes a TenantLedger namespace; options.ledger gave something else" };
       if (!takesTenant(kind, withTenant)) return { ledger: /** @type {TenantLedgerCalls} */ (source), tenant: null };
       if (!withTenant) return { misconfigured: "a LedgerService binding or a TenantLedger namespace needs options.tenant" };
-      const name = typeof tenant === "function" ? await tenant(...args) : tenant;
+      let name = tenant;
+      if (typeof tenant === "function") {
+        try {
+          name = await tenant(...args);
+        } catch (e) {
+          return { misconfigured: `options.tenant threw: ${e instanceof Error ? e.message : String(e)}` };
+        }
+      }
       if (!isTenantId(name)) return { misconfigured: `the idempotency middleware's tenant must be ${TENANT_RULE}` };
       if (kind === "namespace") {
         const routed = await layoutsFor(args);

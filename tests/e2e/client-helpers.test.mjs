@@ -292,6 +292,13 @@ test("middleware options are checked when the middleware is made: each wrong one
     [{ ledger: client, problemBase: "/problems/" }, /problemBase must be an absolute URL/],
     [{ ledger: client, shouldStore: true }, /shouldStore must be a function/],
     [{ ledger: client, onReplayed: "log" }, /onReplayed must be a function/],
+    [{ ledger: client, problemBase: "https://errors.example.com/problems" }, /ending in \//],
+    [{ ledger: client, maxStoredBodyBytes: 50_000_000 }, /maxStoredBodyBytes must be a whole number 0\.\.1900000/],
+    [{ ledger: client, required: "false" }, /required must be a boolean/],
+    [{ ledger: client, fingerprintHeaders: "content-type" }, /fingerprintHeaders must be an array of header names/],
+    [{ ledger: client, storedHeaders: 5 }, /storedHeaders must be an array of header names/],
+    [{ ledger: client, storedHeaders: ["content type"] }, /storedHeaders must be an array of header names/],
+    [{ ledger: client, protectedMethods: "POST" }, /protectedMethods must be an array of method names/],
   ]) {
     assert.throws(make(options), (e) => e instanceof TypeError && message.test(e.message), `${message}`);
     assert.throws(() => idempotency(options), TypeError, `hono: ${message}`);

@@ -103,6 +103,12 @@ test("an invalid or missing tenant is 500 misconfigured with a clear detail, and
   }
   assert.equal(await runs("service"), before);
   assert.equal(await lookup("bad", "pt-bad"), null);
+  // A tenant callback that throws: the same answer, naming what threw.
+  const threw = await post("tenant-throws", "pt-throws", "1");
+  assert.equal(threw.status, 500);
+  assert.match(JSON.parse(threw.text).type, /\/misconfigured$/);
+  assert.match(JSON.parse(threw.text).detail, /options\.tenant threw: no session/);
+  assert.equal(await runs("tenant-throws"), 0);
 });
 
 test("the TenantLedger namespace with TENANT_SHARDS: a sharded tenant's keys live in their shard objects; an unsharded tenant in its one object", async () => {
@@ -138,6 +144,30 @@ test("shouldStore false releases the key: the 5xx reaches its caller and a retry
   assert.equal((await post("nostore", "pns-2", "fine")).status, 201);
   assert.equal((await post("nostore", "pns-2", "fine")).headers["idempotent-replayed"], "true");
   assert.equal(await runs("nostore"), 3);
+});
+
+test("shouldStore is given the status and headers only: one that reads the body takes nothing from the caller or the stored answer", async () => {
+  const first = await post("bodyreader", "pbr-1", "10.00");
+  assert.equal(first.status, 201);
+  assert.equal(JSON.parse(first.text).body, "10.00", "the caller's body is whole");
+  const again = await post("bodyreader", "pbr-1", "10.00");
+  assert.equal(again.headers["idempotent-replayed"], "true");
+  assert.deepEqual(again.body, first.body, "the stored answer is whole");
+  assert.equal(await runs("bodyreader"), 1);
+});
+
+test("a route whose body breaks off is never run twice: its key is completed as a tombstone, retries get 500 not-retained", async () => {
+  try { await post("brokenstream", "pbs-1", "1"); } catch { /* the broken body may fail the caller's read: that is the route's answer */ }
+  const record = await eventually(async () => {
+    const r = await lookup("parity-brokenstream", "pbs-1");
+    return r?.state === "completed" ? r : null;
+  });
+  assert.equal(record.retained, false);
+  assert.equal(record.response_status, 201);
+  const retry = await post("brokenstream", "pbs-1", "1");
+  assert.equal(retry.status, 500);
+  assert.match(JSON.parse(retry.text).type, /idempotency-response-not-retained$/);
+  assert.equal(await runs("brokenstream"), 1, "the route ran once");
 });
 
 test("failurePolicy: a missing binding (certainly not reached) runs unprotected under open, 503 under closed; a ledger Worker that fails is 503 under both", async () => {

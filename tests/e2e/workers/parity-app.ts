@@ -54,6 +54,15 @@ app.use("/nostore/*", idempotency<AppEnv>({
   ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-nostore"),
   shouldStore: (response) => response.status < 500,
 }));
+// A shouldStore that reads the body it is given: it sees the status and headers only.
+app.use("/bodyreader/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-bodyreader"),
+  shouldStore: async (response) => (await response.text()) === "",
+}));
+app.use("/brokenstream/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-brokenstream") }));
+app.use("/tenant-throws/*", idempotency<AppEnv>({
+  ledger: (c) => c.env.LEDGER_SVC, tenant: () => { throw new Error("no session"); },
+}));
 app.use("/open-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open", failurePolicy: "open" }));
 app.use("/closed-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open" }));
 app.use("/open-broken/*", idempotency<AppEnv>({ ledger: (c) => c.env.BROKEN, tenant: "parity-broken", failurePolicy: "open" }));
@@ -84,6 +93,18 @@ const wrapped = withIdempotency<Bindings, ExecutionContext>(async (request, _env
   return Response.json({ run: runs.fetch, key: idempotencyKey, body: await request.text() }, { status: 201 });
 }, { ledger: (_request, env) => env.LEDGER_SVC, tenant: (request) => request.headers.get("x-tenant") });
 app.all("/fetch/*", (c) => wrapped(c.req.raw, c.env, c.executionCtx));
+
+// A route that runs, then its body breaks off after the first bytes.
+app.post("/brokenstream/charge", (c) => {
+  runs.brokenstream = (runs.brokenstream ?? 0) + 1;
+  const body = new ReadableStream({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("partial"));
+      controller.error(new Error("upstream reset"));
+    },
+  });
+  return new Response(body, { status: 201, headers: { "content-type": "text/plain" } });
+});
 
 // Every protected route: counts its runs, answers its key as the route sees it.
 app.post("/:route/charge", async (c) => {
