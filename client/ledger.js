@@ -24,7 +24,8 @@
 // Workers only: it loads the wasm module (build/index_bg.wasm) that the
 // package ships, the same one `idempotency-ledger/worker` runs.
 import { EmbeddedLedger } from "../worker/wasm.mjs";
-import { DEFAULTS } from "./defaults.js";
+import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList } from "./defaults.js";
+import { declaredTooLarge, readBounded } from "./body.js";
 import { encoder } from "./bytes.js";
 import { fingerprint } from "./fingerprint.js";
 import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
@@ -38,6 +39,12 @@ import { refusalResponse } from "./answer.js";
  * @property {number} [retentionSeconds] How long an answer is replayed. Default 86400 (as RETENTION_SECONDS).
  * @property {number} [maxKeys] Records this object keeps at most; a new key beyond it is
  *   `ledger_full`. Default 1000000 (as MAX_KEYS_PER_TENANT).
+ * @property {number} [maxDbBytes] New keys are `ledger_full` once the object's database
+ *   (your tables included) reaches this many bytes, so no write meets the platform's 10 GB
+ *   limit. Default 9000000000 (as MAX_DB_BYTES_PER_OBJECT).
+ * @property {number} [maxBodyBytes] `handle` only: a larger request body (by Content-Length,
+ *   or by the bytes read) is `413 request-too-large`, nothing claimed or run.
+ *   Default 1 MiB (as MAX_REQUEST_BODY_BYTES), at most 16 MiB.
  * @property {readonly string[]} [storedHeaders] Default `["content-type", "location", "etag"]`.
  * @property {number} [maxStoredBodyBytes] Default 1 MiB; a larger body is stored as a tombstone.
  * @property {readonly string[]} [fingerprintHeaders] `handle` only. Default `["content-type"]`.
@@ -86,7 +93,8 @@ import { refusalResponse } from "./answer.js";
 
 /**
  * The object's `ctx`, as much of it as the ledger uses.
- * @typedef {{ storage: { sql: object; transactionSync: Function } }} LedgerState
+ * @typedef {{ storage: { sql: object; transactionSync: Function;
+ *   getAlarm(): Promise<number | null>; setAlarm(scheduledTime: number): Promise<void> } }} LedgerState
  */
 
 /** @param {unknown} v @param {string} name @param {number} min @param {number} max */
@@ -149,11 +157,17 @@ function ranResponse(r) {
   return new Response(nullBody ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: r.headers });
 }
 
+const MAX_BODY_CEILING = 16777216; // as the gateway's MAX_REQUEST_BODY_BYTES ceiling
+
 /** The ledger inside your own SQLite-backed Durable Object. */
 export class Ledger {
   #core;
+  #ctx;
   #fingerprintHeaders;
   #required;
+  #maxBodyBytes;
+  /** An alarm is known to be set (by armSweep or alarm): nothing to do until it fires. */
+  #armed = false;
 
   /**
    * Creates (or upgrades in place) the ledger's tables in the object's
@@ -165,13 +179,15 @@ export class Ledger {
     const {
       retentionSeconds = 86400,
       maxKeys = 1000000,
+      maxDbBytes = 9000000000,
+      maxBodyBytes = DEFAULTS.maxBodyBytes,
       storedHeaders = DEFAULTS.storedHeaders,
       maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
       fingerprintHeaders = DEFAULTS.fingerprintHeaders,
       required = DEFAULTS.required,
     } = options;
     for (const [name, list] of /** @type {const} */ ([["storedHeaders", storedHeaders], ["fingerprintHeaders", fingerprintHeaders]])) {
-      if (!Array.isArray(list) || !list.every((h) => typeof h === "string" && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h))) {
+      if (!isHeaderNameList(list)) {
         throw new TypeError(`idempotency-ledger: ${name} must be an array of header names`);
       }
     }
@@ -179,11 +195,14 @@ export class Ledger {
     this.#core = new EmbeddedLedger(ctx, JSON.stringify({
       retention_seconds: whole(retentionSeconds, "retentionSeconds", 1, 31536000),
       max_keys: whole(maxKeys, "maxKeys", 1, Number.MAX_SAFE_INTEGER),
+      max_db_bytes: whole(maxDbBytes, "maxDbBytes", 1, Number.MAX_SAFE_INTEGER),
       stored_headers: storedHeaders,
-      max_stored_body_bytes: whole(maxStoredBodyBytes, "maxStoredBodyBytes", 0, 1900000),
+      max_stored_body_bytes: whole(maxStoredBodyBytes, "maxStoredBodyBytes", 0, STORED_BODY_CEILING),
     }));
+    this.#ctx = ctx;
     this.#fingerprintHeaders = fingerprintHeaders;
     this.#required = required;
+    this.#maxBodyBytes = whole(maxBodyBytes, "maxBodyBytes", 0, MAX_BODY_CEILING);
   }
 
   /**
@@ -220,18 +239,21 @@ export class Ledger {
    */
   async handle(request, run) {
     const field = request.headers.get("idempotency-key");
-    if (field === null) {
-      if (this.#required) return problemResponse("idempotency-key-missing", { args: { method: request.method } });
-      return ranResponse(normalized(run(handled(null, new Uint8Array(await request.arrayBuffer()))))[3]);
+    const tooLarge = () => problemResponse("request-too-large", { args: { limit: this.#maxBodyBytes } });
+    if (field === null && this.#required) return problemResponse("idempotency-key-missing", { args: { method: request.method } });
+    let key = null;
+    if (field !== null) {
+      try {
+        key = parseIdempotencyKey(field);
+      } catch (e) {
+        if (e instanceof IdempotencyKeyError) return problemResponse("idempotency-key-invalid", { detail: e.message });
+        throw e;
+      }
     }
-    let key;
-    try {
-      key = parseIdempotencyKey(field);
-    } catch (e) {
-      if (e instanceof IdempotencyKeyError) return problemResponse("idempotency-key-invalid", { detail: e.message });
-      throw e;
-    }
-    const body = new Uint8Array(await request.arrayBuffer());
+    if (declaredTooLarge(request.headers, this.#maxBodyBytes)) return tooLarge();
+    const body = await readBounded(request.body, this.#maxBodyBytes);
+    if (body === null) return tooLarge();
+    if (key === null) return ranResponse(normalized(run(handled(null, body)))[3]);
     const url = new URL(request.url);
     const fp = await fingerprint({
       method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders: this.#fingerprintHeaders, body,
@@ -257,6 +279,43 @@ export class Ledger {
    */
   sweep(batch = 500) {
     return JSON.parse(this.#core.sweep(whole(batch, "batch", 1, 10000)));
+  }
+
+  /**
+   * Makes sure the object's alarm will sweep: sets it at the next expiry
+   * when no alarm is set (one `getAlarm` per instance at most, then
+   * nothing until the alarm fires). Call it after requests that may have
+   * written a record, and answer the alarm with `alarm()`. The object's
+   * class must have an `alarm()` handler; if it sets alarms of its own,
+   * call `sweep()` from its handler instead.
+   * @returns {Promise<void>}
+   */
+  async armSweep() {
+    if (this.#armed) return;
+    const next = /** @type {number | null} */ (JSON.parse(this.#core.nextSweepAt()));
+    if (next === null) return;
+    const storage = this.#ctx.storage;
+    const set = await storage.getAlarm();
+    if (set === null) await storage.setAlarm(next);
+    this.#armed = true;
+  }
+
+  /**
+   * The object's `alarm()`: sweeps at most `batch` expired records and
+   * sets the next alarm (at once when the batch was full).
+   * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH).
+   * @returns {Promise<{ deleted: number; batch_full: boolean; next_expires_at: number | null }>}
+   */
+  async alarm(batch = 500) {
+    this.#armed = false;
+    const swept = this.sweep(batch);
+    const storage = this.#ctx.storage;
+    const next = swept.batch_full ? Date.now() : swept.next_expires_at;
+    if (next !== null) {
+      await storage.setAlarm(Math.max(next, Date.now()));
+      this.#armed = true;
+    }
+    return swept;
   }
 
   /**

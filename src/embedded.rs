@@ -44,6 +44,7 @@ use crate::rpc::{check_fingerprint, check_key, check_window};
 struct Options {
     retention_seconds: u64,
     max_keys: u64,
+    max_db_bytes: u64,
     stored_headers: Vec<String>,
     max_stored_body_bytes: usize,
 }
@@ -99,6 +100,9 @@ impl EmbeddedLedger {
         if options.max_keys == 0 {
             return Err(refuse("maxKeys must be at least 1"));
         }
+        if options.max_db_bytes == 0 {
+            return Err(refuse("maxDbBytes must be at least 1"));
+        }
         if options.max_stored_body_bytes > STORED_BODY_CEILING {
             return Err(refuse(format!(
                 "maxStoredBodyBytes must be at most {STORED_BODY_CEILING}"
@@ -132,7 +136,10 @@ impl EmbeddedLedger {
                 retention_ms,
                 max_keys: options.max_keys,
                 settle_grace_ms: 0,
-                max_db_bytes: u64::MAX,
+                // New keys are refused (ledger_full) once the database
+                // reaches this, before the platform's own 10 GB limit
+                // would fail every write of the object, yours included.
+                max_db_bytes: options.max_db_bytes,
             },
             capture: CapturePolicy {
                 stored_headers: options
@@ -199,6 +206,14 @@ impl EmbeddedLedger {
             .sweep(now_ms(), batch as usize)
             .map_err(store_failed)?;
         serde_json::to_string(&swept).map_err(refuse)
+    }
+
+    /// `nextSweepAt()`: when the next record may expire (epoch ms), or
+    /// `null` (JSON): where the object's alarm should be.
+    #[wasm_bindgen(js_name = nextSweepAt)]
+    pub fn next_sweep_at(&self) -> Result<String, JsValue> {
+        let next = self.ledger.next_sweep_at(now_ms()).map_err(store_failed)?;
+        serde_json::to_string(&next).map_err(refuse)
     }
 
     /// `stats()`: RPC v1 `stats` (JSON), read-only.

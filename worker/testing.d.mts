@@ -2,7 +2,7 @@
 export interface LedgerWorkerOptions {
   /** The Worker's name, as other Workers' script_name / service name it. Default "idempotency-ledger". */
   name?: string;
-  /** Default "2026-11-01" (the package's). Lower it to what your test runtime's workerd supports. */
+  /** Default "2026-08-15": within what @cloudflare/vitest-pool-workers 0.23.0's workerd supports (up to 2026-08-22). */
   compatibilityDate?: string;
   /** Variables over the packaged defaults (docs/configuration.md), e.g. { API_TOKENS, LOG_LEVEL: "warn" }. */
   vars?: Record<string, string>;

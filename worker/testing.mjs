@@ -9,6 +9,13 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+/**
+ * The default compatibility date: the Worker is tested on it, and it is
+ * within what the workerd of @cloudflare/vitest-pool-workers 0.23.0
+ * supports (up to 2026-08-22; the package's own config uses 2026-11-01).
+ */
+const DEFAULT_DATE = "2026-08-15";
+
 /** The packaged defaults (./wrangler.jsonc's vars: the gateway's own). */
 function packagedVars() {
   const text = readFileSync(`${ROOT}worker/wrangler.jsonc`, "utf8");
@@ -21,7 +28,7 @@ function packagedVars() {
  * its fetch handler, and the packaged defaults under `vars`.
  * @param {{ name?: string; compatibilityDate?: string; vars?: Record<string, string> }} [options]
  */
-export function ledgerWorker({ name = "idempotency-ledger", compatibilityDate = "2026-11-01", vars = {} } = {}) {
+export function ledgerWorker({ name = "idempotency-ledger", compatibilityDate = DEFAULT_DATE, vars = {} } = {}) {
   const client = readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js")).sort();
   return {
     name,

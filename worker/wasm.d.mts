@@ -8,5 +8,6 @@ export declare class EmbeddedLedger {
   lookup(key: string): string;
   sweep(batch: number): string;
   stats(): string;
+  nextSweepAt(): string;
   free(): void;
 }

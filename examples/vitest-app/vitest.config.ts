@@ -12,8 +12,9 @@ export default defineConfig({
     cloudflareTest({
       wrangler: { configPath: "./wrangler.jsonc" },
       miniflare: {
-        // The newest date the workerd of @cloudflare/vitest-pool-workers 0.23.0 supports.
-        workers: [ledgerWorker({ compatibilityDate: "2026-08-15", vars: { LOG_LEVEL: "warn" } })],
+        // ledgerWorker's default compatibility date (2026-08-15) is within what
+        // the workerd of @cloudflare/vitest-pool-workers 0.23.0 supports.
+        workers: [ledgerWorker({ vars: { LOG_LEVEL: "warn" } })],
       },
     }),
   ],

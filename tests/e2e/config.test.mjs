@@ -54,6 +54,17 @@ test("wrangler.toml's [build] command works from any directory: another director
   }
 });
 
+test("examples/vitest-app's lock is in step with the package it links (else its npm ci fails: run npm install there)", () => {
+  const root = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+  const lock = JSON.parse(readFileSync(new URL("../../examples/vitest-app/package-lock.json", import.meta.url), "utf8"));
+  const linked = lock.packages["../.."];
+  assert.deepEqual(
+    { version: linked.version, devDependencies: linked.devDependencies, peerDependencies: linked.peerDependencies },
+    { version: root.version, devDependencies: root.devDependencies, peerDependencies: root.peerDependencies },
+    "the root package.json changed: run `npm install` in examples/vitest-app and commit its package-lock.json",
+  );
+});
+
 test("without API_TOKENS the Worker is misconfigured and never accepts the demo tokens", async () => {
   const gw = await startGateway({ apiTokens: null });
   try {

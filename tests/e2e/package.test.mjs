@@ -17,8 +17,26 @@ import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { ROOT, DEMO_TOKENS, ACME, read, json, slug, eventually } from "./harness.mjs";
 
 const NODE_BIN = dirname(process.execPath);
-/** Node and npm, and the system's basic tools: no cargo, no rustc. */
-const NO_RUST_PATH = [NODE_BIN, "/usr/bin", "/bin"].join(":");
+/**
+ * A PATH of one directory holding Node, npm and a shell's basic tools, and
+ * nothing else: no cargo, no rustc, wherever the machine keeps them (the
+ * set-up's Debian route puts them in /usr/bin).
+ */
+const NO_RUST_PATH = (() => {
+  const bin = mkdtempSync(join(tmpdir(), "no-rust-bin-"));
+  symlinkSync(process.execPath, join(bin, "node"));
+  // npm and npx as this machine has them (the `node` package ships node alone).
+  for (const tool of ["npm", "npx"]) {
+    const found = [NODE_BIN, ...(process.env.PATH ?? "").split(":")].map((d) => join(d, tool)).find((p) => existsSync(p));
+    assert.ok(found, `${tool} is not on PATH`);
+    symlinkSync(found, join(bin, tool));
+  }
+  for (const tool of ["sh", "bash", "env", "cat", "ls", "mkdir", "rm", "cp", "mv", "sed", "grep", "dirname", "basename", "uname", "tr", "head", "tail", "chmod", "find", "sort"]) {
+    const found = ["/usr/bin", "/bin"].map((d) => join(d, tool)).find((p) => existsSync(p));
+    if (found) symlinkSync(found, join(bin, tool));
+  }
+  return bin;
+})();
 const WRANGLER = `${ROOT}node_modules/wrangler/bin/wrangler.js`;
 const TSC = `${ROOT}node_modules/typescript/bin/tsc`;
 
@@ -30,7 +48,7 @@ let bundle;
 function run(cmd, args, { cwd = project } = {}) {
   const env = { ...process.env, PATH: NO_RUST_PATH, CARGO_HOME: "/nonexistent", RUSTUP_HOME: "/nonexistent", WRANGLER_SEND_METRICS: "false", CI: "true" };
   const r = spawnSync(cmd, args, { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
-  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed (${r.status ?? r.error}):\n${r.stdout}\n${r.stderr}`);
   return r.stdout + r.stderr;
 }
 
@@ -80,6 +98,7 @@ before(async () => {
         TENANT_LEDGER: { className: "TenantLedger", useSQLite: true },
         PAYMENTS: { className: "Payments", useSQLite: true },
         SHORT_LIVED: { className: "ShortLived", useSQLite: true },
+        TINY: { className: "Tiny", useSQLite: true },
       },
       serviceBindings: { LEDGER_RPC: { name: "ts-app", entrypoint: "LedgerService" } },
     }],
@@ -90,6 +109,7 @@ before(async () => {
 after(async () => {
   await mf?.dispose();
   if (project) rmSync(project, { recursive: true, force: true });
+  rmSync(NO_RUST_PATH, { recursive: true, force: true });
 });
 
 const request = (path, init = {}) => mf.dispatchFetch(new URL(path, "http://app.test"), init);
@@ -237,10 +257,11 @@ test("withIdempotency over the packaged LedgerService binding, typed as wrangler
 test("own Durable Object: the sweep, run from the object's alarm, deletes records past their retention", async () => {
   const short = (key) => request("/r", { method: "POST", headers: { "x-app": "short", "idempotency-key": key }, body: key }).then(read);
   assert.equal((await short("short-1")).status, 201);
+  // Retention 6 s: seconds of margin for the replay and the count.
   assert.equal((await short("short-1")).headers["idempotent-replayed"], "true");
   const stats = async () => (await json(await request("/", { headers: { "x-app": "short", "x-op": "stats" } }))).json;
   assert.equal((await stats()).records, 1);
-  // Retention 2 s, the alarm 3 s after the first request: generous deadline.
+  // armSweep set the alarm at the expiry; alarm() sweeps: a generous deadline.
   await eventually(async () => (await stats()).records === 0, { ms: 60_000, every: 500 });
   // Swept: the key runs again.
   const rerun = await short("short-1");
@@ -316,6 +337,18 @@ test("own Durable Object: the closed outcomes — replayed, mismatch, ledger ful
   assert.equal(full.status, 429);
   assert.equal(slug(full.json), "idempotency-ledger-full");
   assert.ok(Number(full.headers["retry-after"]) >= 1);
+});
+
+test("own Durable Object: maxBodyBytes (413, nothing recorded) and maxDbBytes (429 ledger full before the platform's limit)", async () => {
+  const big = await read(await payments("/charges", { key: "big-1", body: "1".repeat(5000) }));
+  assert.equal(big.status, 413);
+  assert.equal(slug(JSON.parse(big.text)), "request-too-large");
+  assert.equal(await lookup("big-1"), null, "nothing claimed");
+  const ok = await read(await payments("/charges", { key: "big-1", body: "12" }));
+  assert.equal(ok.status, 201, "the key is still free");
+  const full = await read(await request("/", { method: "POST", headers: { "x-app": "tiny", "idempotency-key": "tiny-1" }, body: "x" }));
+  assert.equal(full.status, 429);
+  assert.equal(slug(JSON.parse(full.text)), "idempotency-ledger-full");
 });
 
 test("own Durable Object: billed rows the ledger writes and reads per operation stay within their bounds", async () => {

@@ -10,8 +10,9 @@
 //             object is named by `x-tenant`.
 // - rpc       withIdempotency over the LedgerService binding (typed by
 //             `wrangler types` as Service<LedgerService>).
-// - short     ShortLived: the embedded ledger with a 2 s retention, swept
+// - short     ShortLived: the embedded ledger with a 6 s retention, swept
 //             by the object's own alarm.
+// - tiny      Tiny: a database limit (maxDbBytes) every new key is over.
 // - otherwise a plain handler protected by withIdempotency, its ledger the
 //             packaged TenantLedger bound in this Worker.
 import { DurableObject } from "cloudflare:workers";
@@ -28,7 +29,7 @@ export class Payments extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)");
-    this.ledger = new Ledger(ctx, { maxKeys: 1000 });
+    this.ledger = new Ledger(ctx, { maxKeys: 1000, maxBodyBytes: 4096 });
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -57,20 +58,28 @@ export class Payments extends DurableObject<Env> {
   }
 }
 
-/** Records kept 2 s, swept by the object's alarm (`Ledger#sweep`). */
+/** Records kept 6 s, swept by the object's alarm (`armSweep`, `alarm`). */
 export class ShortLived extends DurableObject<Env> {
-  ledger = new Ledger(this.ctx, { retentionSeconds: 2 });
+  ledger = new Ledger(this.ctx, { retentionSeconds: 6 });
 
   async fetch(request: Request): Promise<Response> {
     if (request.headers.get("x-op") === "stats") return Response.json(this.ledger.stats());
     const response = await this.ledger.handle(request, ({ body }) => ({ status: 201, body }));
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + 3000);
+    await this.ledger.armSweep();
     return response;
   }
 
   async alarm(): Promise<void> {
-    const { next_expires_at } = this.ledger.sweep();
-    if (next_expires_at !== null) await this.ctx.storage.setAlarm(Math.max(next_expires_at, Date.now() + 1000));
+    await this.ledger.alarm();
+  }
+}
+
+/** A database limit no write fits under: every new key is ledger_full. */
+export class Tiny extends DurableObject<Env> {
+  ledger = new Ledger(this.ctx, { maxDbBytes: 1 });
+
+  async fetch(request: Request): Promise<Response> {
+    return this.ledger.handle(request, ({ body }) => ({ status: 201, body }));
   }
 }
 
@@ -98,6 +107,8 @@ export default {
         return overRpc(request, env, ctx);
       case "short":
         return env.SHORT_LIVED.get(env.SHORT_LIVED.idFromName("short")).fetch(request);
+      case "tiny":
+        return env.TINY.get(env.TINY.idFromName("tiny")).fetch(request);
       default:
         return orders(request, env, ctx);
     }
