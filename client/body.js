@@ -45,3 +45,19 @@ export async function readBounded(stream, limit) {
     chunks.push(value);
   }
 }
+
+/**
+ * The request's body bounded by `limit` (null past it): with a
+ * Content-Length within the limit, read at once (the runtime holds a body
+ * to its declared length); without one, chunk by chunk (`readBounded`).
+ * The caller checks `declaredTooLarge` first.
+ * @param {Request} request
+ * @param {number} limit
+ * @returns {Promise<Uint8Array | null>}
+ */
+export async function readBody(request, limit) {
+  const field = request.headers.get("content-length")?.trim();
+  if (field === undefined || !/^[0-9]+$/.test(field)) return readBounded(request.body, limit);
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  return bytes.byteLength > limit ? null : bytes;
+}

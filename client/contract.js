@@ -20,7 +20,7 @@ import { landedEarlier, settle } from "./settle.js";
 import { captureResponse } from "./stored.js";
 import { preferWait } from "./waiting.js";
 import { refusalResponse } from "./answer.js";
-import { declaredTooLarge, readBounded } from "./body.js";
+import { declaredTooLarge, readBody } from "./body.js";
 import { ledgerSource } from "./sources.js";
 /**
  * @import { StoredResponse } from "./stored.js"
@@ -560,7 +560,7 @@ export function withIdempotency(handler, options) {
     if (!contract.protects(request.method)) return handler(request, env, ctx, { idempotencyKey: null });
     return contract.run({
       request, args: [request, env, ctx], ctx: /** @type {{ waitUntil(promise: Promise<unknown>): void } | undefined} */ (ctx),
-      readBody: (limit) => readBounded(request.body, limit),
+      readBody: (limit) => readBody(request, limit),
       // The handler gets a request whose body can still be read.
       next: async (body, key) => {
         const replayable = body === undefined ? request

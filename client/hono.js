@@ -22,7 +22,7 @@
 // `c`; the route reads its key with `c.get("idempotencyKey")`.
 // No runtime import of Hono: any Hono 4 app can use it.
 import { idempotencyContract } from "./contract.js";
-import { readBounded } from "./body.js";
+import { readBody } from "./body.js";
 /** @import { Context, Env, MiddlewareHandler } from "hono" */
 /** @import { IdempotencyOptions } from "./contract.js" */
 
@@ -62,7 +62,7 @@ export function idempotency(options) {
       // readers then get the same bytes. A body an earlier middleware read
       // through Hono's cache is taken from there (and still bounded).
       readBody: async (limit) => {
-        const body = c.req.raw.bodyUsed ? new Uint8Array(await c.req.arrayBuffer()) : await readBounded(c.req.raw.body, limit);
+        const body = c.req.raw.bodyUsed ? new Uint8Array(await c.req.arrayBuffer()) : await readBody(c.req.raw, limit);
         if (body === null || body.byteLength > limit) return null;
         if (!["GET", "HEAD"].includes(c.req.method)) c.req.raw = new Request(c.req.raw, { body: /** @type {Uint8Array<ArrayBuffer>} */ (body) });
         return body;

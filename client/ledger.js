@@ -25,9 +25,8 @@
 // package ships, the same one `idempotency-ledger/worker` runs.
 import { EmbeddedLedger } from "../worker/wasm.mjs";
 import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList } from "./defaults.js";
-import { declaredTooLarge, readBounded } from "./body.js";
+import { declaredTooLarge, readBody } from "./body.js";
 import { encoder } from "./bytes.js";
-import { fingerprint } from "./fingerprint.js";
 import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
 import { problemResponse } from "./problems.js";
 import { refusalResponse } from "./answer.js";
@@ -109,7 +108,7 @@ function whole(v, name, min, max) {
  * The function's answer in the shape src/embedded.rs reads:
  * `[status, [name, value, …], body]`.
  * @param {AppAnswer} answer
- * @returns {[number, string[], Uint8Array, RanResponse]}
+ * @returns {{ wire: [number, string[], Uint8Array]; given: RanResponse; headers: Headers }}
  */
 function normalized(answer) {
   if (answer === null || typeof answer !== "object") {
@@ -138,7 +137,7 @@ function normalized(answer) {
   }
   /** @type {[string, string][]} */
   const pairs = [...headers];
-  return [status, pairs.flat(), body, { status, headers: pairs, body }];
+  return { wire: [status, pairs.flat(), body], given: { status, headers: pairs, body }, headers };
 }
 
 /**
@@ -151,10 +150,13 @@ function handled(key, body) {
   return { key, body, text, json: () => JSON.parse(text()) };
 }
 
-/** @param {RanResponse} r */
-function ranResponse(r) {
+/**
+ * @param {RanResponse} r
+ * @param {Headers} [headers] r's headers, already made
+ */
+function ranResponse(r, headers) {
   const nullBody = [204, 205, 304].includes(r.status);
-  return new Response(nullBody ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: r.headers });
+  return new Response(nullBody ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: headers ?? r.headers });
 }
 
 const MAX_BODY_CEILING = 16777216; // as the gateway's MAX_REQUEST_BODY_BYTES ceiling
@@ -215,16 +217,25 @@ export class Ledger {
    */
   execute({ key, fingerprint }, run) {
     if (typeof run !== "function") throw new TypeError("idempotency-ledger: execute(call, run) needs a function");
-    /** @type {RanResponse | undefined} */
-    let response;
-    const answer = this.#core.execute(JSON.stringify({ key, fingerprint }), () => {
-      const [status, headers, body, given] = normalized(run());
-      response = given;
-      return [status, headers, body];
-    });
-    const outcome = JSON.parse(answer);
-    if (outcome.outcome === "ran") return { ...outcome, response: /** @type {RanResponse} */ (response) };
-    return outcome;
+    return this.#outcome((wrapped) => this.#core.execute(JSON.stringify({ key, fingerprint }), wrapped), run).outcome;
+  }
+
+  /**
+   * Runs one core call with `run` wrapped: its answer normalised for the
+   * core, and kept as given for the `ran` outcome.
+   * @param {(wrapped: () => [number, string[], Uint8Array]) => string} call
+   * @param {() => AppAnswer} run
+   * @returns {{ outcome: ExecuteResult; headers?: Headers }}
+   */
+  #outcome(call, run) {
+    /** @type {ReturnType<typeof normalized> | undefined} */
+    let ran;
+    const outcome = JSON.parse(call(() => {
+      ran = normalized(run());
+      return ran.wire;
+    }));
+    if (outcome.outcome === "ran" && ran !== undefined) return { outcome: { ...outcome, response: ran.given }, headers: ran.headers };
+    return { outcome };
   }
 
   /**
@@ -251,15 +262,20 @@ export class Ledger {
       }
     }
     if (declaredTooLarge(request.headers, this.#maxBodyBytes)) return tooLarge();
-    const body = await readBounded(request.body, this.#maxBodyBytes);
+    const body = await readBody(request, this.#maxBodyBytes);
     if (body === null) return tooLarge();
-    if (key === null) return ranResponse(normalized(run(handled(null, body)))[3]);
+    if (key === null) {
+      const { given, headers } = normalized(run(handled(null, body)));
+      return ranResponse(given, headers);
+    }
     const url = new URL(request.url);
-    const fp = await fingerprint({
-      method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders: this.#fingerprintHeaders, body,
-    });
-    const outcome = this.execute({ key, fingerprint: fp }, () => run(handled(key, body)));
-    return outcome.outcome === "ran" ? ranResponse(outcome.response) : refusalResponse(outcome);
+    // The fingerprint is the core's own (src/protocol/fingerprint.rs, the gateway's).
+    const fingerprinted = this.#fingerprintHeaders.flatMap((name) => [name, request.headers.get(name)]);
+    const done = this.#outcome(
+      (wrapped) => this.#core.executeRequest(/** @type {string} */ (key), request.method, url.pathname + url.search, fingerprinted, body, wrapped),
+      () => run(handled(key, body)),
+    );
+    return done.outcome.outcome === "ran" ? ranResponse(done.outcome.response, done.headers) : refusalResponse(done.outcome);
   }
 
   /**

@@ -35,7 +35,7 @@ use worker::State;
 use crate::ledger::{ClaimPolicy, ExecuteOutcome, Ledger, StoreError, STORED_BODY_CEILING};
 use crate::object::do_store::DoSqlStore;
 use crate::platform::env::now_ms;
-use crate::protocol::{AppResponse, CapturePolicy, Fingerprint};
+use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, RequestParts};
 use crate::rpc::{check_fingerprint, check_key, check_window};
 
 /// The limits of one embedded ledger (client/ledger.js fills the defaults).
@@ -162,15 +162,47 @@ impl EmbeddedLedger {
         let call: Keyed = serde_json::from_str(call).map_err(refuse)?;
         check_key(&call.key).map_err(refuse)?;
         check_fingerprint(&call.fingerprint).map_err(refuse)?;
+        self.run_execute(&call.key, &call.fingerprint, run)
+    }
+
+    /// `executeRequest(key, method, target, headers, body, run)`: as
+    /// `execute`, with the fingerprint computed here from the request's
+    /// parts, exactly as the gateway computes it
+    /// (src/protocol/fingerprint.rs): `headers` is `[name, value | null, …]`
+    /// for each fingerprinted header, in order. One crossing into the
+    /// core, no hashing in JavaScript.
+    #[wasm_bindgen(js_name = executeRequest)]
+    pub fn execute_request(
+        &self,
+        key: &str,
+        method: &str,
+        target: &str,
+        headers: Array,
+        body: &[u8],
+        run: &Function,
+    ) -> Result<String, JsValue> {
+        check_key(key).map_err(refuse)?;
+        let mut pairs = Vec::with_capacity(headers.length() as usize / 2);
+        for i in (0..headers.length()).step_by(2) {
+            let Some(name) = headers.get(i).as_string() else {
+                return Err(refuse("executeRequest: header names must be strings"));
+            };
+            pairs.push((name.to_ascii_lowercase(), headers.get(i + 1).as_string()));
+        }
+        let fingerprint = Fingerprint::of(&RequestParts {
+            method,
+            target,
+            headers: &pairs,
+            body,
+        });
+        self.run_execute(key, &fingerprint, run)
+    }
+
+    fn run_execute(&self, key: &str, fp: &Fingerprint, run: &Function) -> Result<String, JsValue> {
         let now = now_ms();
-        let outcome = self.ledger.execute(
-            &call.key,
-            &call.fingerprint,
-            &self.policy,
-            &self.capture,
-            now,
-            |_| run_app(run),
-        );
+        let outcome = self
+            .ledger
+            .execute(key, fp, &self.policy, &self.capture, now, |_| run_app(run));
         match outcome {
             Ok(ExecuteOutcome::Ran {
                 generation,
