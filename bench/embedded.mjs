@@ -10,7 +10,13 @@
 // warm-up, `rounds` times, and the figure is each one's ratio to the bare
 // POST measured in the same run (this machine is shared and noisy: req/s
 // alone mean little). Every answer's status is checked.
+//
+// `--profile fresh|replay|bare` records a V8 CPU profile over the
+// inspector while that scenario runs instead, and prints the isolate time
+// per request by function (build with IDEMPOTENCY_LEDGER_KEEP_NAMES=1 for
+// named Rust frames: `IDEMPOTENCY_LEDGER_KEEP_NAMES=1 npm run bench:embedded -- --profile fresh`).
 import autocannon from "autocannon";
+import WebSocket from "ws";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { readdirSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -22,12 +28,15 @@ const { values: opts } = parseArgs({
     warmup: { type: "string", default: "3" },
     connections: { type: "string", default: "16" },
     rounds: { type: "string", default: "2" },
+    profile: { type: "string" },
+    inspector: { type: "string", default: "9341" },
   },
 });
 const [DURATION, WARMUP, CONNECTIONS, ROUNDS] = [opts.duration, opts.warmup, opts.connections, opts.rounds].map(Number);
 
 const client = readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js"));
 const mf = new Miniflare(convertV4MiniflareOptions({
+  ...(opts.profile ? { inspectorPort: Number(opts.inspector) } : {}),
   workers: [{
     name: "bench-embedded",
     modulesRoot: ROOT,
@@ -69,10 +78,44 @@ function cannon({ status, ...options }, duration) {
   });
 }
 
-try {
-  // The replayed key exists before its scenario.
-  const first = await fetch(`${base}/embedded`, { method: "POST", headers: { ...TEXT, "idempotency-key": "replayed" }, body: "500" });
-  if (first.status !== 201) throw new Error(`the replayed key's first run answered ${first.status}`);
+/** A CPU profile of one scenario: isolate time per request, by function. */
+async function profile(name) {
+  const make = { fresh: scenarios["embedded, fresh key"], replay: scenarios["embedded, replay"], bare: scenarios["bare POST (no idempotency)"] }[name];
+  if (!make) throw new Error("--profile fresh|replay|bare");
+  await cannon(make(), WARMUP);
+  const targets = await (await fetch(`http://127.0.0.1:${opts.inspector}/json`)).json();
+  const target = targets.find((t) => String(t.webSocketDebuggerUrl).includes("bench-embedded"));
+  const ws = new WebSocket(target.webSocketDebuggerUrl);
+  await new Promise((r, j) => { ws.onopen = r; ws.onerror = j; });
+  let id = 0;
+  const pending = new Map();
+  ws.onmessage = (m) => { const msg = JSON.parse(m.data); pending.get(msg.id)?.(msg); pending.delete(msg.id); };
+  const send = (method, params = {}) => new Promise((r) => { const i = ++id; pending.set(i, r); ws.send(JSON.stringify({ id: i, method, params })); });
+  await send("Profiler.enable");
+  await send("Profiler.setSamplingInterval", { interval: 200 });
+  await send("Profiler.start");
+  const load = await cannon(make(), DURATION);
+  const { result: { profile: p } } = await send("Profiler.stop");
+  ws.close();
+  const frames = new Map(p.nodes.map((x) => [x.id, x.callFrame]));
+  const self = new Map();
+  p.samples.forEach((node, i) => {
+    const { functionName, url, lineNumber } = frames.get(node);
+    if (functionName === "(idle)") return;
+    const fn = `${functionName || "(anonymous)"} ${url.split("/").pop()}:${lineNumber + 1}`;
+    self.set(fn, (self.get(fn) ?? 0) + (p.timeDeltas[i] ?? 0));
+  });
+  const busy = [...self.values()].reduce((a, b) => a + b, 0);
+  const per = (us) => (us / load.requests.total).toFixed(1);
+  console.log(`\n${name}: ${load.requests.average.toFixed(0)} req/s; ${per(busy)} µs of isolate time per request\n`);
+  console.log("| µs per request | share | function (self time) |\n|---|---|---|");
+  for (const [fn, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 30)) {
+    console.log(`| ${per(us)} | ${((100 * us) / busy).toFixed(1)}% | ${fn.slice(0, 120).replaceAll("|", "\\|")} |`);
+  }
+}
+
+/** Every scenario, `rounds` times; the table of ratios to the bare POST. */
+async function measure() {
   const results = {};
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, make] of Object.entries(scenarios)) {
@@ -88,6 +131,14 @@ try {
     const best = rounds.reduce((a, b) => (b.rps > a.rps ? b : a));
     console.log(`| ${name} | ${best.rps.toFixed(0)} | ${best.p50} | ${best.p99} | ${(best.rps / bare).toFixed(2)}x |`);
   }
+}
+
+try {
+  // The replayed key exists before its scenario.
+  const first = await fetch(`${base}/embedded`, { method: "POST", headers: { ...TEXT, "idempotency-key": "replayed" }, body: "500" });
+  if (first.status !== 201) throw new Error(`the replayed key's first run answered ${first.status}`);
+  if (opts.profile) await profile(opts.profile);
+  else await measure();
 } finally {
   await mf.dispose();
 }
