@@ -47,17 +47,35 @@ export async function readBounded(stream, limit) {
 }
 
 /**
- * The request's body bounded by `limit` (null past it): with a
- * Content-Length within the limit, read at once (the runtime holds a body
- * to its declared length); without one, chunk by chunk (`readBounded`).
- * The caller checks `declaredTooLarge` first.
+ * The request's body bounded by `limit` (null past it), read chunk by
+ * chunk whatever its Content-Length says (a Request made in the isolate
+ * may carry any header over any stream; nothing beyond the limit is ever
+ * buffered). With a declared length within the limit the chunks are
+ * copied into one buffer of that size, and a body that is longer or
+ * shorter than declared rejects (unreadable). The caller checks
+ * `declaredTooLarge` first.
  * @param {Request} request
  * @param {number} limit
  * @returns {Promise<Uint8Array | null>}
  */
 export async function readBody(request, limit) {
   const field = request.headers.get("content-length")?.trim();
-  if (field === undefined || !/^[0-9]+$/.test(field)) return readBounded(request.body, limit);
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  return bytes.byteLength > limit ? null : bytes;
+  const declared = field !== undefined && /^[0-9]+$/.test(field) ? Number(field) : null;
+  if (declared === null || declared > limit || request.body === null) return readBounded(request.body, limit);
+  const out = new Uint8Array(declared);
+  const reader = request.body.getReader();
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) {
+      if (size !== declared) throw new Error(`the body is ${size} bytes, its Content-Length says ${declared}`);
+      return out;
+    }
+    if (size + value.byteLength > declared) {
+      reader.cancel().catch(() => { /* over its declared length: what the sender does next is not ours */ });
+      throw new Error(`the body is longer than its Content-Length (${declared})`);
+    }
+    out.set(value, size);
+    size += value.byteLength;
+  }
 }

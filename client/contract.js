@@ -12,7 +12,7 @@
 // settlement or a hook comes to.
 import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList, isMethodList } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
-import { fingerprint } from "./fingerprint.js";
+import { fingerprint, targetOf } from "./fingerprint.js";
 import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
 import { PROBLEM_CATALOG, problemResponse } from "./problems.js";
 import { LedgerError } from "./rpc.js";
@@ -440,8 +440,7 @@ export function idempotencyContract(options) {
       };
       if ("notReached" in source) return unreached(source.notReached);
       const { ledger } = source;
-      const url = new URL(request.url);
-      const fp = await fingerprint({ method: request.method, target: url.pathname + url.search, headers: request.headers, fingerprintHeaders: o.fingerprintHeaders, body });
+      const fp = await fingerprint({ method: request.method, target: targetOf(request.url), headers: request.headers, fingerprintHeaders: o.fingerprintHeaders, body });
       // As the gateway: wait for an in-flight first run when asked (or by default).
       const asked = preferWait(request.headers.get("prefer"));
       const seconds = Math.min(asked ?? o.waitSeconds, o.maxWaitSeconds);
@@ -517,11 +516,9 @@ export function idempotencyContract(options) {
  */
 async function storing(shouldStore, response, args) {
   if (shouldStore === undefined) return true;
-  // It sees the status and headers only: a body it read would be gone for
-  // the caller and the stored answer.
-  let view = response;
-  try { view = new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers }); } catch { /* a status Response cannot make (101): the headers are all it needs */ }
-  try { return (await shouldStore(view, ...args)) !== false; } catch { return false; }
+  // It is given a clone: a body it reads is never taken from the caller or
+  // the stored answer.
+  try { return (await shouldStore(response.clone(), ...args)) !== false; } catch { return false; }
 }
 
 /**

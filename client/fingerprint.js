@@ -62,3 +62,19 @@ export async function fingerprint({ method, target, headers = {}, fingerprintHea
   }
   return { digest: await sha256hex(concat(parts)), components };
 }
+
+/**
+ * The target of a request as the gateway fingerprints it
+ * (src/protocol/target.rs `target_of`): its URL's path plus query cut out
+ * verbatim — no decoding, no dot-segment removal, an empty query's `?`
+ * kept — and any fragment dropped.
+ * @param {string} url An absolute URL (`request.url`).
+ * @returns {string}
+ */
+export function targetOf(url) {
+  const scheme = url.indexOf("://");
+  const rest = scheme === -1 ? url : url.slice(scheme + 3);
+  const slash = rest.indexOf("/");
+  const target = slash === -1 ? "/" : rest.slice(slash);
+  return target.split("#")[0];
+}

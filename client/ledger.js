@@ -41,6 +41,8 @@ import { refusalResponse } from "./answer.js";
  * @property {number} [maxDbBytes] New keys are `ledger_full` once the object's database
  *   (your tables included) reaches this many bytes, so no write meets the platform's 10 GB
  *   limit. Default 9000000000 (as MAX_DB_BYTES_PER_OBJECT).
+ * @property {number} [sweepIntervalSeconds] `armSweep` and `alarm` set the object's alarm on this grid,
+ *   so one alarm sweeps every record expiring within one interval. Default 60 (as SWEEP_INTERVAL_SECONDS), 1..3600.
  * @property {number} [maxBodyBytes] `handle` only: a larger request body (by Content-Length,
  *   or by the bytes read) is `413 request-too-large`, nothing claimed or run.
  *   Default 1 MiB (as MAX_REQUEST_BODY_BYTES), at most 16 MiB.
@@ -168,8 +170,9 @@ export class Ledger {
   #fingerprintHeaders;
   #required;
   #maxBodyBytes;
-  /** An alarm is known to be set (by armSweep or alarm): nothing to do until it fires. */
-  #armed = false;
+  #sweepIntervalMs;
+  /** When this instance last saw the object's alarm set (by armSweep or alarm), or null. */
+  #armedAt = /** @type {number | null} */ (null);
 
   /**
    * Creates (or upgrades in place) the ledger's tables in the object's
@@ -183,6 +186,7 @@ export class Ledger {
       maxKeys = 1000000,
       maxDbBytes = 9000000000,
       maxBodyBytes = DEFAULTS.maxBodyBytes,
+      sweepIntervalSeconds = 60,
       storedHeaders = DEFAULTS.storedHeaders,
       maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
       fingerprintHeaders = DEFAULTS.fingerprintHeaders,
@@ -194,6 +198,7 @@ export class Ledger {
       }
     }
     if (typeof required !== "boolean") throw new TypeError("idempotency-ledger: required must be a boolean");
+    this.#sweepIntervalMs = whole(sweepIntervalSeconds, "sweepIntervalSeconds", 1, 3600) * 1000;
     this.#core = new EmbeddedLedger(ctx, JSON.stringify({
       retention_seconds: whole(retentionSeconds, "retentionSeconds", 1, 31536000),
       max_keys: whole(maxKeys, "maxKeys", 1, Number.MAX_SAFE_INTEGER),
@@ -262,17 +267,22 @@ export class Ledger {
       }
     }
     if (declaredTooLarge(request.headers, this.#maxBodyBytes)) return tooLarge();
-    const body = await readBody(request, this.#maxBodyBytes);
+    /** @type {Uint8Array | null} */
+    let body;
+    try {
+      body = await readBody(request, this.#maxBodyBytes);
+    } catch (e) {
+      return problemResponse("request-body-unreadable", { detail: `the request body could not be read: ${e instanceof Error ? e.message : String(e)}` });
+    }
     if (body === null) return tooLarge();
     if (key === null) {
       const { given, headers } = normalized(run(handled(null, body)));
       return ranResponse(given, headers);
     }
-    const url = new URL(request.url);
-    // The fingerprint is the core's own (src/protocol/fingerprint.rs, the gateway's).
+    // The fingerprint is the core's own (src/protocol/fingerprint.rs, the gateway's), over the URL's target verbatim.
     const fingerprinted = this.#fingerprintHeaders.flatMap((name) => [name, request.headers.get(name)]);
     const done = this.#outcome(
-      (wrapped) => this.#core.executeRequest(/** @type {string} */ (key), request.method, url.pathname + url.search, fingerprinted, body, wrapped),
+      (wrapped) => this.#core.executeRequest(/** @type {string} */ (key), request.method, request.url, fingerprinted, body, wrapped),
       () => run(handled(key, body)),
     );
     return done.outcome.outcome === "ran" ? ranResponse(done.outcome.response, done.headers) : refusalResponse(done.outcome);
@@ -299,39 +309,61 @@ export class Ledger {
 
   /**
    * Makes sure the object's alarm will sweep: sets it at the next expiry
-   * when no alarm is set (one `getAlarm` per instance at most, then
-   * nothing until the alarm fires). Call it after requests that may have
-   * written a record, and answer the alarm with `alarm()`. The object's
-   * class must have an `alarm()` handler; if it sets alarms of its own,
-   * call `sweep()` from its handler instead.
-   * @returns {Promise<void>}
+   * (on the `sweepIntervalSeconds` grid) unless an alarm is already set
+   * at or before that — one `getAlarm` per instance, then nothing while
+   * the alarm it saw is still ahead. Call it after requests that may have
+   * written a record, and answer the alarm with `alarm()`. Never rejects:
+   * a failure (a class without an `alarm()` handler) is logged as
+   * `idempotency.sweep_unarmed` and answered false, so a request whose
+   * writes committed is never failed by it.
+   * @returns {Promise<boolean>} Whether an alarm is set for the next expiry.
    */
   async armSweep() {
-    if (this.#armed) return;
-    const next = /** @type {number | null} */ (JSON.parse(this.#core.nextSweepAt()));
-    if (next === null) return;
-    const storage = this.#ctx.storage;
-    const set = await storage.getAlarm();
-    if (set === null) await storage.setAlarm(next);
-    this.#armed = true;
+    try {
+      const next = /** @type {number | null} */ (JSON.parse(this.#core.nextSweepAt()));
+      if (next === null) return true;
+      const at = this.#onGrid(next);
+      const now = Date.now();
+      // Still ahead (or only just due) and no later than needed: nothing to do.
+      if (this.#armedAt !== null && this.#armedAt <= at && this.#armedAt > now - this.#sweepIntervalMs) return true;
+      const set = await this.#ctx.storage.getAlarm();
+      if (set === null || set > at) {
+        await this.#ctx.storage.setAlarm(at);
+        this.#armedAt = at;
+      } else {
+        this.#armedAt = set;
+      }
+      return true;
+    } catch (e) {
+      console.error(JSON.stringify({ event: "idempotency.sweep_unarmed", error: e instanceof Error ? e.message : String(e) }));
+      return false;
+    }
   }
 
   /**
    * The object's `alarm()`: sweeps at most `batch` expired records and
-   * sets the next alarm (at once when the batch was full).
+   * sets the next alarm (on the grid; at once when the batch was full).
    * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH).
    * @returns {Promise<{ deleted: number; batch_full: boolean; next_expires_at: number | null }>}
    */
   async alarm(batch = 500) {
-    this.#armed = false;
+    this.#armedAt = null;
     const swept = this.sweep(batch);
-    const storage = this.#ctx.storage;
-    const next = swept.batch_full ? Date.now() : swept.next_expires_at;
+    const next = swept.batch_full ? Date.now() : swept.next_expires_at === null ? null : this.#onGrid(swept.next_expires_at);
     if (next !== null) {
-      await storage.setAlarm(Math.max(next, Date.now()));
-      this.#armed = true;
+      const at = Math.max(next, Date.now());
+      await this.#ctx.storage.setAlarm(at);
+      this.#armedAt = at;
     }
     return swept;
+  }
+
+  /**
+   * The first point of the sweep grid at or after `t` (src/ledger/sweep.rs `on_grid`).
+   * @param {number} t
+   */
+  #onGrid(t) {
+    return Math.ceil(t / this.#sweepIntervalMs) * this.#sweepIntervalMs;
   }
 
   /**

@@ -171,7 +171,8 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
     try {
       raw = await tenantShards(...args);
     } catch (e) {
-      return { misconfigured: `options.tenantShards threw: ${e instanceof Error ? e.message : String(e)}`, variable: "TENANT_SHARDS" };
+      console.error(JSON.stringify({ event: "idempotency.tenant_shards_failed", error: e instanceof Error ? e.message : String(e) }));
+      return { misconfigured: "options.tenantShards threw (the error is in the Worker's log, idempotency.tenant_shards_failed)", variable: "TENANT_SHARDS" };
     }
     if (raw instanceof Map) return raw;
     const last = parsed;
@@ -207,7 +208,9 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
         try {
           name = await tenant(...args);
         } catch (e) {
-          return { misconfigured: `options.tenant threw: ${e instanceof Error ? e.message : String(e)}` };
+          // Its message may carry internals (a store's error): logged, never answered.
+          console.error(JSON.stringify({ event: "idempotency.tenant_failed", error: e instanceof Error ? e.message : String(e) }));
+          return { misconfigured: "options.tenant threw (the error is in the Worker's log, idempotency.tenant_failed)" };
         }
       }
       if (!isTenantId(name)) return { misconfigured: `the idempotency middleware's tenant must be ${TENANT_RULE}` };

@@ -35,6 +35,7 @@ use worker::State;
 use crate::ledger::{ClaimPolicy, ExecuteOutcome, Ledger, StoreError, STORED_BODY_CEILING};
 use crate::object::do_store::DoSqlStore;
 use crate::platform::env::now_ms;
+use crate::protocol::target::target_of;
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, RequestParts};
 use crate::rpc::{check_fingerprint, check_key, check_window};
 
@@ -165,18 +166,18 @@ impl EmbeddedLedger {
         self.run_execute(&call.key, &call.fingerprint, run)
     }
 
-    /// `executeRequest(key, method, target, headers, body, run)`: as
+    /// `executeRequest(key, method, url, headers, body, run)`: as
     /// `execute`, with the fingerprint computed here from the request's
-    /// parts, exactly as the gateway computes it
-    /// (src/protocol/fingerprint.rs): `headers` is `[name, value | null, …]`
-    /// for each fingerprinted header, in order. One crossing into the
-    /// core, no hashing in JavaScript.
+    /// parts, exactly as the gateway computes it (src/protocol/fingerprint.rs,
+    /// the target cut verbatim out of the request's URL by `target_of`):
+    /// `headers` is `[name, value | null, …]` for each fingerprinted header,
+    /// in order. One crossing into the core, no hashing in JavaScript.
     #[wasm_bindgen(js_name = executeRequest)]
     pub fn execute_request(
         &self,
         key: &str,
         method: &str,
-        target: &str,
+        url: &str,
         headers: Array,
         body: &[u8],
         run: &Function,
@@ -191,7 +192,7 @@ impl EmbeddedLedger {
         }
         let fingerprint = Fingerprint::of(&RequestParts {
             method,
-            target,
+            target: target_of(url),
             headers: &pairs,
             body,
         });

@@ -6,7 +6,7 @@ export declare class EmbeddedLedger {
   /** `{key, fingerprint}` JSON in, the RPC v1 `execute` outcome JSON out (a `ran` without its response). */
   execute(callJson: string, run: () => [number, string[], Uint8Array]): string;
   /** As `execute`, the fingerprint computed by the core from the request's parts; headers `[name, value | null, …]`. */
-  executeRequest(key: string, method: string, target: string, headers: (string | null)[], body: Uint8Array,
+  executeRequest(key: string, method: string, url: string, headers: (string | null)[], body: Uint8Array,
     run: () => [number, string[], Uint8Array]): string;
   lookup(key: string): string;
   sweep(batch: number): string;

@@ -310,3 +310,11 @@ test("middleware options are checked when the middleware is made: each wrong one
   make({ ledger: new TenantLedgers(namespace), tenant: "acme", leaseSeconds: 30, retentionSeconds: 30, problemBase: "https://errors.example.com/" })();
   make({ ledger: () => client, failurePolicy: "open", maxBodyBytes: 0 })();
 });
+
+test("targetOf cuts the target out of the URL verbatim, as the gateway's target_of (shared vectors: tests/fixtures/targets.json)", async () => {
+  const { targetOf } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/targets.json", import.meta.url), "utf8"));
+  assert.ok(vectors.length >= 8);
+  for (const { url, target } of vectors) assert.equal(targetOf(url), target, url);
+});

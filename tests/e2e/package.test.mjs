@@ -351,6 +351,13 @@ test("own Durable Object: maxBodyBytes (413, nothing recorded) and maxDbBytes (4
   assert.equal(slug(JSON.parse(full.text)), "idempotency-ledger-full");
 });
 
+test("own Durable Object: armSweep in a class without alarm() answers false and logs, never fails the request", async () => {
+  assert.equal((await read(await payments("/echo", { key: "arm-1", body: "x", tenant: "arm" }))).status, 201);
+  const r = await json(await request("/", { headers: { "x-app": "payments", "x-tenant": "arm", "x-op": "arm" } }));
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.json, { armed: false });
+});
+
 test("own Durable Object: billed rows the ledger writes and reads per operation stay within their bounds", async () => {
   const N = 40;
   const stats = async () => (await json(await request("/", { headers: { "x-app": "payments", "x-tenant": "rows", "x-op": "stats" } }))).json;

@@ -132,3 +132,14 @@ fn keys_spread_evenly_and_never_move_while_n_is_fixed() {
         "{counts:?}"
     );
 }
+
+#[test]
+fn the_target_matches_the_shared_vectors() {
+    use idempotency_ledger::protocol::target::target_of;
+    let vectors = vectors("targets.json");
+    assert!(vectors.len() >= 8);
+    for v in &vectors {
+        let url = v["url"].as_str().unwrap();
+        assert_eq!(target_of(url), v["target"].as_str().unwrap(), "{url}");
+    }
+}

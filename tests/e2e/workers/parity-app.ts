@@ -54,10 +54,10 @@ app.use("/nostore/*", idempotency<AppEnv>({
   ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-nostore"),
   shouldStore: (response) => response.status < 500,
 }));
-// A shouldStore that reads the body it is given: it sees the status and headers only.
+// A shouldStore that reads the body it is given (a clone): it stores what parses as the route's JSON.
 app.use("/bodyreader/*", idempotency<AppEnv>({
   ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-bodyreader"),
-  shouldStore: async (response) => (await response.text()) === "",
+  shouldStore: async (response) => "run" in (await response.json() as object),
 }));
 app.use("/brokenstream/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-brokenstream") }));
 app.use("/tenant-throws/*", idempotency<AppEnv>({

@@ -41,6 +41,8 @@ export class Payments extends DurableObject<Env> {
     }
     if (op === "lookup") return Response.json(this.ledger.lookup(url.searchParams.get("key") ?? ""));
     if (op === "stats") return Response.json(this.ledger.stats());
+    // This class has no alarm() handler: armSweep must say so, never throw.
+    if (op === "arm") return Response.json({ armed: await this.ledger.armSweep() });
     if (url.pathname !== "/charges") {
       // Any other path: the body echoed back, stored and replayed.
       return this.ledger.handle(request, ({ body }) => ({ status: 201, headers: { "content-type": "application/octet-stream" }, body }));
@@ -60,7 +62,7 @@ export class Payments extends DurableObject<Env> {
 
 /** Records kept 6 s, swept by the object's alarm (`armSweep`, `alarm`). */
 export class ShortLived extends DurableObject<Env> {
-  ledger = new Ledger(this.ctx, { retentionSeconds: 6 });
+  ledger = new Ledger(this.ctx, { retentionSeconds: 6, sweepIntervalSeconds: 1 });
 
   async fetch(request: Request): Promise<Response> {
     if (request.headers.get("x-op") === "stats") return Response.json(this.ledger.stats());
