@@ -4,7 +4,7 @@
 // (./hono.js) share `idempotencyContract`: its options (checked once, when
 // the middleware is made), the key, the body limit, the claim, the route's
 // one run, its settlement and the hooks. Where the ledger comes from is
-// ./sources.js; the bounded body ./body.js.
+// ./sources.js; the key and the bounded body ./request.js.
 //
 // What must stay true: nothing runs unless the key was claimed (or, under
 // failurePolicy "open", the ledger was certainly not reached); the route's
@@ -13,14 +13,13 @@
 import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList, isMethodList } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint, targetOf } from "./fingerprint.js";
-import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
 import { PROBLEM_CATALOG, problemResponse } from "./problems.js";
 import { LedgerError } from "./rpc.js";
 import { landedEarlier, settle } from "./settle.js";
 import { captureResponse } from "./stored.js";
 import { preferWait } from "./waiting.js";
 import { refusalResponse } from "./answer.js";
-import { declaredTooLarge, readBody } from "./body.js";
+import { readBody, requestBody, requestKey } from "./request.js";
 import { ledgerSource } from "./sources.js";
 /**
  * @import { StoredResponse } from "./stored.js"
@@ -349,27 +348,6 @@ function settlement({ ledger, key, generation, ctx, retentionSeconds, report, st
   return done;
 }
 
-/**
- * The key of a protected request, or the problem answer when it has none
- * (and one is required) or an invalid one. `null`: run unprotected.
- * @param {Request} request
- * @param {boolean} required
- * @param {string | undefined} base
- * @returns {{ key: string } | { answer: Response } | null}
- */
-function keyOf(request, required, base) {
-  const field = request.headers.get("idempotency-key");
-  if (field === null) {
-    return required ? { answer: problemResponse("idempotency-key-missing", { base, args: { method: request.method } }) } : null;
-  }
-  try {
-    return { key: parseIdempotencyKey(field) };
-  } catch (e) {
-    if (e instanceof IdempotencyKeyError) return { answer: problemResponse("idempotency-key-invalid", { base, detail: e.message }) };
-    throw e;
-  }
-}
-
 /** @type {Record<string, ConflictEvent["outcome"]>} */
 const CONFLICTS = { in_flight: "in_flight", mismatch: "mismatch", ledger_full: "ledger_full" };
 
@@ -407,23 +385,16 @@ export function idempotencyContract(options) {
     ...(o.leaseSeconds === undefined ? {} : { lease_seconds: o.leaseSeconds }),
     ...(o.retentionSeconds === undefined ? {} : { retention_seconds: o.retentionSeconds }),
   };
-  const tooLarge = () => problemResponse("request-too-large", { base, args: { limit: o.maxBodyBytes } });
   return {
     protects: (method) => o.methods.has(String(method).toUpperCase()),
     async run({ request, args, ctx, readBody, next }) {
-      const keyed = keyOf(request, o.required, base);
+      const keyed = requestKey(request, o.required, base);
       if (keyed === null) return (await next(undefined, null)).response;
       if ("answer" in keyed) return keyed.answer;
       const { key } = keyed;
-      // As the gateway: a declared length over the limit is refused before anything is read.
-      if (declaredTooLarge(request.headers, o.maxBodyBytes)) return tooLarge();
-      let body;
-      try {
-        body = await readBody(o.maxBodyBytes);
-      } catch {
-        return problemResponse("request-body-unreadable", { base });
-      }
-      if (body === null) return tooLarge();
+      const read = await requestBody(request, o.maxBodyBytes, base, readBody);
+      if ("answer" in read) return read.answer;
+      const { body } = read;
       const source = await o.source.resolve(args);
       if ("misconfigured" in source) {
         console.error(JSON.stringify({ event: "idempotency.misconfigured", ...(source.variable ? { variable: source.variable } : {}), error: source.misconfigured }));

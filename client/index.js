@@ -17,8 +17,9 @@
 //   defaults.js     the middleware's defaults (the gateway's)
 //   settle.js       completion and release retried as the gateway retries them
 //   sources.js      the middleware's ledger option: client, binding, namespace
-//   body.js         the middleware's bounded request body
+//   request.js      a protected request's key and bounded body (middleware and ledger.js)
 //   contract.js     the middleware contract (withIdempotency; ./hono.js)
+//   ledger.js       idempotency-ledger/ledger, not re-exported here: it loads the wasm
 export { DEFAULTS } from "./defaults.js";
 export * from "./key.js";
 export * from "./fingerprint.js";

@@ -25,10 +25,8 @@
 // package ships, the same one `idempotency-ledger/worker` runs.
 import { EmbeddedLedger } from "../worker/wasm.mjs";
 import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList } from "./defaults.js";
-import { declaredTooLarge, readBody } from "./body.js";
+import { requestBody, requestKey } from "./request.js";
 import { encoder } from "./bytes.js";
-import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
-import { problemResponse } from "./problems.js";
 import { refusalResponse } from "./answer.js";
 /** @import { Fingerprint } from "./fingerprint.js" */
 /** @import { ClaimRefusal, RecordView, LedgerStats } from "./rpc.js" */
@@ -254,35 +252,20 @@ export class Ledger {
    * @returns {Promise<Response>}
    */
   async handle(request, run) {
-    const field = request.headers.get("idempotency-key");
-    const tooLarge = () => problemResponse("request-too-large", { args: { limit: this.#maxBodyBytes } });
-    if (field === null && this.#required) return problemResponse("idempotency-key-missing", { args: { method: request.method } });
-    let key = null;
-    if (field !== null) {
-      try {
-        key = parseIdempotencyKey(field);
-      } catch (e) {
-        if (e instanceof IdempotencyKeyError) return problemResponse("idempotency-key-invalid", { detail: e.message });
-        throw e;
-      }
-    }
-    if (declaredTooLarge(request.headers, this.#maxBodyBytes)) return tooLarge();
-    /** @type {Uint8Array | null} */
-    let body;
-    try {
-      body = await readBody(request, this.#maxBodyBytes);
-    } catch (e) {
-      return problemResponse("request-body-unreadable", { detail: `the request body could not be read: ${e instanceof Error ? e.message : String(e)}` });
-    }
-    if (body === null) return tooLarge();
-    if (key === null) {
+    const keyed = requestKey(request, this.#required);
+    if (keyed !== null && "answer" in keyed) return keyed.answer;
+    const read = await requestBody(request, this.#maxBodyBytes);
+    if ("answer" in read) return read.answer;
+    const { body } = read;
+    if (keyed === null) {
       const { given, headers } = normalized(run(handled(null, body)));
       return ranResponse(given, headers);
     }
+    const { key } = keyed;
     // The fingerprint is the core's own (src/protocol/fingerprint.rs, the gateway's), over the URL's target verbatim.
     const fingerprinted = this.#fingerprintHeaders.flatMap((name) => [name, request.headers.get(name)]);
     const done = this.#outcome(
-      (wrapped) => this.#core.executeRequest(/** @type {string} */ (key), request.method, request.url, fingerprinted, body, wrapped),
+      (wrapped) => this.#core.executeRequest(key, request.method, request.url, fingerprinted, body, wrapped),
       () => run(handled(key, body)),
     );
     return done.outcome.outcome === "ran" ? ranResponse(done.outcome.response, done.headers) : refusalResponse(done.outcome);

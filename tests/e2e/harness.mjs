@@ -37,7 +37,7 @@ export function wranglerVars() {
  * client/problems.js, so no JSON module is needed).
  */
 export const CLIENT_MODULES = [
-  "index", "defaults", "bytes", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "body", "contract",
+  "index", "defaults", "bytes", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "request", "contract",
 ].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
 
 /**
