@@ -10,7 +10,7 @@
 // failurePolicy "open", the ledger was certainly not reached); the route's
 // response reaches its caller and its error is rethrown whatever the
 // settlement or a hook comes to.
-import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList, isMethodList } from "./defaults.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint, targetOf } from "./fingerprint.js";
 import { PROBLEM_CATALOG, problemResponse } from "./problems.js";
@@ -159,22 +159,9 @@ import { ledgerSource } from "./sources.js";
  * @property {(run: ContractRun<A>) => Promise<Response>} run
  */
 
-const MAX_WINDOW_SECONDS = 31_536_000;
-const MAX_BODY_CEILING = 16_777_216; // as the gateway's MAX_REQUEST_BODY_BYTES ceiling
-
-/**
- * @param {string} name
- * @param {unknown} value
- * @param {number} min
- * @param {number} max
- * @returns {number}
- */
-function wholeNumber(name, value, min, max) {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new TypeError(`idempotency middleware: ${name} must be a whole number ${min}..${max}`);
-  }
-  return value;
-}
+const WHO = "idempotency middleware";
+/** @param {string} name @param {unknown} value @param {number} min @param {number} max */
+const wholeNumber = (name, value, min, max) => wholeOption(WHO, name, value, min, max);
 
 /**
  * @param {string} name
@@ -214,10 +201,9 @@ function checked(options) {
   if (waitSeconds > maxWaitSeconds) throw new TypeError("idempotency middleware: waitSeconds exceeds maxWaitSeconds");
   wholeNumber("maxStoredBodyBytes", maxStoredBodyBytes, 0, STORED_BODY_CEILING);
   if (typeof required !== "boolean") throw new TypeError("idempotency middleware: required must be a boolean");
-  for (const [name, list] of /** @type {const} */ ([["fingerprintHeaders", fingerprintHeaders], ["storedHeaders", storedHeaders]])) {
-    if (!isHeaderNameList(list)) throw new TypeError(`idempotency middleware: ${name} must be an array of header names`);
-  }
-  if (!isMethodList(protectedMethods)) throw new TypeError("idempotency middleware: protectedMethods must be an array of method names");
+  tokenListOption(WHO, "fingerprintHeaders", fingerprintHeaders);
+  tokenListOption(WHO, "storedHeaders", storedHeaders);
+  tokenListOption(WHO, "protectedMethods", protectedMethods, "method");
   wholeNumber("maxBodyBytes", maxBodyBytes, 0, MAX_BODY_CEILING);
   if (leaseSeconds !== undefined) wholeNumber("leaseSeconds", leaseSeconds, 1, MAX_WINDOW_SECONDS);
   if (retentionSeconds !== undefined) wholeNumber("retentionSeconds", retentionSeconds, 1, MAX_WINDOW_SECONDS);

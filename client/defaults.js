@@ -32,23 +32,43 @@ export const DEFAULTS = Object.freeze({
 /** Largest stored body: a Durable Object SQLite row holds 2 MB (src/ledger/mod.rs STORED_BODY_CEILING). */
 export const STORED_BODY_CEILING = 1900000;
 
+/** The largest request-body limit (MAX_REQUEST_BODY_BYTES's ceiling). */
+export const MAX_BODY_CEILING = 16777216;
+
+/** The longest lease or retention, as RPC v1 bounds them (src/rpc/mod.rs MAX_WINDOW_SECONDS). */
+export const MAX_WINDOW_SECONDS = 31536000;
+
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
- * Whether `list` is an array of HTTP header names (tokens): the check of
- * every option that names headers (fingerprintHeaders, storedHeaders).
- * @param {unknown} list
- * @returns {list is readonly string[]}
+ * A whole-number option within min..max, or a TypeError naming it: the
+ * check of every numeric option of the middleware and the embedded ledger.
+ * @param {string} who What the option belongs to ("idempotency middleware", "idempotency-ledger").
+ * @param {string} name
+ * @param {unknown} value
+ * @param {number} min
+ * @param {number} max
+ * @returns {number}
  */
-export function isHeaderNameList(list) {
-  return Array.isArray(list) && list.every((h) => typeof h === "string" && TOKEN.test(h));
+export function wholeOption(who, name, value, min, max) {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new TypeError(`${who}: ${name} must be a whole number ${min}..${max}`);
+  }
+  return value;
 }
 
 /**
- * Whether `list` is an array of HTTP method names (tokens): protectedMethods.
+ * An option naming HTTP tokens (header or method names), or a TypeError
+ * naming it (fingerprintHeaders, storedHeaders, protectedMethods).
+ * @param {string} who What the option belongs to.
+ * @param {string} name
  * @param {unknown} list
- * @returns {list is readonly string[]}
+ * @param {"header" | "method"} [what]
+ * @returns {readonly string[]}
  */
-export function isMethodList(list) {
-  return isHeaderNameList(list);
+export function tokenListOption(who, name, list, what = "header") {
+  if (!Array.isArray(list) || !list.every((h) => typeof h === "string" && TOKEN.test(h))) {
+    throw new TypeError(`${who}: ${name} must be an array of ${what} names`);
+  }
+  return list;
 }

@@ -24,7 +24,7 @@
 // Workers only: it loads the wasm module (build/index_bg.wasm) that the
 // package ships, the same one `idempotency-ledger/worker` runs.
 import { EmbeddedLedger } from "../worker/wasm.mjs";
-import { DEFAULTS, STORED_BODY_CEILING, isHeaderNameList } from "./defaults.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
 import { requestBody, requestKey } from "./request.js";
 import { encoder } from "./bytes.js";
 import { refusalResponse } from "./answer.js";
@@ -97,12 +97,7 @@ import { refusalResponse } from "./answer.js";
  */
 
 /** @param {unknown} v @param {string} name @param {number} min @param {number} max */
-function whole(v, name, min, max) {
-  if (!Number.isSafeInteger(v) || /** @type {number} */ (v) < min || /** @type {number} */ (v) > max) {
-    throw new TypeError(`idempotency-ledger: ${name} must be a whole number ${min}..${max}`);
-  }
-  return /** @type {number} */ (v);
-}
+const whole = (v, name, min, max) => wholeOption("idempotency-ledger", name, v, min, max);
 
 /**
  * The function's answer in the shape src/embedded.rs reads:
@@ -159,8 +154,6 @@ function ranResponse(r, headers) {
   return new Response(nullBody ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: headers ?? r.headers });
 }
 
-const MAX_BODY_CEILING = 16777216; // as the gateway's MAX_REQUEST_BODY_BYTES ceiling
-
 /** The ledger inside your own SQLite-backed Durable Object. */
 export class Ledger {
   #core;
@@ -190,15 +183,12 @@ export class Ledger {
       fingerprintHeaders = DEFAULTS.fingerprintHeaders,
       required = DEFAULTS.required,
     } = options;
-    for (const [name, list] of /** @type {const} */ ([["storedHeaders", storedHeaders], ["fingerprintHeaders", fingerprintHeaders]])) {
-      if (!isHeaderNameList(list)) {
-        throw new TypeError(`idempotency-ledger: ${name} must be an array of header names`);
-      }
-    }
+    tokenListOption("idempotency-ledger", "storedHeaders", storedHeaders);
+    tokenListOption("idempotency-ledger", "fingerprintHeaders", fingerprintHeaders);
     if (typeof required !== "boolean") throw new TypeError("idempotency-ledger: required must be a boolean");
     this.#sweepIntervalMs = whole(sweepIntervalSeconds, "sweepIntervalSeconds", 1, 3600) * 1000;
     this.#core = new EmbeddedLedger(ctx, JSON.stringify({
-      retention_seconds: whole(retentionSeconds, "retentionSeconds", 1, 31536000),
+      retention_seconds: whole(retentionSeconds, "retentionSeconds", 1, MAX_WINDOW_SECONDS),
       max_keys: whole(maxKeys, "maxKeys", 1, Number.MAX_SAFE_INTEGER),
       max_db_bytes: whole(maxDbBytes, "maxDbBytes", 1, Number.MAX_SAFE_INTEGER),
       stored_headers: storedHeaders,
