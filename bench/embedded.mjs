@@ -18,7 +18,7 @@
 import autocannon from "autocannon";
 import WebSocket from "ws";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { readdirSync } from "node:fs";
+import { ledgerWorker } from "../worker/testing.mjs";
 import { parseArgs } from "node:util";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -34,19 +34,14 @@ const { values: opts } = parseArgs({
 });
 const [DURATION, WARMUP, CONNECTIONS, ROUNDS] = [opts.duration, opts.warmup, opts.connections, opts.rounds].map(Number);
 
-const client = readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js"));
+// The package's modules as ledgerWorker() lists them, under this entry.
+const { modulesRoot, modules } = ledgerWorker();
 const mf = new Miniflare(convertV4MiniflareOptions({
   ...(opts.profile ? { inspectorPort: Number(opts.inspector) } : {}),
   workers: [{
     name: "bench-embedded",
-    modulesRoot: ROOT,
-    modules: [
-      { type: "ESModule", path: `${ROOT}bench/embedded/worker.mjs` },
-      { type: "ESModule", path: `${ROOT}worker/wasm.mjs` },
-      { type: "ESModule", path: `${ROOT}build/index.js` },
-      { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
-      ...client.map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` })),
-    ],
+    modulesRoot,
+    modules: [{ type: "ESModule", path: `${ROOT}bench/embedded/worker.mjs` }, ...modules],
     compatibilityDate: "2026-11-01",
     durableObjects: { BARE: { className: "Bare", useSQLite: true }, EMBEDDED: { className: "Embedded", useSQLite: true } },
   }],
