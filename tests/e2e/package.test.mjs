@@ -42,7 +42,6 @@ const TSC = `${ROOT}node_modules/typescript/bin/tsc`;
 
 let project;
 let mf;
-let bundle;
 
 /** Runs a command in the temporary project with the Rust-free PATH; fails the test on a non-zero exit. */
 function run(cmd, args, { cwd = project } = {}) {
@@ -50,6 +49,25 @@ function run(cmd, args, { cwd = project } = {}) {
   const r = spawnSync(cmd, args, { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed (${r.status ?? r.error}):\n${r.stdout}\n${r.stderr}`);
   return r.stdout + r.stderr;
+}
+
+/**
+ * A Worker of the project bundled by wrangler as a deploy would upload it
+ * (`wrangler deploy --dry-run`: TypeScript in, one Worker out): its upload
+ * size, and exactly the modules it bundled (the Worker and its wasm), for Miniflare.
+ * @param {string[]} args More `wrangler deploy` arguments (`-c <config>`).
+ * @param {string} outdir An absolute path (wrangler resolves a relative one against the config).
+ */
+function wranglerBundle(args, outdir) {
+  const out = run("node", [WRANGLER, "deploy", "--dry-run", ...args, "--outdir", outdir]);
+  const size = out.match(/Total Upload:\s*([\d.]+ KiB) \/ gzip:\s*([\d.]+ KiB)/);
+  assert.ok(size, `wrangler printed no upload size:\n${out}`);
+  const wasm = readdirSync(outdir).find((f) => f.endsWith(".wasm"));
+  assert.ok(wasm, `no wasm in ${readdirSync(outdir)}:\n${out}`);
+  return {
+    total: size[1], gzip: size[2], modulesRoot: outdir,
+    modules: [{ type: "ESModule", path: join(outdir, "index.js") }, { type: "CompiledWasm", path: join(outdir, wasm) }],
+  };
 }
 
 before(async () => {
@@ -74,24 +92,13 @@ before(async () => {
   // Hono, for the guide's app (docs/hono-guide.md), as the project's own dependency would be.
   symlinkSync(`${ROOT}node_modules/hono`, join(project, "node_modules/hono"));
 
-  // Bundled with wrangler (TypeScript in, one Worker out), as `wrangler deploy` would upload it.
-  const out = run("node", [WRANGLER, "deploy", "--dry-run", "--outdir", "dist"]);
-  const size = out.match(/Total Upload:\s*([\d.]+ KiB) \/ gzip:\s*([\d.]+ KiB)/);
-  assert.ok(size, `wrangler printed no upload size:\n${out}`);
-  bundle = { total: size[1], gzip: size[2] };
-  console.log(`# the TypeScript Worker's bundle (wrangler deploy --dry-run): ${bundle.total} / gzip ${bundle.gzip}`);
-
-  const wasm = readdirSync(join(project, "dist")).find((f) => f.endsWith(".wasm"));
-  assert.ok(wasm, "the bundle carries the wasm module");
+  const bundled = wranglerBundle([], join(project, "dist"));
+  console.log(`# the TypeScript Worker's bundle (wrangler deploy --dry-run): ${bundled.total} / gzip ${bundled.gzip}`);
   mf = new Miniflare(convertV4MiniflareOptions({
     workers: [{
       name: "ts-app",
-      // Exactly the modules wrangler bundled: the Worker and its wasm.
-      modulesRoot: join(project, "dist"),
-      modules: [
-        { type: "ESModule", path: join(project, "dist/index.js") },
-        { type: "CompiledWasm", path: join(project, "dist", wasm) },
-      ],
+      modulesRoot: bundled.modulesRoot,
+      modules: bundled.modules,
       compatibilityDate: "2026-11-01",
       bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS), LOG_LEVEL: "warn" },
       durableObjects: {
@@ -170,14 +177,12 @@ test("the Hono guide's app, as the guide writes it, bundled by wrangler and run:
   mkdirSync(join(guide, "src"), { recursive: true });
   writeFileSync(join(guide, "wrangler.jsonc"), blocks("docs/hono-guide.md", "jsonc")[0]);
   writeFileSync(join(guide, "src/index.ts"), blocks("docs/hono-guide.md", "ts")[0]);
-  const out = run("node", [WRANGLER, "deploy", "--dry-run", "-c", "guide/wrangler.jsonc", "--outdir", join(guide, "dist")]);
-  const wasm = readdirSync(join(guide, "dist")).find((f) => f.endsWith(".wasm"));
-  assert.ok(wasm, `no wasm in ${readdirSync(join(guide, "dist"))}:\n${out}`);
+  const bundled = wranglerBundle(["-c", "guide/wrangler.jsonc"], join(guide, "dist"));
   const app = new Miniflare(convertV4MiniflareOptions({
     workers: [{
       name: "my-api",
-      modulesRoot: join(guide, "dist"),
-      modules: [{ type: "ESModule", path: join(guide, "dist/index.js") }, { type: "CompiledWasm", path: join(guide, "dist", wasm) }],
+      modulesRoot: bundled.modulesRoot,
+      modules: bundled.modules,
       compatibilityDate: "2026-11-01",
       bindings: { LOG_LEVEL: "warn" },
       durableObjects: { TENANT_LEDGER: { className: "TenantLedger", useSQLite: true } },
