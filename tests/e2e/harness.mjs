@@ -5,6 +5,7 @@
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { buildSync } from "esbuild";
 
 export const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -56,6 +57,19 @@ export function jsClientWorker(name, ledger) {
     compatibilityDate: "2026-11-01",
     durableObjects: { LEDGER: ledger },
   };
+}
+
+/**
+ * A TypeScript Worker of tests/e2e/workers (`name`.ts) bundled with esbuild
+ * — its imports, Hono and the npm package's modules included — as the one
+ * module Miniflare loads.
+ */
+export function bundledWorkerModules(name) {
+  const contents = buildSync({
+    entryPoints: [`${ROOT}tests/e2e/workers/${name}.ts`],
+    bundle: true, format: "esm", target: "es2022", platform: "neutral", write: false,
+  }).outputFiles[0].text;
+  return [{ type: "ESModule", path: `${ROOT}tests/e2e/workers/${name}.mjs`, contents }];
 }
 
 /** The deployed script's modules: the entry (Rust build + JS RPC entrypoint), the wasm, the client. */

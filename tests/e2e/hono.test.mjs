@@ -2,16 +2,11 @@
 // by one line of middleware, bound to the real TenantLedger in workerd.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { buildSync } from "esbuild";
-import { startGateway, read, eventually, ROOT } from "./harness.mjs";
+import { startGateway, read, eventually, bundledWorkerModules } from "./harness.mjs";
 
-const bundle = buildSync({
-  entryPoints: [`${ROOT}tests/e2e/workers/hono-app.ts`],
-  bundle: true, format: "esm", target: "es2022", platform: "neutral", write: false,
-}).outputFiles[0].text;
 const honoWorker = {
   name: "hono-app",
-  modules: [{ type: "ESModule", path: `${ROOT}tests/e2e/workers/hono-app.mjs`, contents: bundle }],
+  modules: bundledWorkerModules("hono-app"),
   compatibilityDate: "2026-11-01",
   durableObjects: { LEDGER: { className: "TenantLedger", scriptName: "gateway", useSQLite: true } },
 };

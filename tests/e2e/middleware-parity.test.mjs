@@ -6,18 +6,13 @@
 // bound to the built Worker's real objects in workerd.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { buildSync } from "esbuild";
-import { startGateway, read, eventually, ROOT } from "./harness.mjs";
+import { startGateway, read, eventually, bundledWorkerModules } from "./harness.mjs";
 import { shardOf, shardObjectName } from "../../client/index.js";
 
 const TENANT_SHARDS = '{"shardy": 4}';
-const bundle = buildSync({
-  entryPoints: [`${ROOT}tests/e2e/workers/parity-app.ts`],
-  bundle: true, format: "esm", target: "es2022", platform: "neutral", write: false,
-}).outputFiles[0].text;
 const parityApp = {
   name: "parity-app",
-  modules: [{ type: "ESModule", path: `${ROOT}tests/e2e/workers/parity-app.mjs`, contents: bundle }],
+  modules: bundledWorkerModules("parity-app"),
   compatibilityDate: "2026-11-01",
   bindings: { TENANT_SHARDS },
   durableObjects: { LEDGER_NS: { className: "TenantLedger", scriptName: "gateway", useSQLite: true } },
