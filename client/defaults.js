@@ -1,12 +1,14 @@
 // @ts-check
-// The middleware's defaults: the gateway's own, as wrangler.toml [vars]
-// publishes them (tests/fixtures/defaults.json pins both; the e2e tests
-// compare this object with that fixture).
+// The defaults of the middleware and the embedded ledger: the gateway's
+// own, as wrangler.toml [vars] publishes them (tests/fixtures/defaults.json
+// pins both; the e2e tests compare this object with that fixture), and the
+// checks of the options they default.
 
 /**
- * What `withIdempotency`, the Hono middleware, `fingerprint` and
- * `captureResponse` use when an option is not given, each the gateway's
- * variable of the same meaning.
+ * What `withIdempotency`, the Hono middleware, `fingerprint`,
+ * `captureResponse` and the embedded `Ledger` (idempotency-ledger/ledger)
+ * use when an option is not given, each the gateway's variable of the
+ * same meaning.
  */
 export const DEFAULTS = Object.freeze({
   /** PROTECTED_METHODS */
@@ -27,6 +29,16 @@ export const DEFAULTS = Object.freeze({
   maxBodyBytes: 1048576,
   /** FAILURE_POLICY */
   failurePolicy: /** @type {"closed" | "open"} */ ("closed"),
+  /** RETENTION_SECONDS (the embedded Ledger's retentionSeconds) */
+  retentionSeconds: 86400,
+  /** MAX_KEYS_PER_TENANT (the embedded Ledger's maxKeys) */
+  maxKeys: 1000000,
+  /** MAX_DB_BYTES_PER_OBJECT (the embedded Ledger's maxDbBytes) */
+  maxDbBytes: 9000000000,
+  /** SWEEP_INTERVAL_SECONDS (the embedded Ledger's sweepIntervalSeconds) */
+  sweepIntervalSeconds: 60,
+  /** SWEEP_BATCH (the embedded Ledger's sweep and alarm batch) */
+  sweepBatch: 500,
 });
 
 /** Largest stored body: a Durable Object SQLite row holds 2 MB (src/ledger/mod.rs STORED_BODY_CEILING). */

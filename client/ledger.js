@@ -173,11 +173,11 @@ export class Ledger {
    */
   constructor(ctx, options = {}) {
     const {
-      retentionSeconds = 86400,
-      maxKeys = 1000000,
-      maxDbBytes = 9000000000,
+      retentionSeconds = DEFAULTS.retentionSeconds,
+      maxKeys = DEFAULTS.maxKeys,
+      maxDbBytes = DEFAULTS.maxDbBytes,
       maxBodyBytes = DEFAULTS.maxBodyBytes,
-      sweepIntervalSeconds = 60,
+      sweepIntervalSeconds = DEFAULTS.sweepIntervalSeconds,
       storedHeaders = DEFAULTS.storedHeaders,
       maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
       fingerprintHeaders = DEFAULTS.fingerprintHeaders,
@@ -276,7 +276,7 @@ export class Ledger {
    * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH).
    * @returns {{ deleted: number; batch_full: boolean; next_expires_at: number | null }}
    */
-  sweep(batch = 500) {
+  sweep(batch = DEFAULTS.sweepBatch) {
     return JSON.parse(this.#core.sweep(whole(batch, "batch", 1, 10000)));
   }
 
@@ -319,7 +319,7 @@ export class Ledger {
    * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH).
    * @returns {Promise<{ deleted: number; batch_full: boolean; next_expires_at: number | null }>}
    */
-  async alarm(batch = 500) {
+  async alarm(batch = DEFAULTS.sweepBatch) {
     this.#armedAt = null;
     const swept = this.sweep(batch);
     const next = swept.batch_full ? Date.now() : swept.next_expires_at === null ? null : this.#onGrid(swept.next_expires_at);

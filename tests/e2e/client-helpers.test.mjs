@@ -237,6 +237,11 @@ test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixt
     maxWaitSeconds: Number(v.IN_FLIGHT_WAIT_MAX_SECONDS),
     maxBodyBytes: Number(v.MAX_REQUEST_BODY_BYTES),
     failurePolicy: v.FAILURE_POLICY,
+    retentionSeconds: Number(v.RETENTION_SECONDS),
+    maxKeys: Number(v.MAX_KEYS_PER_TENANT),
+    maxDbBytes: Number(v.MAX_DB_BYTES_PER_OBJECT),
+    sweepIntervalSeconds: Number(v.SWEEP_INTERVAL_SECONDS),
+    sweepBatch: Number(v.SWEEP_BATCH),
   });
   assert.ok(Object.isFrozen(DEFAULTS) && Object.isFrozen(DEFAULTS.protectedMethods), "nobody changes the defaults at run time");
 
