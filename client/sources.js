@@ -90,6 +90,22 @@ function kindOf(source) {
 const takesTenant = (kind, withTenant) => kind === "binding" || kind === "service" || kind === "namespace" || (kind === "calls" && withTenant);
 
 /**
+ * What is wrong with a source of this kind beside the `tenant` and
+ * `tenantShards` options, or null: the one rule, a TypeError when the
+ * middleware is made, `misconfigured` when a function gives the source.
+ * @param {"client" | "binding" | "service" | "calls" | "namespace"} kind
+ * @param {boolean} withTenant
+ * @param {boolean} withShards
+ * @returns {string | null}
+ */
+function mismatch(kind, withTenant, withShards) {
+  if (kind === "client" && withTenant) return "options.tenant is for a LedgerService binding or a namespace; a LedgerClient is already one tenant's object";
+  if (takesTenant(kind, withTenant) && !withTenant) return "a LedgerService binding or a TenantLedger namespace needs options.tenant";
+  if (withShards && kind !== "namespace") return "options.tenantShards routes a TenantLedger namespace; a LedgerService binding routes with its own TENANT_SHARDS";
+  return null;
+}
+
+/**
  * A JS RPC rejection as a `LedgerError` (JS RPC carries an error's message,
  * not its properties): `ledger refused <op> (<status>)` keeps its status,
  * anything else is an answer that never came (status null).
@@ -154,9 +170,8 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
   if (typeof ledger !== "function") {
     const kind = kindOf(ledger);
     if (kind === null) throw new TypeError("idempotency middleware: options.ledger must be a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
-    if (kind === "client" && withTenant) throw new TypeError("idempotency middleware: options.tenant is for a LedgerService binding or a namespace; a LedgerClient is already one tenant's object");
-    if (takesTenant(kind, withTenant) && !withTenant) throw new TypeError("idempotency middleware: a LedgerService binding or a TenantLedger namespace needs options.tenant");
-    if (tenantShards !== undefined && kind !== "namespace") throw new TypeError("idempotency middleware: options.tenantShards routes a TenantLedger namespace; a LedgerService binding routes with its own TENANT_SHARDS");
+    const wrong = mismatch(kind, withTenant, tenantShards !== undefined);
+    if (wrong !== null) throw new TypeError(`idempotency middleware: ${wrong}`);
   }
 
   /** The last raw TENANT_SHARDS a callback gave and its parse (variables do not change within an isolate). */
@@ -199,10 +214,9 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
       }
       const kind = kindOf(source);
       if (kind === null) return { misconfigured: "options.ledger gave something that is not a LedgerClient, a LedgerService binding or a TenantLedger namespace" };
-      if (kind === "client" && withTenant) return { misconfigured: "options.tenant is for a LedgerService binding or a namespace; options.ledger gave a LedgerClient" };
-      if (tenantShards !== undefined && kind !== "namespace") return { misconfigured: "options.tenantShards routes a TenantLedger namespace; options.ledger gave something else" };
+      const wrong = mismatch(kind, withTenant, tenantShards !== undefined);
+      if (wrong !== null) return { misconfigured: `options.ledger gave a source that does not fit: ${wrong}` };
       if (!takesTenant(kind, withTenant)) return { ledger: /** @type {TenantLedgerCalls} */ (source), tenant: null };
-      if (!withTenant) return { misconfigured: "a LedgerService binding or a TenantLedger namespace needs options.tenant" };
       let name = tenant;
       if (typeof tenant === "function") {
         try {
