@@ -334,9 +334,6 @@ function settlement({ ledger, key, generation, ctx, retentionSeconds, report, st
   return done;
 }
 
-/** @type {Record<string, ConflictEvent["outcome"]>} */
-const CONFLICTS = { in_flight: "in_flight", mismatch: "mismatch", ledger_full: "ledger_full" };
-
 /**
  * The Idempotency-Key contract as the gateway applies it, for middleware:
  * `withIdempotency` (plain fetch handlers) and `idempotency-ledger/hono`
@@ -423,7 +420,7 @@ export function idempotencyContract(options) {
         if (claim.outcome === "completed") {
           await tell(o.onReplayed, { key, generation: claim.generation, status: answer.status }, ...args);
         } else {
-          const outcome = CONFLICTS[claim.outcome];
+          const { outcome } = claim;
           await tell(o.onConflict, { key, outcome, status: answer.status, ...(claim.outcome === "mismatch" ? { differs: claim.differs } : {}) }, ...args);
         }
         return answer;
