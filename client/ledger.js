@@ -283,8 +283,8 @@ export class Ledger {
   /**
    * Makes sure the object's alarm will sweep: sets it at the next expiry
    * (on the `sweepIntervalSeconds` grid) unless an alarm is already set
-   * at or before that — one `getAlarm` per instance, then nothing while
-   * the alarm it saw is still ahead. Call it after requests that may have
+   * at or before that — one index read and one `getAlarm` per instance,
+   * then nothing at all while the alarm it saw is still ahead. Call it after requests that may have
    * written a record, and answer the alarm with `alarm()`. Never rejects:
    * a failure (a class without an `alarm()` handler) is logged as
    * `idempotency.sweep_unarmed` and answered false, so a request whose
@@ -293,12 +293,13 @@ export class Ledger {
    */
   async armSweep() {
     try {
+      // An alarm this instance saw set and still ahead (or only just due):
+      // every record written since expires no earlier than the one it was
+      // set for (the retention is this instance's), so nothing to read.
+      if (this.#armedAt !== null && this.#armedAt > Date.now() - this.#sweepIntervalMs) return true;
       const next = /** @type {number | null} */ (JSON.parse(this.#core.nextSweepAt()));
       if (next === null) return true;
       const at = this.#onGrid(next);
-      const now = Date.now();
-      // Still ahead (or only just due) and no later than needed: nothing to do.
-      if (this.#armedAt !== null && this.#armedAt <= at && this.#armedAt > now - this.#sweepIntervalMs) return true;
       const set = await this.#ctx.storage.getAlarm();
       if (set === null || set > at) {
         await this.#ctx.storage.setAlarm(at);
