@@ -102,13 +102,21 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<Option<Refusal>, StoreError> {
-        let held = self.held_records()?;
         let too_big = self
             .store
             .database_size()
             .is_some_and(|bytes| bytes >= policy.max_db_bytes);
-        if (held < 0 || (held as u64) < policy.max_keys) && !too_big {
+        let room = |held: i64| held < 0 || (held as u64) < policy.max_keys;
+        if room(self.held_records()?) && !too_big {
             return Ok(None);
+        }
+        // Counts written in transactions an enclosing one rolled back may
+        // still be in memory: refuse only on the row as it stands.
+        if self.counts_in_transaction && !too_big {
+            self.forget_stored();
+            if room(self.held_records()?) {
+                return Ok(None);
+            }
         }
         let next = self.next_sweep_at(now)?.unwrap_or(now + 1000);
         Ok(Some(Refusal::LedgerFull {

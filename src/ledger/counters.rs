@@ -33,6 +33,11 @@ impl<S: SqlStore> Ledger<S> {
             .ok_or_else(|| StoreError::Decode("the ledger_state row is not loaded".into()))
     }
 
+    /// Drops the `ledger_state` row kept in memory: the next use reads it.
+    pub(super) fn forget_stored(&self) {
+        *self.stored.borrow_mut() = None;
+    }
+
     fn read_stored(&self) -> Result<Stored, StoreError> {
         let names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
         let rows = self.store.query(
@@ -207,7 +212,7 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     /// Keeps the cached row in step with a flush that committed.
-    fn stored_add(&self, pending: &Pending) {
+    pub(super) fn stored_add(&self, pending: &Pending) {
         if let Some(stored) = self.stored.borrow_mut().as_mut() {
             for (c, n) in &pending.counters {
                 *stored.counters.entry(*c).or_insert(0) += n;
@@ -218,7 +223,7 @@ impl<S: SqlStore> Ledger<S> {
         }
     }
 
-    fn write_pending(&self, pending: &Pending) -> Result<(), StoreError> {
+    pub(super) fn write_pending(&self, pending: &Pending) -> Result<(), StoreError> {
         let mut sets = Vec::new();
         let mut params: Vec<SqlValue> = Vec::new();
         for c in Counter::ALL {

@@ -125,10 +125,18 @@ pub struct Ledger<S> {
     store: S,
     /// Committed counts not yet written (see [`pending`]).
     pending: RefCell<Pending>,
-    /// Counts of the transaction in progress, merged into `pending` only
-    /// if it commits.
+    /// Counts of the transaction level in progress, merged into its
+    /// enclosing level (or `pending`) only if it commits: an inner
+    /// transaction that rolls back takes its counts with it.
     in_transaction: RefCell<Pending>,
+    /// Counts this transaction wrote inside itself
+    /// ([`Ledger::count_in_transaction`]), applied to `stored` only once
+    /// the outermost level committed.
+    written: RefCell<Pending>,
     depth: Cell<u32>,
+    /// Write the counts of every transaction that wrote a record inside
+    /// that transaction (see [`Ledger::count_in_transaction`]).
+    counts_in_transaction: bool,
     /// The `ledger_state` row as last read or written.
     stored: RefCell<Option<Stored>>,
 }
@@ -139,25 +147,57 @@ impl<S: SqlStore> Ledger<S> {
             store,
             pending: RefCell::new(Pending::default()),
             in_transaction: RefCell::new(Pending::default()),
+            written: RefCell::new(Pending::default()),
             depth: Cell::new(0),
+            counts_in_transaction: false,
             stored: RefCell::new(None),
         }
     }
 
-    /// Runs `body` as one transaction; the counts it gathered (see
-    /// [`Ledger::tally`]) count only if it commits.
+    /// A ledger whose counts follow only what committed even when its
+    /// caller encloses the ledger's transaction in one of its own (the
+    /// embedded ledger: your `transactionSync` around `execute`). Every
+    /// transaction that wrote a record writes its counts in that same
+    /// transaction — one more row written (the `ledger_state` row) per new
+    /// key — so a rollback anywhere takes them back; counts of outcomes
+    /// that wrote nothing (replays, 409s, 422s) are batched as usual. The
+    /// quota and `stats` re-read the row, so an enclosing rollback never
+    /// leaves a count the database does not hold.
+    pub fn count_in_transaction(mut self) -> Ledger<S> {
+        self.counts_in_transaction = true;
+        self
+    }
+
+    /// Runs `body` as one transaction level (a savepoint when nested);
+    /// the counts it gathered (see [`Ledger::tally`]) count only if it
+    /// commits, and only once every enclosing level has.
     fn transaction<T, E: From<StoreError>>(
         &self,
         body: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
         let depth = self.depth.get();
         self.depth.set(depth + 1);
-        let result = self.store.atomically(body);
+        let enclosing = std::mem::take(&mut *self.in_transaction.borrow_mut());
+        let enclosing_written = std::mem::take(&mut *self.written.borrow_mut());
+        let result = self.store.atomically(|| {
+            let value = body()?;
+            if self.counts_in_transaction && self.in_transaction.borrow().follows_a_write() {
+                let counted = std::mem::take(&mut *self.in_transaction.borrow_mut());
+                self.write_pending(&counted)?;
+                self.written.borrow_mut().merge(counted);
+            }
+            Ok(value)
+        });
         self.depth.set(depth);
-        if depth == 0 {
-            let counted = std::mem::take(&mut *self.in_transaction.borrow_mut());
-            if result.is_ok() {
+        let counted = std::mem::replace(&mut *self.in_transaction.borrow_mut(), enclosing);
+        let written = std::mem::replace(&mut *self.written.borrow_mut(), enclosing_written);
+        if result.is_ok() {
+            if depth == 0 {
                 self.pending.borrow_mut().merge(counted);
+                self.stored_add(&written);
+            } else {
+                self.in_transaction.borrow_mut().merge(counted);
+                self.written.borrow_mut().merge(written);
             }
         }
         result

@@ -62,6 +62,23 @@ impl Pending {
         }
     }
 
+    /// Did the operations counted here write a record (claimed, completed,
+    /// released, took over or swept one)? Counts of outcomes that wrote
+    /// nothing (a replay, a 409, a 422) do not.
+    pub fn follows_a_write(&self) -> bool {
+        self.swept_generation.is_some()
+            || [
+                Counter::InFlight,
+                Counter::Completed,
+                Counter::Released,
+                Counter::Claims,
+                Counter::Takeovers,
+                Counter::Swept,
+            ]
+            .iter()
+            .any(|c| self.delta(*c) != 0)
+    }
+
     /// Adds `n` (which may be negative: a record leaving a state) to a counter.
     pub fn add(&mut self, counter: Counter, n: i64, now: Millis) {
         if n == 0 {

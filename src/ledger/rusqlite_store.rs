@@ -104,17 +104,26 @@ impl SqlStore for RusqliteStore {
         &self,
         body: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
-        let outermost = self.depth.get() == 0;
-        if outermost {
+        // The outermost level is a transaction; a nested one a savepoint,
+        // so an inner level that fails rolls back its own writes only (as
+        // a nested `transactionSync` does in workerd).
+        let depth = self.depth.get();
+        let savepoint = format!("ledger_level_{depth}");
+        if depth == 0 {
             self.execute("BEGIN IMMEDIATE", &[])?;
+        } else {
+            self.execute(&format!("SAVEPOINT {savepoint}"), &[])?;
         }
-        self.depth.set(self.depth.get() + 1);
+        self.depth.set(depth + 1);
         let result = body();
-        self.depth.set(self.depth.get() - 1);
-        if outermost {
-            match &result {
-                Ok(_) => self.execute("COMMIT", &[])?,
-                Err(_) => self.execute("ROLLBACK", &[])?,
+        self.depth.set(depth);
+        match (&result, depth) {
+            (Ok(_), 0) => self.execute("COMMIT", &[])?,
+            (Err(_), 0) => self.execute("ROLLBACK", &[])?,
+            (Ok(_), _) => self.execute(&format!("RELEASE {savepoint}"), &[])?,
+            (Err(_), _) => {
+                self.execute(&format!("ROLLBACK TO {savepoint}"), &[])?;
+                self.execute(&format!("RELEASE {savepoint}"), &[])?;
             }
         }
         result

@@ -122,6 +122,10 @@ impl<S: SqlStore> Ledger<S> {
     /// stored row (read once per instance) plus what is pending, and the
     /// next sweep through its index — whatever the object holds.
     pub fn stats(&self, now: Millis) -> Result<Stats, StoreError> {
+        if self.counts_in_transaction {
+            // See `count_in_transaction`: the row, not what memory made of it.
+            self.forget_stored();
+        }
         let mut stats = Stats::default();
         for c in Counter::ALL {
             *stats.slot(c) = self.count_of(c)?;

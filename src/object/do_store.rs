@@ -12,8 +12,14 @@
 //!   `storage.transactionSync(fn)`, so we call it through `js_sys`: it runs
 //!   the callback synchronously and rolls back when the callback throws.
 //!
-//! What must stay true here: `atomically` nests by depth (only the outermost
-//! call opens a `transactionSync`), exactly like the rusqlite store.
+//! - A `transactionSync` called inside another is a savepoint (measured in
+//!   workerd: an inner callback that throws, caught by the outer, rolls back
+//!   the inner writes only; the outer's commit). `ctx.storage` is the same
+//!   object on every access.
+//!
+//! What must stay true here: every `atomically` is its own
+//! `transactionSync` (a savepoint when nested), exactly like the rusqlite
+//! store's savepoints: a nested level that fails takes back its own writes.
 
 use std::cell::Cell;
 
@@ -30,7 +36,6 @@ pub struct DoSqlStore {
     sql: SqlStorage,
     /// The raw `DurableObjectStorage`, the `this` of `transactionSync`.
     storage: JsValue,
-    depth: Cell<u32>,
     /// Rows written and read by every statement so far (the cursors' own
     /// billing figures, read once each cursor is drained).
     billed: Cell<(u64, u64)>,
@@ -42,7 +47,6 @@ impl DoSqlStore {
         DoSqlStore {
             sql: storage.sql(),
             storage: AsRef::<JsValue>::as_ref(storage.as_raw()).clone(),
-            depth: Cell::new(0),
             billed: Cell::new((0, 0)),
         }
     }
@@ -120,24 +124,15 @@ impl SqlStore for DoSqlStore {
         &self,
         body: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
-        if self.depth.get() > 0 {
-            self.depth.set(self.depth.get() + 1);
-            let result = body();
-            self.depth.set(self.depth.get() - 1);
-            return result;
-        }
         let transaction_sync = self.transaction_sync()?;
         let mut body = Some(body);
         let mut outcome: Option<Result<T, E>> = None;
-        let depth = &self.depth;
         let call = {
             let mut run = || -> Result<JsValue, JsValue> {
                 let Some(body) = body.take() else {
                     return Err(JsValue::from_str("transaction body ran twice"));
                 };
-                depth.set(depth.get() + 1);
                 let result = body();
-                depth.set(depth.get() - 1);
                 let failed = result.is_err();
                 outcome = Some(result);
                 if failed {

@@ -11,6 +11,7 @@ mod fuzz;
 mod ledger;
 mod migration;
 mod model;
+mod nesting;
 mod pending;
 mod problems;
 mod quota;
