@@ -16,6 +16,7 @@ pub mod vars;
 pub mod waiting;
 
 use crate::ledger::STORED_BODY_CEILING;
+use crate::rpc::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::CapturePolicy;
 pub use shards::ShardMap;
 use vars::{boolean, choice, err, header_list, number, secret, token_list};
@@ -106,9 +107,10 @@ pub const MIN_MAX_DB_BYTES: u64 = 65_536;
 /// owner's lease, otherwise the sweep (or an expiry) frees a key whose
 /// first run is still going, and a retry runs it a second time.
 fn windows(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigError> {
-    let retention_seconds = number(get, "RETENTION_SECONDS", 86_400, 1, 31_536_000)?;
+    let retention_seconds = number(get, "RETENTION_SECONDS", 86_400, 1, MAX_WINDOW_SECONDS)?;
     let lease_seconds = number(get, "LEASE_SECONDS", 60, 1, 86_400)?;
-    if retention_seconds <= lease_seconds {
+    let ms = |s: u64| (s as i64).saturating_mul(1000);
+    if check_claim_windows(ms(lease_seconds), ms(retention_seconds)).is_err() {
         return Err(err(
             "RETENTION_SECONDS and LEASE_SECONDS",
             format!(
