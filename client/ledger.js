@@ -21,6 +21,11 @@
 // Outcomes are RPC v1 `execute`'s: ran, or completed (replay it),
 // in_flight, mismatch, ledger_full (docs/clients.md "Your own Durable Object").
 //
+// One ledger per object: the first `new Ledger(ctx)` of an object instance
+// migrates the tables, recounts and keeps the counts; every later one over
+// the same `ctx` (a Ledger made per request) shares them, under its own
+// options. Every `run` runs inside a `transactionSync`, keyed or not.
+//
 // Workers only: it loads the wasm module (build/index_bg.wasm) that the
 // package ships, the same one `idempotency-ledger/worker` runs.
 import { EmbeddedLedger } from "../worker/wasm.mjs";
@@ -28,6 +33,7 @@ import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, to
 import { requestBody, requestKey } from "./request.js";
 import { encoder } from "./bytes.js";
 import { refusalResponse } from "./answer.js";
+import { NULL_BODY } from "./stored.js";
 /** @import { Fingerprint } from "./fingerprint.js" */
 /** @import { ClaimRefusal, RecordView, LedgerStats } from "./rpc.js" */
 
@@ -47,18 +53,26 @@ import { refusalResponse } from "./answer.js";
  * @property {readonly string[]} [storedHeaders] Default `["content-type", "location", "etag"]`.
  * @property {number} [maxStoredBodyBytes] Default 1 MiB; a larger body is stored as a tombstone.
  * @property {readonly string[]} [fingerprintHeaders] `handle` only. Default `["content-type"]`.
- * @property {boolean} [required] `handle` only: a request without a key gets
- *   `400 idempotency-key-missing` (default true); false runs it unprotected.
+ * @property {boolean} [required] `handle` only: a protected request without a key gets
+ *   `400 idempotency-key-missing` (default true); false runs it unprotected (still in a transaction).
+ * @property {readonly string[]} [protectedMethods] `handle` only: the methods that need a key,
+ *   default `["POST", "PATCH"]` (as PROTECTED_METHODS). A request of any other method (a `GET`
+ *   read route) goes to `run` unprotected — no key read, nothing recorded — still inside a transaction.
  */
 
 /**
- * What your function returns: the answer to store and replay. `json`
- * sets the body and `content-type: application/json` (unless given).
+ * What your function returns: the answer to store and replay, a plain
+ * object (not a `Response`: a Response's body can only be read
+ * asynchronously, and the transaction that records the answer cannot
+ * span an await — returning one is a TypeError, nothing written). `json`
+ * sets the body to its JSON text and `content-type: application/json`
+ * (unless given); a value JSON cannot encode is a TypeError.
  * @typedef {object} AppAnswer
  * @property {number} [status] 200..599, default 200.
  * @property {Headers | Record<string, string> | [string, string][]} [headers]
  * @property {string | Uint8Array | ArrayBuffer | null} [body]
  * @property {unknown} [json]
+ * @property {never} [arrayBuffer] (A `Response` has one: the types refuse it.)
  */
 
 /**
@@ -107,17 +121,22 @@ const whole = (v, name, min, max) => wholeOption("idempotency-ledger", name, v, 
  */
 function normalized(answer) {
   if (answer === null || typeof answer !== "object") {
-    throw new TypeError("idempotency-ledger: execute's function must return { status, headers, body } (synchronously)");
+    throw new TypeError("idempotency-ledger: run must return { status, headers, body | json } (synchronously)");
   }
   if (typeof (/** @type {{ then?: unknown }} */ (answer).then) === "function") {
-    throw new TypeError("idempotency-ledger: execute's function must be synchronous (it returned a Promise): a transaction cannot span an await");
+    throw new TypeError("idempotency-ledger: run must be synchronous (it returned a Promise): a transaction cannot span an await");
+  }
+  if (answer instanceof Response || typeof (/** @type {{ arrayBuffer?: unknown }} */ (answer).arrayBuffer) === "function") {
+    throw new TypeError("idempotency-ledger: run must return { status, headers, body | json }, not a Response: its body can only be read asynchronously, and a transaction cannot span an await");
   }
   const status = answer.status ?? 200;
   const headers = new Headers(/** @type {HeadersInit | undefined} */ (answer.headers));
   /** @type {Uint8Array} */
   let body;
   if (answer.json !== undefined) {
-    body = encoder.encode(JSON.stringify(answer.json));
+    const text = JSON.stringify(answer.json);
+    if (typeof text !== "string") throw new TypeError("idempotency-ledger: json must be a value JSON can encode");
+    body = encoder.encode(text);
     if (!headers.has("content-type")) headers.set("content-type", "application/json");
   } else if (answer.body === undefined || answer.body === null) {
     body = new Uint8Array();
@@ -150,24 +169,64 @@ function handled(key, body) {
  * @param {Headers} [headers] r's headers, already made
  */
 function ranResponse(r, headers) {
-  const nullBody = [204, 205, 304].includes(r.status);
-  return new Response(nullBody ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: headers ?? r.headers });
+  return new Response(NULL_BODY.has(r.status) ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: headers ?? r.headers });
+}
+
+/**
+ * What one object instance's ledgers share (keyed by `ctx.storage`, the
+ * same object on every access): the core made by the first `new Ledger`,
+ * the cores derived for other options, the alarm last seen set, and the
+ * timer that writes the counts an idle object would keep in memory.
+ * @typedef {object} ObjectLedger
+ * @property {EmbeddedLedger} first
+ * @property {Map<string, EmbeddedLedger>} byOptions
+ * @property {number | null} armedAt When this instance last saw the object's alarm set (armSweep or alarm), or null.
+ * @property {boolean} flushArmed
+ */
+
+/** @type {WeakMap<object, ObjectLedger>} */
+const OBJECTS = new WeakMap();
+
+/** Distinct options kept per object; past it a Ledger derives its own core (still the object's counts). */
+const OPTIONS_KEPT = 16;
+
+/**
+ * The object's shared ledger state and a core for `options` (JSON).
+ * @param {LedgerState} ctx
+ * @param {string} options
+ * @returns {{ shared: ObjectLedger; core: EmbeddedLedger }}
+ */
+function objectLedger(ctx, options) {
+  const storage = ctx?.storage;
+  const known = storage !== null && typeof storage === "object" ? OBJECTS.get(storage) : undefined;
+  if (known === undefined) {
+    const first = new EmbeddedLedger(ctx, options);
+    /** @type {ObjectLedger} */
+    const shared = { first, byOptions: new Map([[options, first]]), armedAt: null, flushArmed: false };
+    OBJECTS.set(/** @type {object} */ (storage), shared);
+    return { shared, core: first };
+  }
+  const kept = known.byOptions.get(options);
+  if (kept !== undefined) return { shared: known, core: kept };
+  const core = known.first.withOptions(options);
+  if (known.byOptions.size < OPTIONS_KEPT) known.byOptions.set(options, core);
+  return { shared: known, core };
 }
 
 /** The ledger inside your own SQLite-backed Durable Object. */
 export class Ledger {
   #core;
+  #shared;
   #ctx;
   #fingerprintHeaders;
   #required;
+  #methods;
   #maxBodyBytes;
-  #sweepIntervalMs;
-  /** When this instance last saw the object's alarm set (by armSweep or alarm), or null. */
-  #armedAt = /** @type {number | null} */ (null);
 
   /**
    * Creates (or upgrades in place) the ledger's tables in the object's
-   * database. Invalid options throw a TypeError.
+   * database, once per object instance: a Ledger made per request shares
+   * the first one's tables and counts. Invalid options throw a TypeError.
    * @param {LedgerState} ctx The Durable Object's `ctx` (`this.ctx`); its class must be a SQLite one.
    * @param {LedgerOptions} [options]
    */
@@ -182,22 +241,56 @@ export class Ledger {
       maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
       fingerprintHeaders = DEFAULTS.fingerprintHeaders,
       required = DEFAULTS.required,
+      protectedMethods = DEFAULTS.protectedMethods,
     } = options;
     tokenListOption("idempotency-ledger", "storedHeaders", storedHeaders);
     tokenListOption("idempotency-ledger", "fingerprintHeaders", fingerprintHeaders);
+    tokenListOption("idempotency-ledger", "protectedMethods", protectedMethods, "method");
     if (typeof required !== "boolean") throw new TypeError("idempotency-ledger: required must be a boolean");
-    this.#sweepIntervalMs = whole(sweepIntervalSeconds, "sweepIntervalSeconds", 1, 3600) * 1000;
-    this.#core = new EmbeddedLedger(ctx, JSON.stringify({
+    const { shared, core } = objectLedger(ctx, JSON.stringify({
       retention_seconds: whole(retentionSeconds, "retentionSeconds", 1, MAX_WINDOW_SECONDS),
       max_keys: whole(maxKeys, "maxKeys", 1, Number.MAX_SAFE_INTEGER),
       max_db_bytes: whole(maxDbBytes, "maxDbBytes", 1, Number.MAX_SAFE_INTEGER),
       stored_headers: storedHeaders,
       max_stored_body_bytes: whole(maxStoredBodyBytes, "maxStoredBodyBytes", 0, STORED_BODY_CEILING),
+      // Its bounds are the core's (SWEEP_INTERVAL_SECONDS's): checked there.
+      sweep_interval_seconds: whole(sweepIntervalSeconds, "sweepIntervalSeconds", 1, Number.MAX_SAFE_INTEGER),
     }));
+    this.#core = core;
+    this.#shared = shared;
     this.#ctx = ctx;
     this.#fingerprintHeaders = fingerprintHeaders;
     this.#required = required;
+    this.#methods = new Set(protectedMethods.map((m) => m.toUpperCase()));
     this.#maxBodyBytes = whole(maxBodyBytes, "maxBodyBytes", 0, MAX_BODY_CEILING);
+  }
+
+  /**
+   * After a call: counts of outcomes that wrote nothing (replays, 409s,
+   * 422s) wait in memory; write them within the core's flush delay even
+   * if the object goes idle (TenantLedger's flush timer).
+   */
+  #flushLater() {
+    const shared = this.#shared;
+    if (shared.flushArmed || !this.#core.hasPending()) return;
+    shared.flushArmed = true;
+    setTimeout(() => {
+      shared.flushArmed = false;
+      try {
+        this.#core.flush();
+      } catch (e) {
+        console.warn(JSON.stringify({ event: "idempotency.flush_failed", error: e instanceof Error ? e.message : String(e) }));
+      }
+    }, this.#core.flushAfterMs);
+  }
+
+  /**
+   * Runs `run` inside a `transactionSync` of its own, unprotected: its
+   * answer normalised (a throw, a Promise or a Response rolls its writes back).
+   * @param {() => AppAnswer} run
+   */
+  #unprotected(run) {
+    return this.#ctx.storage.transactionSync(() => normalized(run()));
   }
 
   /**
@@ -210,7 +303,11 @@ export class Ledger {
    */
   execute({ key, fingerprint }, run) {
     if (typeof run !== "function") throw new TypeError("idempotency-ledger: execute(call, run) needs a function");
-    return this.#outcome((wrapped) => this.#core.execute(JSON.stringify({ key, fingerprint }), wrapped), run).outcome;
+    try {
+      return this.#outcome((wrapped) => this.#core.execute(JSON.stringify({ key, fingerprint }), wrapped), run).outcome;
+    } finally {
+      this.#flushLater();
+    }
   }
 
   /**
@@ -232,32 +329,49 @@ export class Ledger {
   }
 
   /**
-   * The HTTP contract over `execute`: the Idempotency-Key header parsed by
-   * the gateway's rules, the gateway's fingerprint of the request, then the
+   * The HTTP contract over `execute`: for a protected method
+   * (`protectedMethods`), the Idempotency-Key header parsed by the
+   * gateway's rules, the gateway's fingerprint of the request, then the
    * answer — your function's response (first run), the stored one with
    * `Idempotent-Replayed: true`, or the gateway's problem documents
-   * (400, 409, 422, 429) for the rest.
+   * (400, 409, 413, 422, 429) for the rest. Any other method, and a
+   * request without a key under `required: false`, runs `run`
+   * unprotected (key null), still in a transaction of its own. Whatever
+   * `run` throws is rethrown with nothing written (so is the TypeError
+   * for an answer that is a Promise or a Response).
    * @param {Request} request
    * @param {(request: HandledRequest) => AppAnswer} run Called with the key and body (synchronously, inside the transaction).
    * @returns {Promise<Response>}
    */
   async handle(request, run) {
+    if (typeof run !== "function") throw new TypeError("idempotency-ledger: handle(request, run) needs a function");
+    if (!this.#methods.has(request.method.toUpperCase())) {
+      const read = await requestBody(request, this.#maxBodyBytes);
+      if ("answer" in read) return read.answer;
+      const { given, headers } = this.#unprotected(() => run(handled(null, read.body)));
+      return ranResponse(given, headers);
+    }
     const keyed = requestKey(request, this.#required);
     if (keyed !== null && "answer" in keyed) return keyed.answer;
     const read = await requestBody(request, this.#maxBodyBytes);
     if ("answer" in read) return read.answer;
     const { body } = read;
     if (keyed === null) {
-      const { given, headers } = normalized(run(handled(null, body)));
+      const { given, headers } = this.#unprotected(() => run(handled(null, body)));
       return ranResponse(given, headers);
     }
     const { key } = keyed;
     // The fingerprint is the core's own (src/protocol/fingerprint.rs, the gateway's), over the URL's target verbatim.
     const fingerprinted = this.#fingerprintHeaders.flatMap((name) => [name, request.headers.get(name)]);
-    const done = this.#outcome(
-      (wrapped) => this.#core.executeRequest(key, request.method, request.url, fingerprinted, body, wrapped),
-      () => run(handled(key, body)),
-    );
+    let done;
+    try {
+      done = this.#outcome(
+        (wrapped) => this.#core.executeRequest(key, request.method, request.url, fingerprinted, body, wrapped),
+        () => run(handled(key, body)),
+      );
+    } finally {
+      this.#flushLater();
+    }
     return done.outcome.outcome === "ran" ? ranResponse(done.outcome.response, done.headers) : refusalResponse(done.outcome);
   }
 
@@ -273,11 +387,11 @@ export class Ledger {
   /**
    * Deletes at most `batch` expired records. Call it from the object's
    * `alarm()`, and set the next alarm at `next_expires_at` (when not null).
-   * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH).
-   * @returns {{ deleted: number; batch_full: boolean; next_expires_at: number | null }}
+   * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH; the core checks the bounds).
+   * @returns {{ deleted: number; batch_full: boolean; next_expires_at: number | null; next_alarm_at: number | null }}
    */
   sweep(batch = DEFAULTS.sweepBatch) {
-    return JSON.parse(this.#core.sweep(whole(batch, "batch", 1, 10000)));
+    return JSON.parse(this.#core.sweep(whole(batch, "batch", 0, 2 ** 32 - 1)));
   }
 
   /**
@@ -292,20 +406,21 @@ export class Ledger {
    * @returns {Promise<boolean>} Whether an alarm is set for the next expiry.
    */
   async armSweep() {
+    const shared = this.#shared;
     try {
       // An alarm this instance saw set and still ahead (or only just due):
       // every record written since expires no earlier than the one it was
       // set for (the retention is this instance's), so nothing to read.
-      if (this.#armedAt !== null && this.#armedAt > Date.now() - this.#sweepIntervalMs) return true;
-      const next = /** @type {number | null} */ (JSON.parse(this.#core.nextSweepAt()));
-      if (next === null) return true;
-      const at = this.#onGrid(next);
+      if (shared.armedAt !== null && shared.armedAt > Date.now() - this.#core.sweepIntervalMs) return true;
+      const at = /** @type {number | null} */ (JSON.parse(this.#core.alarmAt()));
+      if (at === null) return true;
       const set = await this.#ctx.storage.getAlarm();
       if (set === null || set > at) {
+        shared.armedAt = null; // not known until set
         await this.#ctx.storage.setAlarm(at);
-        this.#armedAt = at;
+        shared.armedAt = at;
       } else {
-        this.#armedAt = set;
+        shared.armedAt = set;
       }
       return true;
     } catch (e) {
@@ -316,28 +431,20 @@ export class Ledger {
 
   /**
    * The object's `alarm()`: sweeps at most `batch` expired records and
-   * sets the next alarm (on the grid; at once when the batch was full).
+   * sets the next alarm where the core puts it (TenantLedger's rule: on
+   * the grid at the next expiry; again within a second when the batch
+   * was full).
    * @param {number} [batch] 1..10000, default 500 (as SWEEP_BATCH).
-   * @returns {Promise<{ deleted: number; batch_full: boolean; next_expires_at: number | null }>}
+   * @returns {Promise<{ deleted: number; batch_full: boolean; next_expires_at: number | null; next_alarm_at: number | null }>}
    */
   async alarm(batch = DEFAULTS.sweepBatch) {
-    this.#armedAt = null;
+    this.#shared.armedAt = null;
     const swept = this.sweep(batch);
-    const next = swept.batch_full ? Date.now() : swept.next_expires_at === null ? null : this.#onGrid(swept.next_expires_at);
-    if (next !== null) {
-      const at = Math.max(next, Date.now());
-      await this.#ctx.storage.setAlarm(at);
-      this.#armedAt = at;
+    if (swept.next_alarm_at !== null) {
+      await this.#ctx.storage.setAlarm(swept.next_alarm_at);
+      this.#shared.armedAt = swept.next_alarm_at;
     }
     return swept;
-  }
-
-  /**
-   * The first point of the sweep grid at or after `t` (src/ledger/sweep.rs `on_grid`).
-   * @param {number} t
-   */
-  #onGrid(t) {
-    return Math.ceil(t / this.#sweepIntervalMs) * this.#sweepIntervalMs;
   }
 
   /**

@@ -26,12 +26,16 @@
 //! calling it. Inputs are validated as RPC v1 validates them (key,
 //! fingerprint, windows) before anything is written.
 
+use std::rc::Rc;
+
 use js_sys::{Array, Function, Uint8Array};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::State;
 
+use crate::ledger::pending::FLUSH_AFTER_MS;
+use crate::ledger::sweep::alarm_for;
 use crate::ledger::{ClaimPolicy, ExecuteOutcome, Ledger, StoreError, STORED_BODY_CEILING};
 use crate::object::do_store::DoSqlStore;
 use crate::platform::env::now_ms;
@@ -48,7 +52,14 @@ struct Options {
     max_db_bytes: u64,
     stored_headers: Vec<String>,
     max_stored_body_bytes: usize,
+    sweep_interval_seconds: u64,
 }
+
+/// The sweep grid's bounds, as `SWEEP_INTERVAL_SECONDS` has them.
+const SWEEP_INTERVAL_SECONDS: std::ops::RangeInclusive<u64> = 1..=3_600;
+
+/// The sweep batch's bounds, as `SWEEP_BATCH` has them.
+const SWEEP_BATCH: std::ops::RangeInclusive<u32> = 1..=10_000;
 
 /// The key and fingerprint of one call, as RPC v1 `execute` carries them.
 #[derive(Debug, Deserialize)]
@@ -72,11 +83,17 @@ impl From<StoreError> for Failed {
 }
 
 /// One Durable Object's ledger, over that object's own SQLite database.
+///
+/// The [`Ledger`] (the store and its counts) is one per object instance:
+/// client/ledger.js keeps the first `EmbeddedLedger` made over a `ctx` and
+/// derives every later one from it ([`EmbeddedLedger::with_options`]), so
+/// a `new Ledger(ctx)` per request migrates, recounts and counts once.
 #[wasm_bindgen]
 pub struct EmbeddedLedger {
-    ledger: Ledger<DoSqlStore>,
+    ledger: Rc<Ledger<DoSqlStore>>,
     policy: ClaimPolicy,
     capture: CapturePolicy,
+    sweep_interval_ms: i64,
 }
 
 fn refuse(message: impl std::fmt::Display) -> JsValue {
@@ -93,22 +110,11 @@ fn store_failed(e: StoreError) -> JsValue {
 #[wasm_bindgen]
 impl EmbeddedLedger {
     /// `new EmbeddedLedger(ctx, optionsJson)`: migrates the ledger's tables
-    /// in the object's database (idempotent) and checks the options.
+    /// in the object's database (idempotent), recounts the records per
+    /// state if the object is small (as `TenantLedger` does on start, so a
+    /// count an earlier instance lost is healed), and checks the options.
     #[wasm_bindgen(constructor)]
     pub fn new(ctx: JsValue, options: &str) -> Result<EmbeddedLedger, JsValue> {
-        let options: Options = serde_json::from_str(options).map_err(refuse)?;
-        check_window("retentionSeconds", Some(options.retention_seconds)).map_err(refuse)?;
-        if options.max_keys == 0 {
-            return Err(refuse("maxKeys must be at least 1"));
-        }
-        if options.max_db_bytes == 0 {
-            return Err(refuse("maxDbBytes must be at least 1"));
-        }
-        if options.max_stored_body_bytes > STORED_BODY_CEILING {
-            return Err(refuse(format!(
-                "maxStoredBodyBytes must be at most {STORED_BODY_CEILING}"
-            )));
-        }
         let storage = js_sys::Reflect::get(&ctx, &JsValue::from_str("storage"))
             .ok()
             .filter(|s| s.is_object())
@@ -121,35 +127,30 @@ impl EmbeddedLedger {
                 "ctx.storage.sql is missing: the object's class must use the SQLite backend (new_sqlite_classes)",
             ));
         }
-        let retention_ms = options.retention_seconds as i64 * 1000;
+        let (policy, capture, sweep_interval_ms) = policies(options)?;
         let state = State::from(ctx.unchecked_into::<worker::worker_sys::DurableObjectState>());
-        let ledger = Ledger::new(DoSqlStore::new(&state));
+        let ledger = Ledger::new(DoSqlStore::new(&state)).count_in_transaction();
         ledger.migrate().map_err(store_failed)?;
+        ledger.recount_on_start(now_ms()).map_err(store_failed)?;
         Ok(EmbeddedLedger {
-            ledger,
-            policy: ClaimPolicy {
-                // `execute` writes a record already completed, in the
-                // transaction that runs the caller's function: no record
-                // of this ledger is ever left in flight, so no lease is
-                // configurable (one minute, within the retention, as
-                // ClaimPolicy requires).
-                lease_ms: retention_ms.min(60_000),
-                retention_ms,
-                max_keys: options.max_keys,
-                settle_grace_ms: 0,
-                // New keys are refused (ledger_full) once the database
-                // reaches this, before the platform's own 10 GB limit
-                // would fail every write of the object, yours included.
-                max_db_bytes: options.max_db_bytes,
-            },
-            capture: CapturePolicy {
-                stored_headers: options
-                    .stored_headers
-                    .iter()
-                    .map(|h| h.to_ascii_lowercase())
-                    .collect(),
-                max_stored_body_bytes: options.max_stored_body_bytes,
-            },
+            ledger: Rc::new(ledger),
+            policy,
+            capture,
+            sweep_interval_ms,
+        })
+    }
+
+    /// `withOptions(optionsJson)`: the same object's ledger (its store and
+    /// counts) under other options: what a second `new Ledger(ctx, …)` of
+    /// the same object gets.
+    #[wasm_bindgen(js_name = withOptions)]
+    pub fn with_options(&self, options: &str) -> Result<EmbeddedLedger, JsValue> {
+        let (policy, capture, sweep_interval_ms) = policies(options)?;
+        Ok(EmbeddedLedger {
+            ledger: Rc::clone(&self.ledger),
+            policy,
+            capture,
+            sweep_interval_ms,
         })
     }
 
@@ -228,25 +229,75 @@ impl EmbeddedLedger {
     }
 
     /// `sweep(batch)`: deletes at most `batch` expired records (JSON
-    /// `{deleted, batch_full, next_expires_at}`); call it from the object's
-    /// `alarm()` and set the next alarm at `next_expires_at`.
+    /// `{deleted, batch_full, next_expires_at, next_alarm_at}`);
+    /// `next_alarm_at` is where the object's alarm goes next (the rule of
+    /// `TenantLedger`'s alarm, on this ledger's sweep grid), or null.
     pub fn sweep(&self, batch: u32) -> Result<String, JsValue> {
-        if batch == 0 || batch > 10_000 {
-            return Err(refuse("sweep(batch): batch must be 1..10000"));
+        if !SWEEP_BATCH.contains(&batch) {
+            return Err(refuse(format!(
+                "sweep(batch): batch must be {}..{}",
+                SWEEP_BATCH.start(),
+                SWEEP_BATCH.end()
+            )));
         }
+        let now = now_ms();
         let swept = self
             .ledger
-            .sweep(now_ms(), batch as usize)
+            .sweep(now, batch as usize)
             .map_err(store_failed)?;
-        serde_json::to_string(&swept).map_err(refuse)
+        let next_alarm_at = swept.next_alarm_at(now, self.sweep_interval_ms);
+        serde_json::to_string(&serde_json::json!({
+            "deleted": swept.deleted,
+            "batch_full": swept.batch_full,
+            "next_expires_at": swept.next_expires_at,
+            "next_alarm_at": next_alarm_at,
+        }))
+        .map_err(refuse)
     }
 
     /// `nextSweepAt()`: when the next record may expire (epoch ms), or
-    /// `null` (JSON): where the object's alarm should be.
+    /// `null` (JSON).
     #[wasm_bindgen(js_name = nextSweepAt)]
     pub fn next_sweep_at(&self) -> Result<String, JsValue> {
         let next = self.ledger.next_sweep_at(now_ms()).map_err(store_failed)?;
         serde_json::to_string(&next).map_err(refuse)
+    }
+
+    /// `alarmAt()`: where the object's alarm must be at the latest so the
+    /// next expiry is swept (on the sweep grid, never in the past), or
+    /// `null` (JSON) when no record is held.
+    #[wasm_bindgen(js_name = alarmAt)]
+    pub fn alarm_at(&self) -> Result<String, JsValue> {
+        let now = now_ms();
+        let next = self.ledger.next_sweep_at(now).map_err(store_failed)?;
+        serde_json::to_string(&next.map(|at| alarm_for(at, now, self.sweep_interval_ms)))
+            .map_err(refuse)
+    }
+
+    /// `sweepIntervalMs`: the sweep grid, in milliseconds.
+    #[wasm_bindgen(getter, js_name = sweepIntervalMs)]
+    pub fn sweep_interval_ms(&self) -> f64 {
+        self.sweep_interval_ms as f64
+    }
+
+    /// `hasPending()`: are there counts (of outcomes that wrote nothing:
+    /// replays, 409s, 422s) kept in memory, not yet written?
+    #[wasm_bindgen(js_name = hasPending)]
+    pub fn has_pending(&self) -> bool {
+        self.ledger.has_pending()
+    }
+
+    /// `flush()`: writes the counts kept in memory (call it outside any
+    /// transaction; client/ledger.js does, on a timer).
+    pub fn flush(&self) -> Result<(), JsValue> {
+        self.ledger.flush_pending().map_err(store_failed)
+    }
+
+    /// `flushAfterMs`: how long counts may wait in memory before a flush
+    /// (the object's own flush timer, `TenantLedger`'s too).
+    #[wasm_bindgen(getter, js_name = flushAfterMs)]
+    pub fn flush_after_ms(&self) -> f64 {
+        FLUSH_AFTER_MS as f64
     }
 
     /// `stats()`: RPC v1 `stats` (JSON), read-only.
@@ -254,6 +305,56 @@ impl EmbeddedLedger {
         let stats = self.ledger.stats(now_ms()).map_err(store_failed)?;
         serde_json::to_string(&stats).map_err(refuse)
     }
+}
+
+/// The options (client/ledger.js fills the defaults), checked: the claim
+/// policy, the capture policy and the sweep grid.
+fn policies(options: &str) -> Result<(ClaimPolicy, CapturePolicy, i64), JsValue> {
+    let options: Options = serde_json::from_str(options).map_err(refuse)?;
+    check_window("retentionSeconds", Some(options.retention_seconds)).map_err(refuse)?;
+    if options.max_keys == 0 {
+        return Err(refuse("maxKeys must be at least 1"));
+    }
+    if options.max_db_bytes == 0 {
+        return Err(refuse("maxDbBytes must be at least 1"));
+    }
+    if options.max_stored_body_bytes > STORED_BODY_CEILING {
+        return Err(refuse(format!(
+            "maxStoredBodyBytes must be at most {STORED_BODY_CEILING}"
+        )));
+    }
+    if !SWEEP_INTERVAL_SECONDS.contains(&options.sweep_interval_seconds) {
+        return Err(refuse(format!(
+            "sweepIntervalSeconds must be a whole number {}..{}",
+            SWEEP_INTERVAL_SECONDS.start(),
+            SWEEP_INTERVAL_SECONDS.end()
+        )));
+    }
+    let retention_ms = options.retention_seconds as i64 * 1000;
+    let policy = ClaimPolicy {
+        // `execute` writes a record already completed, in the
+        // transaction that runs the caller's function: no record
+        // of this ledger is ever left in flight, so no lease is
+        // configurable (one minute, within the retention, as
+        // ClaimPolicy requires).
+        lease_ms: retention_ms.min(60_000),
+        retention_ms,
+        max_keys: options.max_keys,
+        settle_grace_ms: 0,
+        // New keys are refused (ledger_full) once the database
+        // reaches this, before the platform's own 10 GB limit
+        // would fail every write of the object, yours included.
+        max_db_bytes: options.max_db_bytes,
+    };
+    let capture = CapturePolicy {
+        stored_headers: options
+            .stored_headers
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+        max_stored_body_bytes: options.max_stored_body_bytes,
+    };
+    Ok((policy, capture, options.sweep_interval_seconds as i64 * 1000))
 }
 
 /// Calls the caller's function and reads its answer

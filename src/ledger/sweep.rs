@@ -34,6 +34,30 @@ pub struct SweepOutcome {
     pub next_expires_at: Option<Millis>,
 }
 
+/// How soon the alarm fires again after a full sweep batch (more expired
+/// records may be waiting).
+pub const FULL_BATCH_REARM_MS: Millis = 500;
+
+impl SweepOutcome {
+    /// Where the alarm goes after this batch: again within a second when
+    /// the batch was full, else on the grid at the next expiry, or nowhere
+    /// (no record left). The one rule of `TenantLedger`'s alarm and the
+    /// embedded ledger's (`Ledger.alarm()` in JS asks the core for it).
+    pub fn next_alarm_at(&self, now: Millis, interval_ms: Millis) -> Option<Millis> {
+        if self.batch_full {
+            return Some(now.saturating_add(FULL_BATCH_REARM_MS));
+        }
+        self.next_expires_at
+            .map(|at| alarm_for(at, now, interval_ms))
+    }
+}
+
+/// The alarm that sweeps a record which may expire at `at`: the grid point
+/// at or after it, and never now or earlier.
+pub fn alarm_for(at: Millis, now: Millis, interval_ms: Millis) -> Millis {
+    on_grid(at.max(now.saturating_add(1)), interval_ms)
+}
+
 /// The first point of the `interval_ms` grid at or after `t`: the object
 /// sets its alarms there, so every record expiring within one interval is
 /// swept by one alarm.

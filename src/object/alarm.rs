@@ -31,12 +31,9 @@ use worker::{wasm_bindgen, Delay, Response, ScheduledTime};
 use super::TenantLedger;
 use crate::fields;
 use crate::ledger::pending::FLUSH_AFTER_MS;
-use crate::ledger::sweep::on_grid;
+use crate::ledger::sweep::alarm_for;
 use crate::ledger::{rfc3339, Millis};
 use crate::platform::{log, now_ms};
-
-/// How soon the alarm fires again after a full sweep batch.
-const FULL_BATCH_REARM_MS: i64 = 500;
 
 /// An absolute alarm time (epoch milliseconds on the object's clock).
 fn at_epoch_ms(ms: i64) -> ScheduledTime {
@@ -73,13 +70,7 @@ impl TenantLedger {
             }
         };
         let storage = self.state.storage();
-        let next = if outcome.batch_full {
-            Some(now + FULL_BATCH_REARM_MS)
-        } else {
-            outcome
-                .next_expires_at
-                .map(|at| on_grid(at.max(now + 1), self.interval_ms()))
-        };
+        let next = outcome.next_alarm_at(now, self.interval_ms());
         match next {
             Some(at) => storage.set_alarm(at_epoch_ms(at)).await?,
             None => storage.delete_alarm().await?,
@@ -110,7 +101,7 @@ impl TenantLedger {
                 }
             },
         };
-        let target = on_grid(at.max(now_ms() + 1), self.interval_ms());
+        let target = alarm_for(at, now_ms(), self.interval_ms());
         if known.is_some_and(|current| current <= target) {
             self.alarm_at.set(Some(known));
             return;

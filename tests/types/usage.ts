@@ -189,3 +189,17 @@ export const fetchHandler = withIdempotency<Bindings, { waitUntil(p: Promise<unk
   },
 );
 export const fetchOptions: IdempotencyOptions<[Request, Bindings, unknown]> = { ledger: (_r, env) => env.SVC, tenant: "acme" };
+
+// The embedded Ledger: `run` answers a plain AppAnswer, synchronously; the types refuse a Response and a Promise.
+import { Ledger, type AppAnswer, type HandledRequest, type LedgerOptions } from "idempotency-ledger/ledger";
+declare const ledgerCtx: ConstructorParameters<typeof Ledger>[0];
+const ledgerOptions: LedgerOptions = { protectedMethods: ["POST", "PUT"], required: false, maxStoredBodyBytes: 4096 };
+const embedded = new Ledger(ledgerCtx, ledgerOptions);
+export const plainAnswer = (request: Request) =>
+  embedded.handle(request, ({ key, json }: HandledRequest): AppAnswer => ({ status: 201, json: { key, got: json() } }));
+// @ts-expect-error a Response is refused: its body can only be read asynchronously
+export const responseAnswer = (request: Request) => embedded.handle(request, () => Response.json({ id: 1 }, { status: 201 }));
+// @ts-expect-error an async run is refused: a transaction cannot span an await
+export const asyncAnswer = (request: Request) => embedded.handle(request, async () => ({ status: 201 }));
+// @ts-expect-error protectedMethods are method names
+export const badMethods: LedgerOptions = { protectedMethods: "POST" };
