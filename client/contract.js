@@ -13,7 +13,7 @@
 import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint, targetOf } from "./fingerprint.js";
-import { PROBLEM_CATALOG, problemResponse } from "./problems.js";
+import { problemResponse } from "./problems.js";
 import { LedgerError } from "./rpc.js";
 import { landedEarlier, settle } from "./settle.js";
 import { captureResponse } from "./stored.js";
@@ -68,7 +68,9 @@ import { ledgerSource } from "./sources.js";
  * @property {number} [maxWaitSeconds] The most any request waits (as IN_FLIGHT_WAIT_MAX_SECONDS). Default 10; 0..300.
  * @property {number} [leaseSeconds] The claim's lease, 1..31536000 (as LEASE_SECONDS). Default: the object's.
  * @property {number} [retentionSeconds] How long a completed key is replayed, 1..31536000, sent with the claim and
- *   the completion (as RETENTION_SECONDS). Default: the object's. Not below `leaseSeconds`.
+ *   the completion (as RETENTION_SECONDS). Default: the object's. It must outlive `leaseSeconds` (else a TypeError)
+ *   and, when `leaseSeconds` is not given, the object's own lease: otherwise the object refuses the claim and the
+ *   middleware answers `500 misconfigured` (as any claim the object refuses with a 4xx: the middleware's own call).
  * @property {PerRequest<[response: Response, ...args: A], boolean>} [shouldStore] Whether the route's response is
  *   stored; `false` releases the key instead (the response is still returned; a retry runs again). Default: every
  *   response is stored, 5xx included (as RELEASE_ON_5XX=false). Read its status and headers, not its body. A
@@ -261,12 +263,17 @@ function certainlyNotReached(error) {
 }
 
 /**
- * The answer to a claim that failed, as the gateway's `read_failure`
- * (src/contract/answer.rs), nothing having run: a problem document the
- * object rendered for a refusal of the call (4xx) is passed through as it
- * is (its `type` on `problemBase` when one is set); no answer, a 5xx or
- * anything else is `503 idempotency-store-unavailable`. An error that is
- * not a `LedgerError` (a bug, not the ledger) is rethrown.
+ * The answer to a claim that failed, nothing having run. The call was the
+ * middleware's own — formed from its options, the key and the body already
+ * checked by the gateway's rules — so an object that refuses it (a 4xx:
+ * `invalid-rpc` for a `retentionSeconds` below the object's lease, a
+ * `LedgerClient` on a retired shard's object, an object of another RPC
+ * version) is the server's configuration, never the end client's doing:
+ * `500 misconfigured`, the object's own detail only in the log
+ * (`idempotency.misconfigured`, with its status and slug). No answer, a 5xx
+ * or anything else is `503 idempotency-store-unavailable`, as the gateway's
+ * `read_failure` (src/contract/answer.rs). An error that is not a
+ * `LedgerError` (a bug, not the ledger) is rethrown.
  * @param {unknown} error
  * @param {string | undefined} base
  * @returns {Response}
@@ -274,10 +281,16 @@ function certainlyNotReached(error) {
 function claimFailure(error, base) {
   if (!(error instanceof LedgerError)) throw error;
   const { status, problem } = error;
-  if (status !== null && status < 500 && problem !== null && typeof problem === "object" && !Array.isArray(problem)) {
-    const doc = base !== undefined && typeof problem.type === "string" && problem.type.startsWith(PROBLEM_CATALOG.base)
-      ? { ...problem, type: base + problem.type.slice(PROBLEM_CATALOG.base.length) } : problem;
-    return new Response(JSON.stringify(doc), { status, headers: { "content-type": "application/problem+json" } });
+  if (status !== null && status >= 400 && status < 500) {
+    const doc = problem !== null && typeof problem === "object" && !Array.isArray(problem) ? problem : null;
+    const slug = typeof doc?.type === "string" ? doc.type.slice(doc.type.lastIndexOf("/") + 1) : null;
+    // A LedgerService binding carries only the message (`ledger refused claim (400): <detail>`).
+    const detail = typeof doc?.detail === "string" ? doc.detail : error.message;
+    console.error(JSON.stringify({ event: "idempotency.misconfigured", cause: "claim_refused", status, ...(slug ? { problem: slug } : {}), error: detail }));
+    return problemResponse("misconfigured", {
+      base,
+      detail: `the ledger refused the idempotency middleware's claim (${status}${slug ? ` ${slug}` : ""}): check its options against the ledger's configuration; the ledger's detail is in the Worker's log (idempotency.misconfigured)`,
+    });
   }
   return problemResponse("idempotency-store-unavailable", { base });
 }

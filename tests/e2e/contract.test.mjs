@@ -127,18 +127,27 @@ test("(d) a claim that gets no answer is the gateway's 503 idempotency-store-una
   }
 });
 
-test("a claim the object refused with a problem document passes that document through", async () => {
+test("a claim the object refused (a 4xx) is the middleware's own call misconfigured: 500 misconfigured, the object's detail only in the log; nothing runs", async (t) => {
+  const lines = [];
+  t.mock.method(console, "error", (line) => { lines.push(line); });
   const problem = {
     type: "https://idempotency-ledger.dev/problems/idempotency-key-moved", title: "This key lives in another ledger object",
-    status: 421, detail: "moved",
+    status: 421, detail: "object acme/shard-0-of-2 is retired",
   };
-  const ledger = stubLedger({ claim: [() => new LedgerError("ledger refused claim (421): moved", { status: 421, problem })] });
+  const ledger = stubLedger({ claim: [() => new LedgerError("ledger refused claim (421): object acme/shard-0-of-2 is retired", { status: 421, problem })] });
   const { wrapped, runs } = wrap(ledger);
   const res = await wrapped(post("k-d2"), {}, undefined);
-  assert.equal(res.status, 421);
+  assert.equal(res.status, 500);
   assert.equal(res.headers.get("content-type"), "application/problem+json");
-  assert.deepEqual(await res.json(), problem);
+  const doc = await res.json();
+  assert.equal(doc.type, "https://idempotency-ledger.dev/problems/misconfigured");
+  assert.match(doc.detail, /the ledger refused the idempotency middleware's claim \(421 idempotency-key-moved\)/);
+  assert.ok(!doc.detail.includes("acme/shard-0-of-2"), "the object's detail is logged, not answered");
+  assert.deepEqual(lines.map((l) => JSON.parse(l)), [
+    { event: "idempotency.misconfigured", cause: "claim_refused", status: 421, problem: "idempotency-key-moved", error: "object acme/shard-0-of-2 is retired" },
+  ]);
   assert.equal(runs.length, 0);
+  assert.deepEqual(ledger.calls.map((c) => c.op), ["claim"], "not retried, nothing settled");
 });
 
 test("a claim answered without a known outcome is 503; an error that is not the ledger's is rethrown", async () => {

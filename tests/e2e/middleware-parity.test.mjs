@@ -192,6 +192,25 @@ test("failurePolicy: a missing binding (certainly not reached) runs unprotected 
   assert.equal(broken.calls, 2, "each claim reached the failing ledger once; nothing was settled");
 });
 
+test("a retentionSeconds below the object's lease: the object refuses the middleware's own claim, answered 500 misconfigured (the object's detail in the log), and nothing runs", async () => {
+  // The object's LEASE_SECONDS is wrangler.toml's 60; both routes send retention_seconds 1.
+  for (const [route, path] of [["short-retention", undefined], ["fetch-short-retention", "/fetch-short-retention/charge"]]) {
+    const r = await post(route, "psr-1", "1", {}, path);
+    assert.deepEqual(problem(r), { status: 500, type: "https://idempotency-ledger.dev/problems/misconfigured", contentType: "application/problem+json" }, route);
+    const doc = JSON.parse(r.text);
+    assert.match(doc.detail, /the ledger refused the idempotency middleware's claim \(400( invalid-rpc)?\)/, route);
+    assert.ok(!doc.detail.includes("outlive its lease"), `${route}: the object's detail is logged, not answered`);
+    assert.equal(await runs(route), 0, `${route}: nothing runs`);
+  }
+  assert.equal(await lookup("parity-short-retention", "psr-1"), null, "nothing claimed");
+  const logged = await eventually(() => {
+    const lines = gw.events("idempotency.misconfigured").filter((e) => e.cause === "claim_refused" && /a record must outlive its lease/.test(e.error));
+    return lines.length >= 2 ? lines : null;
+  });
+  assert.deepEqual(logged.map((e) => e.status), [400, 400]);
+  assert.equal(logged[0].problem, "invalid-rpc", "a LedgerClient carries the object's problem document");
+});
+
 test("maxBodyBytes: a larger body is 413 request-too-large (by Content-Length and by bytes read), nothing is claimed or run", async () => {
   const big = "x".repeat(100);
   const declared = await post("limited", "pl-1", big);

@@ -66,6 +66,10 @@ app.use("/tenant-throws/*", idempotency<AppEnv>({
 app.use("/open-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open", failurePolicy: "open" }));
 app.use("/closed-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open" }));
 app.use("/open-broken/*", idempotency<AppEnv>({ ledger: (c) => c.env.BROKEN, tenant: "parity-broken", failurePolicy: "open" }));
+// A retention below the object's lease (LEASE_SECONDS=60): the object refuses the middleware's own claim.
+app.use("/short-retention/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-short-retention"), retentionSeconds: 1,
+}));
 app.use("/closed-broken/*", idempotency<AppEnv>({ ledger: (c) => c.env.BROKEN, tenant: "parity-broken" }));
 app.use("/limited/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-limited"), maxBodyBytes: 64 }));
 app.use("/windows/*", idempotency<AppEnv>({
@@ -93,6 +97,13 @@ const wrapped = withIdempotency<Bindings, ExecutionContext>(async (request, _env
   return Response.json({ run: runs.fetch, key: idempotencyKey, body: await request.text() }, { status: 201 });
 }, { ledger: (_request, env) => env.LEDGER_SVC, tenant: (request) => request.headers.get("x-tenant") });
 app.all("/fetch/*", (c) => wrapped(c.req.raw, c.env, c.executionCtx));
+// The same handler with a retention below the object's lease, over the LedgerService binding
+// (whose refusals carry their status in the message only).
+const shortRetention = withIdempotency<Bindings, ExecutionContext>(async () => {
+  runs["fetch-short-retention"] = (runs["fetch-short-retention"] ?? 0) + 1;
+  return Response.json({ ran: true }, { status: 201 });
+}, { ledger: (_request, env) => env.LEDGER_SVC, tenant: "parity-short-retention", retentionSeconds: 1 });
+app.all("/fetch-short-retention/*", (c) => shortRetention(c.req.raw, c.env, c.executionCtx));
 
 // A route that runs, then its body breaks off after the first bytes.
 app.post("/brokenstream/charge", (c) => {
