@@ -7,9 +7,10 @@
 // ./sources.js; the key and the bounded body ./request.js.
 //
 // What must stay true: nothing runs unless the key was claimed (or, under
-// failurePolicy "open", the ledger was certainly not reached); the route's
-// response reaches its caller and its error is rethrown whatever the
-// settlement or a hook comes to.
+// failurePolicy "open", the runtime refused the claim as overloaded); a
+// configuration error (the options against the ledger) is 500
+// misconfigured, never an outage; the route's response reaches its caller
+// and its error is rethrown whatever the settlement or a hook comes to.
 import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint, targetOf } from "./fingerprint.js";
@@ -47,7 +48,9 @@ import { ledgerSource } from "./sources.js";
  * @property {LedgerSource | PerRequest<A, LedgerSource | null | undefined>} ledger The ledger: a `LedgerClient`
  *   (one tenant's object), a `LedgerService` service binding or a TenantLedger Durable Object namespace (both
  *   with `tenant`), or a function returning one, e.g. `(c) => c.env.LEDGER`. A function that throws or
- *   returns nothing (a missing binding) is a ledger that was certainly not reached (see `failurePolicy`).
+ *   returns nothing (a binding missing from the Worker's configuration) is the server's configuration error:
+ *   `500 misconfigured` whatever `failurePolicy` says, and nothing runs; a thrown message is only logged
+ *   (`idempotency.ledger_failed`), never answered.
  * @property {string | PerRequest<A, string | null | undefined>} [tenant] The tenant, for a binding or a
  *   namespace: 1–64 of `A-Z a-z 0-9 . _ -`, e.g. `(c) => c.get("tenant")`. Anything else at request time is
  *   `500 misconfigured` and nothing runs. Given with a `LedgerClient`: a TypeError (it is one tenant's object).
@@ -76,10 +79,11 @@ import { ledgerSource } from "./sources.js";
  *   response is stored, 5xx included (as RELEASE_ON_5XX=false). Read its status and headers, not its body. A
  *   `shouldStore` that throws counts as `false`.
  * @property {"closed" | "open"} [failurePolicy] Default `"closed"` (as FAILURE_POLICY): a claim that cannot reach
- *   the ledger is `503 idempotency-store-unavailable`. `"open"`: when the ledger was *certainly not reached*
- *   (the ledger function threw or gave none; the runtime refused the call as `overloaded`), the route runs
- *   unprotected — nothing claimed or stored — and an `idempotency.unprotected` warning is logged; any other
- *   failure may have reached the ledger and is `503` whatever the policy, as the gateway.
+ *   the ledger is `503 idempotency-store-unavailable`. `"open"`: when the ledger was *certainly not reached* — the
+ *   runtime refused the claim as `overloaded` before delivering it, and only then — the route runs unprotected
+ *   (nothing claimed or stored) and an `idempotency.unprotected` warning is logged; any other failure may have
+ *   reached the ledger and is `503` whatever the policy, as the gateway. A configuration error (a `ledger` function
+ *   that throws or gives none, a wrong tenant, a claim the object refuses) is `500 misconfigured` under both.
  * @property {string} [problemBase] The base URI of every problem document's `type` (`type` is problemBase + slug),
  *   an absolute URL. Default: the catalog's base (`PROBLEM_CATALOG.base`).
  * @property {PerRequest<[event: ReplayedEvent, ...args: A], void>} [onReplayed] Called once when a request is
@@ -356,15 +360,18 @@ function settlement({ ledger, key, generation, ctx, retentionSeconds, report, st
  * `run({ request, args, ctx, readBody, next })` answers one request whose
  * method is protected: parse the key (same rules), refuse a body over
  * `maxBodyBytes` (`413 request-too-large`, nothing claimed), resolve the
- * ledger from the options (a wrong tenant: `500 misconfigured`, nothing
- * runs), fingerprint (same components), claim (waiting if asked), call
+ * ledger from the options (a wrong tenant, a `ledger` function that throws
+ * or gives none: `500 misconfigured`, nothing runs), fingerprint (same
+ * components), claim (waiting if asked; a claim the object refuses with a
+ * 4xx is the middleware's configuration: `500 misconfigured`), call
  * `next(body, key)` once — which resolves to `{ response, failed }` — then
  * complete with its response (or release the key when it failed — threw,
  * or the framework turned an error into a response — or `shouldStore`
  * said no), and answer refusals with the gateway's problem documents. A
  * ledger that cannot be reached for the claim is `503
  * idempotency-store-unavailable` (nothing ran), or, with `failurePolicy:
- * "open"` and a ledger certainly not reached, the route run unprotected.
+ * "open"` and a claim the runtime refused as `overloaded`, the route run
+ * unprotected.
  * Completion and release are retried as the gateway retries them
  * (./settle.js), under `ctx.waitUntil` when there is a context; the run's
  * response is returned and its error rethrown whatever they come to (a
@@ -405,7 +412,6 @@ export function idempotencyContract(options) {
         console.warn(JSON.stringify({ event: "idempotency.unprotected", reason, key: await shortHash(key) }));
         return (await next(body, key)).response;
       };
-      if ("notReached" in source) return unreached(source.notReached);
       const { ledger } = source;
       const fp = await fingerprint({ method: request.method, target: targetOf(request.url), headers: request.headers, fingerprintHeaders: o.fingerprintHeaders, body });
       // As the gateway: wait for an in-flight first run when asked (or by default).
@@ -506,7 +512,8 @@ async function storing(shouldStore, response, args) {
  * always returned and its error never masked (a settlement that finally
  * fails goes to `onSettlementFailed`); an unreachable ledger is `503
  * idempotency-store-unavailable` (or, `failurePolicy: "open"`, the handler
- * run unprotected when the ledger was certainly not reached).
+ * run unprotected when the runtime refused the claim as `overloaded`); a
+ * configuration error is `500 misconfigured`.
  *
  * The handler is called `(request, env, ctx, { idempotencyKey })`: the
  * request's body can still be read, and `idempotencyKey` is its parsed key

@@ -12,10 +12,10 @@
 // - Whatever can be known when the middleware is made is checked then (a
 //   TypeError naming the option); nothing given is ever silently ignored.
 // - At request time a wrong tenant, source or TENANT_SHARDS is
-//   `misconfigured` (the caller answers 500, nothing runs).
-// - `notReached` only for a ledger that was certainly not reached (the
-//   callback threw or gave no ledger: a missing binding). It is the one
-//   failure FAILURE_POLICY=open may run a request unprotected after.
+//   `misconfigured` (the caller answers 500, nothing runs) — and so is a
+//   `ledger` callback that throws or gives no ledger (a missing binding):
+//   the server's configuration, not an outage, so never a reason for
+//   FAILURE_POLICY=open to run a request unprotected.
 import { LedgerClient, LedgerError } from "./rpc.js";
 import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
 /**
@@ -62,8 +62,7 @@ import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
 /**
  * What a source comes to for one request.
  * @typedef {{ ledger: TenantLedgerCalls; tenant: string | null }
- *   | { misconfigured: string; variable?: string }
- *   | { notReached: string }} Resolved
+ *   | { misconfigured: string; variable?: string }} Resolved
  */
 
 const TENANT_RULE = "1-64 characters of A-Z a-z 0-9 . _ -";
@@ -208,9 +207,11 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
         try {
           source = await ledger(...args);
         } catch (e) {
-          return { notReached: `options.ledger threw: ${e instanceof Error ? e.message : String(e)}` };
+          // Its message may carry internals: logged, never answered.
+          console.error(JSON.stringify({ event: "idempotency.ledger_failed", error: e instanceof Error ? e.message : String(e) }));
+          return { misconfigured: "options.ledger threw (the error is in the Worker's log, idempotency.ledger_failed)" };
         }
-        if (source === undefined || source === null) return { notReached: "options.ledger gave no ledger (a missing binding?)" };
+        if (source === undefined || source === null) return { misconfigured: "options.ledger gave no ledger (a binding missing from the Worker's configuration?)" };
       }
       const kind = kindOf(source);
       if (kind === null) return { misconfigured: "options.ledger gave something that is not a LedgerClient, a LedgerService binding or a TenantLedger namespace" };

@@ -167,20 +167,37 @@ test("a route whose body breaks off is never run twice: its key is completed as 
   assert.equal(await runs("brokenstream"), 1, "the route ran once");
 });
 
-test("failurePolicy: a missing binding (certainly not reached) runs unprotected under open, 503 under closed; a ledger Worker that fails is 503 under both", async () => {
-  const open1 = await post("open-missing", "po-1", "1");
+test("failurePolicy: a missing binding or a ledger function that throws is 500 misconfigured under both, nothing runs; a claim the runtime refused as overloaded runs unprotected under open, 503 under closed; a ledger Worker that fails is 503 under both", async () => {
+  const misconfigured = { status: 500, type: "https://idempotency-ledger.dev/problems/misconfigured", contentType: "application/problem+json" };
+  // A missing binding is the Worker's configuration, not an outage: never run unprotected.
+  for (const route of ["open-missing", "closed-missing"]) {
+    const r = await post(route, "pc-down", "1");
+    assert.deepEqual(problem(r), misconfigured, route);
+    assert.match(JSON.parse(r.text).detail, /options\.ledger gave no ledger/);
+    assert.equal(await runs(route), 0, `${route}: nothing runs`);
+  }
+  // A ledger function that throws: the same, its message only in the log.
+  const threw = await post("ledger-throws", "pt-ledger", "1");
+  assert.deepEqual(problem(threw), misconfigured);
+  assert.match(JSON.parse(threw.text).detail, /options\.ledger threw/);
+  assert.ok(!threw.text.includes("secret-internal-detail"), "the thrown message is logged, never answered");
+  await eventually(() => gw.events("idempotency.ledger_failed").some((e) => e.error === "LEDGER binding lookup failed: secret-internal-detail"));
+  assert.equal(await runs("ledger-throws"), 0);
+
+  // Refused as overloaded before delivery: certainly not reached, the one case "open" runs unprotected.
+  const open1 = await post("open-overloaded", "po-1", "1");
   assert.equal(open1.status, 201);
   assert.equal(JSON.parse(open1.text).key, "po-1", "the key is still exposed");
-  const open2 = await post("open-missing", "po-1", "1");
+  const open2 = await post("open-overloaded", "po-1", "1");
   assert.equal(open2.status, 201);
   assert.equal(open2.headers["idempotent-replayed"], undefined, "nothing was stored");
-  assert.equal(await runs("open-missing"), 2, "unprotected: every request runs");
+  assert.equal(await runs("open-overloaded"), 2, "unprotected: every request runs");
   await eventually(() => gw.events("idempotency.unprotected").length >= 2);
   assert.ok(!gw.logs.join("\n").includes("po-1"), "the log line carries a hash, never the key");
 
-  const closed = await post("closed-missing", "pc-down", "1");
+  const closed = await post("closed-overloaded", "pc-down", "1");
   assert.deepEqual(problem(closed), { status: 503, type: "https://idempotency-ledger.dev/problems/idempotency-store-unavailable", contentType: "application/problem+json" });
-  assert.equal(await runs("closed-missing"), 0);
+  assert.equal(await runs("closed-overloaded"), 0);
 
   for (const route of ["open-broken", "closed-broken"]) {
     const r = await post(route, "pb-1", "1");

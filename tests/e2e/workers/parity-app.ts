@@ -66,6 +66,19 @@ app.use("/tenant-throws/*", idempotency<AppEnv>({
 app.use("/open-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open", failurePolicy: "open" }));
 app.use("/closed-missing/*", idempotency<AppEnv>({ ledger: (c) => c.env.ABSENT, tenant: "parity-open" }));
 app.use("/open-broken/*", idempotency<AppEnv>({ ledger: (c) => c.env.BROKEN, tenant: "parity-broken", failurePolicy: "open" }));
+// A ledger function that throws: the server's configuration, whatever the policy (its message only logged).
+app.use("/ledger-throws/*", idempotency<AppEnv>({
+  ledger: () => { throw new Error("LEDGER binding lookup failed: secret-internal-detail"); }, failurePolicy: "open",
+}));
+// A ledger the runtime refuses as overloaded before delivering the call (the Durable Object error's
+// `overloaded` property): certainly not reached, the one failure "open" runs a route unprotected after.
+const overloadedStub = {
+  fetch: async (): Promise<Response> => {
+    throw Object.assign(new Error("Durable Object is overloaded. Requests queued for too long."), { overloaded: true });
+  },
+};
+app.use("/open-overloaded/*", idempotency<AppEnv>({ ledger: new LedgerClient(overloadedStub), failurePolicy: "open" }));
+app.use("/closed-overloaded/*", idempotency<AppEnv>({ ledger: new LedgerClient(overloadedStub) }));
 // A retention below the object's lease (LEASE_SECONDS=60): the object refuses the middleware's own claim.
 app.use("/short-retention/*", idempotency<AppEnv>({
   ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-short-retention"), retentionSeconds: 1,
