@@ -10,14 +10,16 @@
 // failurePolicy "open", the runtime refused the claim as overloaded); a
 // configuration error (the options against the ledger) is 500
 // misconfigured, never an outage; the route's response reaches its caller
-// and its error is rethrown whatever the settlement or a hook comes to.
+// and its error is rethrown whatever the settlement or a hook comes to; a
+// route's body is read no further than maxStoredBodyBytes + 1 bytes before
+// its key is completed, so a larger one streams once its tombstone landed.
 import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint, targetOf } from "./fingerprint.js";
 import { problemResponse } from "./problems.js";
 import { LedgerError } from "./rpc.js";
 import { landedEarlier, settle } from "./settle.js";
-import { captureResponse } from "./stored.js";
+import { captureBounded } from "./stored.js";
 import { preferWait } from "./waiting.js";
 import { refusalResponse } from "./answer.js";
 import { readBody, requestBody, requestKey } from "./request.js";
@@ -63,7 +65,10 @@ import { ledgerSource } from "./sources.js";
  *   `400 idempotency-key-missing` (as IDEMPOTENCY_REQUIRED).
  * @property {readonly string[]} [fingerprintHeaders] Default `["content-type"]` (as FINGERPRINT_HEADERS).
  * @property {readonly string[]} [storedHeaders] Default `["content-type", "location", "etag"]` (as STORED_RESPONSE_HEADERS).
- * @property {number} [maxStoredBodyBytes] Default 1 MiB; larger responses are stored as tombstones (as MAX_STORED_BODY_BYTES).
+ * @property {number} [maxStoredBodyBytes] Default 1 MiB (as MAX_STORED_BODY_BYTES). The route's body is read no further
+ *   than this (+ 1 byte) before the key is completed: a body within it is stored and answered; a larger one completes
+ *   the key as a tombstone at once (retries, even while it still streams, get `500
+ *   idempotency-response-not-retained`) and then streams to its caller as it comes, memory bounded by this plus a chunk.
  * @property {number} [maxBodyBytes] The largest request body, default 1 MiB, at most 16 MiB (as MAX_REQUEST_BODY_BYTES):
  *   a larger `Content-Length`, or more bytes read, is `413 request-too-large`; nothing is claimed or run.
  * @property {number} [waitSeconds] Seconds a retry waits for an in-flight first run when it does not send
@@ -367,8 +372,10 @@ function settlement({ ledger, key, generation, ctx, retentionSeconds, report, st
  * `next(body, key)` once — which resolves to `{ response, failed }` — then
  * complete with its response (or release the key when it failed — threw,
  * or the framework turned an error into a response — or `shouldStore`
- * said no), and answer refusals with the gateway's problem documents. A
- * ledger that cannot be reached for the claim is `503
+ * said no), and answer refusals with the gateway's problem documents. The
+ * route's response body is read no further than `maxStoredBodyBytes` + 1
+ * bytes before the completion: larger, it is a tombstone and streams on to
+ * its caller. A ledger that cannot be reached for the claim is `503
  * idempotency-store-unavailable` (nothing ran), or, with `failurePolicy:
  * "open"` and a claim the runtime refused as `overloaded`, the route run
  * unprotected.
@@ -460,20 +467,27 @@ export function idempotencyContract(options) {
         await settlement(claimed);
         return result.response;
       }
-      /** @type {import("./stored.js").StoredResponse} */
-      let stored;
+      // The route's body is read with its own reader (no clone), no further
+      // than maxStoredBodyBytes + 1 bytes before the key is completed: a
+      // body within the cap is stored and answered from those bytes; a
+      // larger one completes the key as a tombstone at once and then
+      // streams to its caller as it comes (./stored.js captureBounded), so
+      // a body that later breaks off, or a caller that goes away, can never
+      // lead to a second run, and memory stays bounded. A body that breaks
+      // off within the cap is a tombstone too (the route ran in this
+      // isolate: never released for a second run); retries get 500
+      // idempotency-response-not-retained — loud, and never a second run.
+      /** @type {{ stored: StoredResponse; response: Response }} */
+      let captured;
       try {
-        stored = await captureResponse(result.response.clone(), { storedHeaders: o.storedHeaders, maxStoredBodyBytes: o.maxStoredBodyBytes });
+        captured = await captureBounded(result.response, { storedHeaders: o.storedHeaders, maxStoredBodyBytes: o.maxStoredBodyBytes });
       } catch {
-        // The route ran but its body could not be read (a stream that broke
-        // off): never release (a retry would run it again); store what is
-        // known as a tombstone, so retries get 500
-        // idempotency-response-not-retained — loud, and never a second run.
-        stored = { status: result.response.status, headers: [], body: null };
+        // A body that cannot be read at all (already used): what is known, as a tombstone.
+        captured = { stored: { status: result.response.status, headers: [], body: null }, response: result.response };
       }
       // The caller whose run produced this response always gets it, whatever the completion comes to.
-      await settlement(claimed, stored);
-      return applied(result.response);
+      await settlement(claimed, captured.stored);
+      return applied(captured.response);
     },
   };
 }
@@ -490,8 +504,19 @@ export function idempotencyContract(options) {
 async function storing(shouldStore, response, args) {
   if (shouldStore === undefined) return true;
   // It is given a clone: a body it reads is never taken from the caller or
-  // the stored answer.
-  try { return (await shouldStore(response.clone(), ...args)) !== false; } catch { return false; }
+  // the stored answer. Once it answers, whatever it left unread of the
+  // clone is cancelled, so that branch of the body does not buffer the
+  // whole stream while the caller's branch is read.
+  const clone = response.clone();
+  try {
+    return (await shouldStore(clone, ...args)) !== false;
+  } catch {
+    return false;
+  } finally {
+    try {
+      clone.body?.cancel().catch(() => { /* read to its end, or locked by a reader it kept */ });
+    } catch { /* as above */ }
+  }
 }
 
 /**
@@ -513,7 +538,8 @@ async function storing(shouldStore, response, args) {
  * fails goes to `onSettlementFailed`); an unreachable ledger is `503
  * idempotency-store-unavailable` (or, `failurePolicy: "open"`, the handler
  * run unprotected when the runtime refused the claim as `overloaded`); a
- * configuration error is `500 misconfigured`.
+ * configuration error is `500 misconfigured`. A response larger than
+ * `maxStoredBodyBytes` streams to its caller once its tombstone is stored.
  *
  * The handler is called `(request, env, ctx, { idempotencyKey })`: the
  * request's body can still be read, and `idempotencyKey` is its parsed key

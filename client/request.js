@@ -7,8 +7,9 @@
 // larger Content-Length is refused before anything is read; a body is read
 // chunk by chunk whatever its Content-Length says (a Request made in the
 // isolate may carry any header over any stream) and refused as soon as it
-// passes the limit, so nothing beyond it is ever buffered. Internal: not
-// re-exported by the package.
+// passes the limit, so nothing beyond it is ever buffered. `readChunks` is
+// that chunk loop, shared with the middleware's capture of a route's
+// response (./stored.js). Internal: not re-exported by the package.
 import { concat } from "./bytes.js";
 import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
 import { problemResponse } from "./problems.js";
@@ -27,6 +28,52 @@ export function declaredTooLarge(headers, limit) {
 }
 
 /**
+ * What `readChunks` read: the chunks in order and their size; `ended` when
+ * the stream ended (false: more than the limit arrived and the rest is
+ * unread), or the `error` that stopped it (the chunks before it kept).
+ * @typedef {{ chunks: Uint8Array[]; size: number; ended: boolean } | { chunks: Uint8Array[]; size: number; error: unknown }} ChunksRead
+ */
+
+/**
+ * The one bounded chunk loop (a request's body here, a route's response in
+ * ./stored.js): reads `reader` until the stream ends or more than `limit`
+ * bytes arrived, whichever comes first, holding at most `limit` + 1 bytes
+ * plus the last chunk; past the limit the reader is left as it is (the
+ * caller cancels it or reads on). Never rejects: a stream that errors, a
+ * chunk that is not bytes, or a stream longer or shorter than the length
+ * it `declared` (a Content-Length: checked on every chunk, the reader then
+ * cancelled) is `error`.
+ * @param {ReadableStreamDefaultReader<Uint8Array>} reader
+ * @param {number} limit
+ * @param {number | null} [declared]
+ * @returns {Promise<ChunksRead>}
+ */
+export async function readChunks(reader, limit, declared = null) {
+  /** @type {Uint8Array[]} */
+  const chunks = [];
+  let size = 0;
+  const failed = (/** @type {unknown} */ error) => {
+    reader.cancel(error).catch(() => { /* what the sender does next is not ours */ });
+    return { chunks, size, error };
+  };
+  for (;;) {
+    let step;
+    try { step = await reader.read(); } catch (error) { return { chunks, size, error }; }
+    if (step.done) {
+      if (declared !== null && size !== declared) return { chunks, size, error: new Error(`the body is ${size} bytes, its Content-Length says ${declared}`) };
+      return { chunks, size, ended: true };
+    }
+    // A stream made in the isolate may enqueue anything: only bytes are a body.
+    const value = /** @type {unknown} */ (step.value);
+    if (!ArrayBuffer.isView(value)) return failed(new TypeError("a body chunk is not bytes"));
+    chunks.push(value instanceof Uint8Array ? value : new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+    size += value.byteLength;
+    if (declared !== null && size > declared) return failed(new Error(`the body is longer than its Content-Length (${declared})`));
+    if (size > limit) return { chunks, size, ended: false };
+  }
+}
+
+/**
  * The request's body bounded by `limit`: its bytes, or null as soon as
  * more than `limit` arrived (the rest is cancelled, never buffered).
  * Rejects when the body cannot be read to its end, or when it is longer or
@@ -41,26 +88,13 @@ export async function readBody(request, limit) {
   const field = request.headers.get("content-length")?.trim();
   const declared = field !== undefined && /^[0-9]+$/.test(field) ? Number(field) : null;
   const reader = request.body.getReader();
-  /** @type {Uint8Array[]} */
-  const chunks = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) {
-      if (declared !== null && size !== declared) throw new Error(`the body is ${size} bytes, its Content-Length says ${declared}`);
-      return concat(chunks);
-    }
-    size += value.byteLength;
-    if (declared !== null && size > declared) {
-      reader.cancel().catch(() => { /* over its declared length: what the sender does next is not ours */ });
-      throw new Error(`the body is longer than its Content-Length (${declared})`);
-    }
-    if (size > limit) {
-      reader.cancel().catch(() => { /* already over: what the sender does next is not ours */ });
-      return null;
-    }
-    chunks.push(value);
+  const read = await readChunks(reader, limit, declared);
+  if ("error" in read) throw read.error;
+  if (!read.ended) {
+    reader.cancel().catch(() => { /* already over: what the sender does next is not ours */ });
+    return null;
   }
+  return concat(read.chunks);
 }
 
 /**
