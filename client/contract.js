@@ -13,7 +13,7 @@
 // and its error is rethrown whatever the settlement or a hook comes to; a
 // route's body is read no further than maxStoredBodyBytes + 1 bytes before
 // its key is completed, so a larger one streams once its tombstone landed.
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { fingerprint, targetOf } from "./fingerprint.js";
 import { problemResponse } from "./problems.js";
@@ -207,8 +207,8 @@ function checked(options) {
   for (const [name, hook] of /** @type {const} */ ([["shouldStore", shouldStore], ["onReplayed", onReplayed], ["onConflict", onConflict], ["onStored", onStored]])) {
     optionalFunction(name, hook);
   }
-  wholeNumber("waitSeconds", waitSeconds, 0, 300);
-  wholeNumber("maxWaitSeconds", maxWaitSeconds, 0, 300);
+  wholeNumber("waitSeconds", waitSeconds, 0, MAX_WAIT_SECONDS);
+  wholeNumber("maxWaitSeconds", maxWaitSeconds, 0, MAX_WAIT_SECONDS);
   if (waitSeconds > maxWaitSeconds) throw new TypeError("idempotency middleware: waitSeconds exceeds maxWaitSeconds");
   wholeNumber("maxStoredBodyBytes", maxStoredBodyBytes, 0, STORED_BODY_CEILING);
   if (typeof required !== "boolean") throw new TypeError("idempotency middleware: required must be a boolean");

@@ -130,6 +130,11 @@ function normalized(answer) {
     throw new TypeError("idempotency-ledger: run must return { status, headers, body | json }, not a Response: its body can only be read asynchronously, and a transaction cannot span an await");
   }
   const status = answer.status ?? 200;
+  // The core's own check of a stored status (src/embedded.rs run_app), made
+  // here too so an unprotected run's answer is refused inside its transaction.
+  if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
+    throw new TypeError("idempotency-ledger: the status must be a whole number 200..599");
+  }
   const headers = new Headers(/** @type {HeadersInit | undefined} */ (answer.headers));
   /** @type {Uint8Array} */
   let body;

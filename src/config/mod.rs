@@ -114,7 +114,7 @@ fn windows(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigErr
         return Err(err(
             "RETENTION_SECONDS and LEASE_SECONDS",
             format!(
-                "RETENTION_SECONDS ({retention_seconds}) must exceed LEASE_SECONDS ({lease_seconds})"
+                "RETENTION_SECONDS ({retention_seconds}) is shorter than LEASE_SECONDS ({lease_seconds}): a record must outlive its lease"
             ),
         ));
     }

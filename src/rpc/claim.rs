@@ -51,15 +51,16 @@ impl Call for ClaimCall {
 /// The one rule for a lease and a retention (a claim's effective windows —
 /// the call's, else the object's defaults — and `RETENTION_SECONDS`
 /// against `LEASE_SECONDS` alike): a record must outlive its lease, so the
-/// retention must be longer than the lease; anything else is refused
+/// retention may not be shorter than the lease (equal is enough: the record
+/// expires no earlier than its lease ends); a shorter one is refused
 /// (`400 invalid-rpc`, or the configuration's `500 misconfigured`) rather
 /// than silently stretched. The JS middleware holds `retentionSeconds`
 /// and `leaseSeconds` to the same rule (tests/fixtures/limits.json
 /// `windows` pins both).
 pub fn check_claim_windows(lease_ms: i64, retention_ms: i64) -> Result<(), String> {
-    if retention_ms <= lease_ms {
+    if retention_ms < lease_ms {
         return Err(format!(
-            "the retention ({} s) is not longer than the lease ({} s); a record must outlive its lease",
+            "the retention ({} s) is shorter than the lease ({} s); a record must outlive its lease",
             retention_ms / 1000,
             lease_ms / 1000
         ));

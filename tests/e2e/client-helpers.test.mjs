@@ -291,7 +291,7 @@ test("middleware options are checked when the middleware is made: each wrong one
     [{ ledger: client, tenantShards: '{"acme": 2}' }, /tenantShards routes a TenantLedger namespace/],
     [{ ledger: client, leaseSeconds: 0 }, /leaseSeconds must be a whole number 1\.\.31536000/],
     [{ ledger: client, retentionSeconds: 1.5 }, /retentionSeconds must be a whole number/],
-    [{ ledger: client, leaseSeconds: 120, retentionSeconds: 60 }, /longer than leaseSeconds/],
+    [{ ledger: client, leaseSeconds: 120, retentionSeconds: 60 }, /shorter than leaseSeconds/],
     [{ ledger: client, maxBodyBytes: 16_777_217 }, /maxBodyBytes must be a whole number 0\.\.16777216/],
     [{ ledger: client, failurePolicy: "lenient" }, /failurePolicy must be "closed" or "open"/],
     [{ ledger: client, problemBase: "/problems/" }, /problemBase must be an absolute URL/],

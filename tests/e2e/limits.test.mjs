@@ -31,7 +31,7 @@ test("the middleware holds leaseSeconds and retentionSeconds to the core's one r
   for (const { lease_seconds: leaseSeconds, retention_seconds: retentionSeconds, holds } of fixture.windows) {
     const make = () => withIdempotency(() => new Response("ok"), { ledger, leaseSeconds, retentionSeconds });
     if (holds) assert.doesNotThrow(make, `${leaseSeconds}/${retentionSeconds}`);
-    else assert.throws(make, /retentionSeconds must be longer than leaseSeconds/, `${leaseSeconds}/${retentionSeconds}`);
+    else assert.throws(make, /retentionSeconds is shorter than leaseSeconds/, `${leaseSeconds}/${retentionSeconds}`);
   }
 });
 

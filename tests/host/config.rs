@@ -90,14 +90,16 @@ fn invalid_values_name_their_variable() {
 }
 
 #[test]
-fn retention_must_exceed_the_lease_naming_both() {
-    for (retention, lease) in [("2", "20"), ("60", "60"), ("1", "2")] {
+fn retention_shorter_than_the_lease_is_refused_naming_both() {
+    for (retention, lease) in [("2", "20"), ("59", "60"), ("1", "2")] {
         let e = parse(&[("RETENTION_SECONDS", retention), ("LEASE_SECONDS", lease)]).unwrap_err();
         assert!(e.variable.contains("RETENTION_SECONDS") && e.variable.contains("LEASE_SECONDS"));
     }
     // The default lease (60) against a short retention, too.
     assert!(parse(&[("RETENTION_SECONDS", "30")]).is_err());
     assert!(parse(&[("RETENTION_SECONDS", "3"), ("LEASE_SECONDS", "2")]).is_ok());
+    // The one rule of RPC claims too: equal is enough.
+    assert!(parse(&[("RETENTION_SECONDS", "60"), ("LEASE_SECONDS", "60")]).is_ok());
 }
 
 #[test]
