@@ -76,9 +76,9 @@ import { ledgerSource } from "./sources.js";
  * @property {number} [maxWaitSeconds] The most any request waits (as IN_FLIGHT_WAIT_MAX_SECONDS). Default 10; 0..300.
  * @property {number} [leaseSeconds] The claim's lease, 1..31536000 (as LEASE_SECONDS). Default: the object's.
  * @property {number} [retentionSeconds] How long a completed key is replayed, 1..31536000, sent with the claim and
- *   the completion (as RETENTION_SECONDS). Default: the object's. It must outlive `leaseSeconds` (else a TypeError)
- *   and, when `leaseSeconds` is not given, the object's own lease: otherwise the object refuses the claim and the
- *   middleware answers `500 misconfigured` (as any claim the object refuses with a 4xx: the middleware's own call).
+ *   the completion (as RETENTION_SECONDS). Default: the object's. Not shorter than `leaseSeconds` (else a TypeError)
+ *   nor, when `leaseSeconds` is not given, than the object's own lease: otherwise the object refuses the claim and
+ *   the middleware answers `500 misconfigured` (as any claim the object refuses with a 4xx: the middleware's own call).
  * @property {PerRequest<[response: Response, ...args: A], boolean>} [shouldStore] Whether the route's response is
  *   stored; `false` releases the key instead (the response is still returned; a retry runs again). Default: every
  *   response is stored, 5xx included (as RELEASE_ON_5XX=false). Read its status and headers, not its body. A
