@@ -175,13 +175,25 @@ impl<S: SqlStore> Ledger<S> {
         &self,
         body: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
+        self.transaction_counting(self.counts_in_transaction, body)
+    }
+
+    /// [`Ledger::transaction`], writing the level's counts inside it when
+    /// `in_transaction` and it wrote a record (the sweep always does: the
+    /// generation floor it raises must never outlive its deletes in memory
+    /// only).
+    fn transaction_counting<T, E: From<StoreError>>(
+        &self,
+        in_transaction: bool,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
         let depth = self.depth.get();
         self.depth.set(depth + 1);
         let enclosing = std::mem::take(&mut *self.in_transaction.borrow_mut());
         let enclosing_written = std::mem::take(&mut *self.written.borrow_mut());
         let result = self.store.atomically(|| {
             let value = body()?;
-            if self.counts_in_transaction && self.in_transaction.borrow().follows_a_write() {
+            if in_transaction && self.in_transaction.borrow().follows_a_write() {
                 let counted = std::mem::take(&mut *self.in_transaction.borrow_mut());
                 self.write_pending(&counted)?;
                 self.written.borrow_mut().merge(counted);

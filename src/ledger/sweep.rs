@@ -3,8 +3,8 @@
 //!
 //! What must stay true here: the sweep deletes at most `batch` records,
 //! only with `expires_at <= now` and no live lease, found through the
-//! `sweep_at` index, and keeps the record counter (the quota's count) in
-//! step in the same transaction.
+//! `sweep_at` index, and writes the record counts and the generation floor
+//! in the same transaction.
 
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +94,11 @@ impl<S: SqlStore> Ledger<S> {
     /// was pending), recounts the records per state when that is due, and
     /// says when the next one expires.
     pub fn sweep(&self, now: Millis, batch: usize) -> Result<SweepOutcome, StoreError> {
-        let deleted = self.transaction(|| {
+        // The counts — the generation floor among them — are written in the
+        // transaction that deletes: a floor kept only in memory could be lost
+        // with the instance, and a swept key reborn at a generation a stale
+        // owner still holds.
+        let deleted = self.transaction_counting(true, || {
             // Guard: expires_at <= now — nothing inside its window is
             // deleted — and no live lease: a running owner's record is never
             // swept (the claim keeps expires_at >= the lease's end, so this

@@ -134,48 +134,6 @@ fn the_order_list_is_newest_first_and_at_most_100() {
     assert_eq!(wrong.status, 405);
 }
 
-/// A store whose writes of the counters row fail while `failing` is set
-/// (every other statement is the real SQLite's).
-struct CountsFail {
-    inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore,
-    failing: std::cell::Cell<bool>,
-}
-
-impl idempotency_ledger::ledger::SqlStore for CountsFail {
-    fn query(
-        &self,
-        sql: &str,
-        params: &[idempotency_ledger::ledger::SqlValue],
-    ) -> Result<Vec<idempotency_ledger::ledger::Row>, StoreError> {
-        if self.failing.get() && sql.contains("UPDATE ledger_state") {
-            return Err(StoreError::Sql(
-                "injected: the counters row cannot be written".into(),
-            ));
-        }
-        self.inner.query(sql, params)
-    }
-
-    fn update(
-        &self,
-        sql: &str,
-        params: &[idempotency_ledger::ledger::SqlValue],
-    ) -> Result<bool, StoreError> {
-        if self.failing.get() && sql.contains("UPDATE ledger_state") {
-            return Err(StoreError::Sql(
-                "injected: the counters row cannot be written".into(),
-            ));
-        }
-        self.inner.update(sql, params)
-    }
-
-    fn atomically<T, E: From<StoreError>>(
-        &self,
-        body: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, E> {
-        self.inner.atomically(body)
-    }
-}
-
 #[test]
 fn a_counts_flush_that_fails_after_the_commit_never_fails_the_execute_and_the_counts_are_kept() {
     use idempotency_ledger::ledger::{Ledger, SqlStore};

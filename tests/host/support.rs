@@ -90,3 +90,60 @@ pub fn count(ledger: &Ledger<RusqliteStore>, table: &str) -> i64 {
         .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
         .expect("count")
 }
+
+/// A store whose writes of the counters row fail while `failing` is set
+/// (every other statement is the real SQLite's).
+pub struct CountsFail {
+    pub inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore,
+    pub failing: std::cell::Cell<bool>,
+}
+
+impl idempotency_ledger::ledger::SqlStore for CountsFail {
+    fn query(
+        &self,
+        sql: &str,
+        params: &[idempotency_ledger::ledger::SqlValue],
+    ) -> Result<Vec<idempotency_ledger::ledger::Row>, idempotency_ledger::ledger::StoreError> {
+        if self.failing.get() && sql.contains("UPDATE ledger_state") {
+            return Err(idempotency_ledger::ledger::StoreError::Sql(
+                "injected: the counters row cannot be written".into(),
+            ));
+        }
+        self.inner.query(sql, params)
+    }
+
+    fn update(
+        &self,
+        sql: &str,
+        params: &[idempotency_ledger::ledger::SqlValue],
+    ) -> Result<bool, idempotency_ledger::ledger::StoreError> {
+        if self.failing.get() && sql.contains("UPDATE ledger_state") {
+            return Err(idempotency_ledger::ledger::StoreError::Sql(
+                "injected: the counters row cannot be written".into(),
+            ));
+        }
+        self.inner.update(sql, params)
+    }
+
+    fn atomically<T, E: From<idempotency_ledger::ledger::StoreError>>(
+        &self,
+        body: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.inner.atomically(body)
+    }
+}
+
+impl LedgerFile {
+    /// The database opened (and migrated) anew over a store whose counters
+    /// row can be made to fail ([`CountsFail`]).
+    pub fn open_failing(&self) -> Ledger<CountsFail> {
+        let ledger = Ledger::new(CountsFail {
+            inner: RusqliteStore::new(
+                rusqlite::Connection::open(&self.0).expect("open sqlite file"),
+            ),
+            failing: std::cell::Cell::new(false),
+        });
+        ledger.migrate().expect("migrate");
+        ledger
+    }
+}

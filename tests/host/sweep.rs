@@ -169,3 +169,58 @@ fn alarms_fall_on_the_interval_grid_never_before_their_time() {
         assert!(at >= t && at - t < 1_000, "{t} -> {at}");
     }
 }
+
+#[test]
+fn the_generation_floor_is_written_with_the_sweep_s_deletes_never_after_them() {
+    // A flush of the counters that fails after the deletes committed used
+    // to leave the raised floor in memory only: an eviction then lost it,
+    // and a swept key was claimed again at a generation a stale owner of
+    // the old record could still complete.
+    let file = LedgerFile::new("floor");
+    let short = idempotency_ledger::ledger::ClaimPolicy {
+        lease_ms: 1_000,
+        retention_ms: 2_000,
+        ..policy()
+    };
+    {
+        let l = file.open_failing();
+        let ClaimOutcome::Claimed { generation, .. } =
+            l.claim("k", &fp("{}"), &short, 1_000).unwrap()
+        else {
+            panic!("claimed")
+        };
+        assert_eq!(generation, 1);
+        l.complete("k", 1, &response("{}"), 2_000, 1_500).unwrap();
+        l.flush_pending().unwrap();
+        // The counters row cannot be written: the sweep deletes nothing
+        // rather than deleting without its floor.
+        l.store().failing.set(true);
+        assert!(l.sweep(10_000, 100).is_err());
+        l.store().failing.set(false);
+        // The instance is gone (an eviction) with whatever it kept in memory.
+    }
+    let l = file.open_failing();
+    let ClaimOutcome::Claimed { generation, .. } = l.claim("k", &fp("{}"), &short, 11_000).unwrap()
+    else {
+        panic!("claimed again")
+    };
+    assert!(
+        generation >= 2,
+        "a swept key is never reborn at generation {generation}"
+    );
+    // And a sweep that succeeds leaves the floor in the row itself.
+    l.complete("k", generation, &response("{}"), 2_000, 11_500)
+        .unwrap();
+    assert_eq!(l.sweep(20_000, 100).unwrap().deleted, 1);
+    let floor: i64 = l
+        .store()
+        .inner
+        .connection()
+        .query_row(
+            "SELECT generation_floor FROM ledger_state WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(floor, generation);
+}
