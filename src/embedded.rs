@@ -354,7 +354,11 @@ fn policies(options: &str) -> Result<(ClaimPolicy, CapturePolicy, i64), JsValue>
             .collect(),
         max_stored_body_bytes: options.max_stored_body_bytes,
     };
-    Ok((policy, capture, options.sweep_interval_seconds as i64 * 1000))
+    Ok((
+        policy,
+        capture,
+        options.sweep_interval_seconds as i64 * 1000,
+    ))
 }
 
 /// Calls the caller's function and reads its answer

@@ -154,20 +154,45 @@ fn limits_fixture() -> Value {
 fn the_core_limits_are_the_shared_fixture_s() {
     let fixture = limits_fixture();
     let l = &fixture["limits"];
-    let n = |name: &str| l[name].as_u64().unwrap_or_else(|| panic!("{name} in limits.json"));
-    assert_eq!(n("max_window_seconds"), idempotency_ledger::rpc::MAX_WINDOW_SECONDS);
-    assert_eq!(n("stored_body_ceiling"), idempotency_ledger::ledger::STORED_BODY_CEILING as u64);
-    assert_eq!(n("max_request_body_ceiling"), idempotency_ledger::config::MAX_REQUEST_BODY_CEILING);
-    assert_eq!(n("max_shards"), u64::from(idempotency_ledger::config::shards::MAX_SHARDS));
-    assert_eq!(n("max_key_length"), idempotency_ledger::protocol::MAX_KEY_LEN as u64);
-    assert_eq!(n("max_wait_seconds"), idempotency_ledger::config::waiting::MAX_WAIT_SECONDS);
+    let n = |name: &str| {
+        l[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name} in limits.json"))
+    };
+    assert_eq!(
+        n("max_window_seconds"),
+        idempotency_ledger::rpc::MAX_WINDOW_SECONDS
+    );
+    assert_eq!(
+        n("stored_body_ceiling"),
+        idempotency_ledger::ledger::STORED_BODY_CEILING as u64
+    );
+    assert_eq!(
+        n("max_request_body_ceiling"),
+        idempotency_ledger::config::MAX_REQUEST_BODY_CEILING
+    );
+    assert_eq!(
+        n("max_shards"),
+        u64::from(idempotency_ledger::config::shards::MAX_SHARDS)
+    );
+    assert_eq!(
+        n("max_key_length"),
+        idempotency_ledger::protocol::MAX_KEY_LEN as u64
+    );
+    assert_eq!(
+        n("max_wait_seconds"),
+        idempotency_ledger::config::waiting::MAX_WAIT_SECONDS
+    );
     let delays: Vec<u64> = l["settle_retry_delays_ms"]
         .as_array()
         .expect("settle_retry_delays_ms")
         .iter()
         .map(|d| d.as_u64().expect("a delay"))
         .collect();
-    assert_eq!(delays, idempotency_ledger::contract::proxy::SETTLE_RETRY_DELAYS_MS.to_vec());
+    assert_eq!(
+        delays,
+        idempotency_ledger::contract::proxy::SETTLE_RETRY_DELAYS_MS.to_vec()
+    );
     let null_body: Vec<u64> = l["null_body_statuses"]
         .as_array()
         .expect("null_body_statuses")
@@ -194,12 +219,20 @@ fn a_lease_and_a_retention_are_held_to_one_rule_in_rpc_and_configuration() {
             w["retention_seconds"].as_u64().unwrap(),
         );
         let holds = w["holds"].as_bool().unwrap();
-        let rpc = idempotency_ledger::rpc::check_claim_windows(lease as i64 * 1000, retention as i64 * 1000);
+        let rpc = idempotency_ledger::rpc::check_claim_windows(
+            lease as i64 * 1000,
+            retention as i64 * 1000,
+        );
         assert_eq!(rpc.is_ok(), holds, "RPC {w}");
         let (l, r) = (lease.to_string(), retention.to_string());
-        let vars = [("RETENTION_SECONDS", r.as_str()), ("LEASE_SECONDS", l.as_str())];
+        let vars = [
+            ("RETENTION_SECONDS", r.as_str()),
+            ("LEASE_SECONDS", l.as_str()),
+        ];
         let parsed = idempotency_ledger::config::Config::from_lookup(&|name| {
-            vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
         });
         // A lease beyond LEASE_SECONDS's own range is refused for that reason alone.
         if lease <= 86_400 {
