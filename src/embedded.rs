@@ -270,7 +270,12 @@ impl EmbeddedLedger {
     pub fn alarm_at(&self) -> Result<String, JsValue> {
         let now = now_ms();
         let next = self.ledger.next_sweep_at(now).map_err(store_failed)?;
-        serde_json::to_string(&next.map(|at| alarm_for(at, now, self.sweep_interval_ms)))
+        let recount = self.ledger.next_recount_at(now).map_err(store_failed)?;
+        let due = match (next, recount) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        serde_json::to_string(&due.map(|at| alarm_for(at, now, self.sweep_interval_ms)))
             .map_err(refuse)
     }
 

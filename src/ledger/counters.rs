@@ -163,6 +163,32 @@ impl<S: SqlStore> Ledger<S> {
             .add_replays(key, generation, n, now);
     }
 
+    /// Writes counts reported from elsewhere — replays a gateway answered
+    /// from its cache (`(key, generation, n)`) and its failed completions —
+    /// at once, in a transaction of their own and apart from what is
+    /// pending: if the write fails none of them is kept, so a caller that
+    /// is told so and sends them again has them counted once, never twice.
+    pub fn write_reported(
+        &self,
+        replays: &[(&str, i64, i64)],
+        complete_failed: i64,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let mut counts = Pending::default();
+        for (key, generation, n) in replays {
+            counts.add_replays(key, *generation, *n, now);
+        }
+        if complete_failed > 0 {
+            counts.add(Counter::CompleteFailed, complete_failed, now);
+        }
+        if counts.is_empty() {
+            return Ok(());
+        }
+        self.store.atomically(|| self.write_pending(&counts))?;
+        self.stored_add(&counts);
+        Ok(())
+    }
+
     /// Adds `n` to `counter` with the next flush (counts reported by a
     /// caller, such as a gateway's failed completions).
     pub fn add_count(&self, counter: Counter, n: i64, now: Millis) {

@@ -32,7 +32,15 @@ pub struct SweepOutcome {
     /// When the next record may expire, if any (see
     /// [`Ledger::next_sweep_at`]).
     pub next_expires_at: Option<Millis>,
+    /// When the records per state are next recounted, while any are held
+    /// (see [`Ledger::next_recount_at`]).
+    #[serde(default)]
+    pub next_recount_at: Option<Millis>,
 }
+
+/// The most records whose `sweep_at` has passed that
+/// [`Ledger::next_sweep_at`] reads; with that many, the sweep is simply due.
+pub const DUE_SCAN: i64 = 32;
 
 /// How soon the alarm fires again after a full sweep batch (more expired
 /// records may be waiting).
@@ -40,15 +48,19 @@ pub const FULL_BATCH_REARM_MS: Millis = 500;
 
 impl SweepOutcome {
     /// Where the alarm goes after this batch: again within a second when
-    /// the batch was full, else on the grid at the next expiry, or nowhere
-    /// (no record left). The one rule of `TenantLedger`'s alarm and the
-    /// embedded ledger's (`Ledger.alarm()` in JS asks the core for it).
+    /// the batch was full, else on the grid at the next expiry or the next
+    /// recount, whichever comes first, or nowhere (no record left). The one
+    /// rule of `TenantLedger`'s alarm and the embedded ledger's
+    /// (`Ledger.alarm()` in JS asks the core for it).
     pub fn next_alarm_at(&self, now: Millis, interval_ms: Millis) -> Option<Millis> {
         if self.batch_full {
             return Some(now.saturating_add(FULL_BATCH_REARM_MS));
         }
-        self.next_expires_at
-            .map(|at| alarm_for(at, now, interval_ms))
+        let due = match (self.next_expires_at, self.next_recount_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        due.map(|at| alarm_for(at, now, interval_ms))
     }
 }
 
@@ -71,19 +83,30 @@ pub fn on_grid(t: Millis, interval_ms: Millis) -> Millis {
 impl<S: SqlStore> Ledger<S> {
     /// When the next sweep is due after `now`: the earliest time a record
     /// held may expire. Never after the earliest `expires_at` (each record's
-    /// `sweep_at` is at or before its expiry); bounded reads — the records
-    /// whose `sweep_at` has passed but whose completion put their expiry
-    /// later (runs still within their retention), and one index seek.
+    /// `sweep_at` is at or before its expiry). Bounded reads whatever the
+    /// backlog: at most [`DUE_SCAN`] of the records whose `sweep_at` has
+    /// passed (expired ones not yet swept, and runs a late completion kept
+    /// within their retention) — when that many are there, the sweep is
+    /// due now — and one index seek for the next `sweep_at` ahead.
     pub fn next_sweep_at(&self, now: Millis) -> Result<Option<Millis>, StoreError> {
         let rows = self.store.query(
-            "SELECT (SELECT MIN(expires_at) FROM idempotency_records WHERE sweep_at <= ?1),
-                    (SELECT MIN(sweep_at) FROM idempotency_records WHERE sweep_at > ?1)",
-            &[now.into()],
+            "SELECT due.least, due.n,
+                    (SELECT MIN(sweep_at) FROM idempotency_records WHERE sweep_at > ?1)
+             FROM (SELECT MIN(expires_at) AS least, COUNT(*) AS n
+                   FROM (SELECT expires_at FROM idempotency_records
+                         WHERE sweep_at <= ?1 ORDER BY sweep_at LIMIT ?2)) AS due",
+            &[now.into(), DUE_SCAN.into()],
         )?;
         let Some(row) = rows.first() else {
             return Ok(None);
         };
-        Ok(match (row.opt_int(0)?, row.opt_int(1)?) {
+        // A full scan of due records: some beyond it may expire sooner.
+        let due = if row.int(1)? >= DUE_SCAN {
+            Some(now)
+        } else {
+            row.opt_int(0)?
+        };
+        Ok(match (due, row.opt_int(2)?) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         })
@@ -129,7 +152,25 @@ impl<S: SqlStore> Ledger<S> {
             deleted,
             batch_full: deleted >= batch,
             next_expires_at: self.next_sweep_at(now)?,
+            next_recount_at: self.next_recount_at(now)?,
         })
+    }
+
+    /// When the alarm's recount of the records per state is next due
+    /// ([`RECOUNT_AFTER_MS`] after the last, never before `now`), while the
+    /// counts say records are held; `None` otherwise. Read from memory (the
+    /// `ledger_state` row, once per instance). The alarm is set for it as
+    /// for an expiry, so a count an eviction lost heals within the hour
+    /// even when no record expires for a day.
+    pub fn next_recount_at(&self, now: Millis) -> Result<Option<Millis>, StoreError> {
+        if self.held_records()? <= 0 {
+            return Ok(None);
+        }
+        let last = self.with_stored(|s| s.recounted_at)?;
+        Ok(Some(
+            last.saturating_add(RECOUNT_AFTER_MS)
+                .max(now.saturating_add(1)),
+        ))
     }
 
     /// Counts the records per state from the records themselves (one read

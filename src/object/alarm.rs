@@ -71,9 +71,20 @@ impl TenantLedger {
         };
         let storage = self.state.storage();
         let next = outcome.next_alarm_at(now, self.interval_ms());
-        match next {
-            Some(at) => storage.set_alarm(at_epoch_ms(at)).await?,
-            None => storage.delete_alarm().await?,
+        // Until the platform confirms the next alarm, this instance knows
+        // nothing of it: a failed set must leave no belief that an alarm is
+        // armed (the next write reads the alarm again and arms it).
+        self.alarm_at.set(None);
+        let set = match next {
+            Some(at) => storage.set_alarm(at_epoch_ms(at)).await,
+            None => storage.delete_alarm().await,
+        };
+        if let Err(e) = set {
+            log::error(
+                "idempotency.alarm_set_failed",
+                fields! {"error" => e.to_string()},
+            );
+            return Err(e);
         }
         self.alarm_at.set(Some(next));
         log::info(
@@ -87,6 +98,12 @@ impl TenantLedger {
     /// `at` (a record written now may expire then): reads the alarm once per
     /// instance, then sets it only when it must move earlier.
     pub(super) async fn arm_by(&self, at: Millis) {
+        let now = now_ms();
+        // The hourly recount is due on the same alarm (one per object).
+        let at = match self.ledger.next_recount_at(now) {
+            Ok(Some(recount)) => at.min(recount),
+            _ => at,
+        };
         let storage = self.state.storage();
         let known = match self.alarm_at.get() {
             Some(known) => known,

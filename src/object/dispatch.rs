@@ -305,6 +305,12 @@ impl Apply<CompleteCall> for TenantLedger {
             }
             CompleteOutcome::Stored => {
                 self.waiters.wake(&call.key);
+                // A completion's retention may be shorter than its claim's:
+                // the record then expires earlier than the alarm the claim
+                // set (the ledger moved its `sweep_at`), so the alarm moves
+                // too — never late. Nothing is read or set when the alarm is
+                // known to be early enough.
+                self.arm_by(now.saturating_add(retention)).await;
             }
         }
         Ok(answered(out))
@@ -356,14 +362,16 @@ impl Apply<ReplayedCall> for TenantLedger {
         call: ReplayedCall,
     ) -> Result<(ReplayedOutcome, WaitReport), Problem> {
         let now = now_ms();
-        for r in &call.replays {
-            self.ledger.add_replays(&r.key, r.generation, r.count, now);
-        }
+        let replays: Vec<(&str, i64, i64)> = call
+            .replays
+            .iter()
+            .map(|r| (r.key.as_str(), r.generation, r.count))
+            .collect();
+        // Written now (counts that arrive here are already late), and only
+        // if they are written: a 503 leaves none of them behind, so the
+        // gateway's re-send is counted once.
         self.ledger
-            .add_count(Counter::CompleteFailed, call.complete_failed, now);
-        // Written now: counts that arrive here are already late.
-        self.ledger
-            .flush_pending()
+            .write_reported(&replays, call.complete_failed, now)
             .map_err(|e| store_unavailable(&e))?;
         Ok(answered(ReplayedOutcome::Counted))
     }

@@ -180,3 +180,41 @@ fn a_counts_flush_that_fails_after_the_commit_never_fails_the_execute_and_the_co
         (3, 3, 0)
     );
 }
+
+#[test]
+fn replays_reported_by_a_gateway_are_counted_once_when_their_write_fails_and_is_sent_again() {
+    use idempotency_ledger::ledger::{Ledger, SqlStore};
+    let l = Ledger::new(CountsFail {
+        inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore::in_memory()
+            .expect("sqlite"),
+        failing: std::cell::Cell::new(false),
+    });
+    l.migrate().expect("migrate");
+    orders::migrate(l.store()).expect("orders schema");
+    let ran = l
+        .execute("k", &fp(ORDER), &policy(), &capture(), 1_000, |store| {
+            orders::create(store, ORDER.as_bytes(), 1_000)
+        })
+        .expect("execute");
+    let ExecuteOutcome::Ran { generation, .. } = ran else {
+        panic!("{ran:?}")
+    };
+    l.flush_pending().expect("flush");
+    // The write fails: the gateway is answered 503 and keeps its counts...
+    l.store().failing.set(true);
+    assert!(l.write_reported(&[("k", generation, 5)], 2, 2_000).is_err());
+    l.store().failing.set(false);
+    assert_eq!(
+        l.stats(2_000).unwrap().replays,
+        0,
+        "nothing of a failed report is kept"
+    );
+    // ...and sends them again: counted once.
+    l.write_reported(&[("k", generation, 5)], 2, 3_000)
+        .expect("written");
+    let stats = l.stats(3_000).unwrap();
+    assert_eq!((stats.replays, stats.complete_failed), (5, 2));
+    assert_eq!(l.lookup("k", 3_000).unwrap().unwrap().replays, 5);
+    l.flush_pending().expect("flush");
+    assert_eq!(l.stats(4_000).unwrap().replays, 5, "never written twice");
+}

@@ -224,3 +224,63 @@ fn the_generation_floor_is_written_with_the_sweep_s_deletes_never_after_them() {
         .unwrap();
     assert_eq!(floor, generation);
 }
+
+#[test]
+fn the_next_sweep_reads_a_bounded_number_of_rows_whatever_the_backlog() {
+    use idempotency_ledger::ledger::sweep::DUE_SCAN;
+    let l = ledger();
+    let short = idempotency_ledger::ledger::ClaimPolicy {
+        lease_ms: 1_000,
+        retention_ms: 1_000,
+        ..policy()
+    };
+    // 500 records expired and not yet swept (the alarm has not run).
+    for i in 0..500 {
+        assert!(matches!(
+            l.claim(&format!("k{i}"), &fp("{}"), &short, 1_000 + i)
+                .unwrap(),
+            ClaimOutcome::Claimed { .. }
+        ));
+    }
+    let now = 10_000;
+    // With a backlog of due records the sweep is due now, never later.
+    assert_eq!(l.next_sweep_at(now).unwrap(), Some(now));
+    // Below DUE_SCAN due records, the least expiry among them.
+    let l = ledger();
+    for i in 0..(DUE_SCAN - 1) {
+        l.claim(&format!("k{i}"), &fp("{}"), &short, 1_000 + i)
+            .unwrap();
+    }
+    assert_eq!(l.next_sweep_at(now).unwrap(), Some(2_000));
+    // And nothing due: the next sweep_at ahead.
+    assert_eq!(l.next_sweep_at(1_500).unwrap(), Some(2_000));
+}
+
+#[test]
+fn the_hourly_recount_is_on_the_alarm_even_when_no_record_expires_for_a_day() {
+    use idempotency_ledger::ledger::sweep::RECOUNT_AFTER_MS;
+    // Epoch milliseconds, as the objects' clocks give them.
+    const T0: i64 = 1_764_000_000_000;
+    let l = ledger();
+    l.execute("k", &fp("{}"), &policy(), &capture(), T0 + 1_000, |_| {
+        Ok::<_, idempotency_ledger::ledger::StoreError>(
+            idempotency_ledger::protocol::AppResponse::json(201, &"ok"),
+        )
+    })
+    .unwrap();
+    // Never recounted: due at once (then hourly).
+    assert_eq!(l.next_recount_at(T0 + 1_000).unwrap(), Some(T0 + 1_001));
+    let first = l.sweep(T0 + 2_000, 100).unwrap();
+    assert_eq!(first.deleted, 0);
+    assert_eq!(
+        first.next_recount_at,
+        Some(T0 + 2_000 + RECOUNT_AFTER_MS),
+        "the sweep recounted"
+    );
+    // The record expires in a day; the alarm comes back within the hour.
+    let at = first.next_alarm_at(T0 + 2_000, 60_000).unwrap();
+    assert!(at <= T0 + 2_000 + RECOUNT_AFTER_MS + 60_000, "{at}");
+    assert!(first.next_expires_at.unwrap() > T0 + 2_000 + 20 * RECOUNT_AFTER_MS);
+    // No record: no recount, no alarm for it.
+    assert_eq!(ledger().next_recount_at(T0 + 1_000).unwrap(), None);
+}
