@@ -16,13 +16,22 @@ use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
 use idempotency_ledger::ledger::Ledger;
 
 fn main() {
-    let mib: u64 = std::env::var("UPGRADE_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(256);
-    let body_len: usize = std::env::var("UPGRADE_BODY").ok().and_then(|v| v.parse().ok()).unwrap_or(2048);
+    let mib: u64 = std::env::var("UPGRADE_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let body_len: usize = std::env::var("UPGRADE_BODY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2048);
     let dir = std::env::temp_dir().join(format!("ledger-upgrade-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("ledger.sqlite");
     std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ledger-v1.sqlite"),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/ledger-v1.sqlite"
+        ),
         &path,
     )
     .expect("the v1 fixture");
@@ -46,15 +55,24 @@ fn main() {
             for i in 0..rows {
                 let t = 1_800_000_000_000i64 + i as i64;
                 insert
-                    .execute(rusqlite::params![format!("key-{i:012}"), digest, t, t + 86_400_000, body])
+                    .execute(rusqlite::params![
+                        format!("key-{i:012}"),
+                        digest,
+                        t,
+                        t + 86_400_000,
+                        body
+                    ])
                     .expect("insert");
             }
         }
         tx.commit().expect("commit");
-        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").expect("checkpoint");
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .expect("checkpoint");
     }
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    let ledger = Ledger::new(RusqliteStore::new(rusqlite::Connection::open(&path).expect("open")));
+    let ledger = Ledger::new(RusqliteStore::new(
+        rusqlite::Connection::open(&path).expect("open"),
+    ));
     let started = Instant::now();
     let cpu = cpu_seconds();
     let found = ledger.migrate().expect("the upgrade");
@@ -73,8 +91,18 @@ fn main() {
 /// This process's user + system CPU time, in seconds (Linux /proc).
 fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // utime and stime are fields 14 and 15 of stat (11 and 12 after the name).
     (ticks(11) + ticks(12)) / 100.0
 }

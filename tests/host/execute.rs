@@ -183,7 +183,7 @@ fn a_counts_flush_that_fails_after_the_commit_never_fails_the_execute_and_the_co
 
 #[test]
 fn replays_reported_by_a_gateway_are_counted_once_when_their_write_fails_and_is_sent_again() {
-    use idempotency_ledger::ledger::{Ledger, SqlStore};
+    use idempotency_ledger::ledger::Ledger;
     let l = Ledger::new(CountsFail {
         inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore::in_memory()
             .expect("sqlite"),
