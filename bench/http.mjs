@@ -20,15 +20,9 @@
 // machine is shared and noisy: the ratios are the figure, not the req/s.
 // Every request's status is checked; a scenario that answers anything else
 // than its expected status fails the benchmark.
-import autocannon from "autocannon";
-import { spawn } from "node:child_process";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createServer } from "node:http";
-
-const ROOT = new URL("../", import.meta.url).pathname;
+import { AUTH, JSON_HEADERS, ORDER, cannon as cannonFor, floorServer, scenariosAt, unique, withServer as withServerOn } from "./server.mjs";
 const { values: opts } = parseArgs({
   options: {
     duration: { type: "string", default: "8" },
@@ -45,18 +39,9 @@ const CONNECTIONS = Number(opts.connections);
 const ROUNDS = Number(opts.rounds);
 const PORT = Number(opts.port);
 const BASE = `http://127.0.0.1:${PORT}`;
-const AUTH = "Bearer dev-token-acme";
-const ORDER = JSON.stringify({ sku: "BENCH-1", quantity: 2 });
-const OTHER = JSON.stringify({ sku: "BENCH-2", quantity: 3 });
-const JSON_HEADERS = { authorization: AUTH, "content-type": "application/json" };
 
 const servers = [
-  {
-    name: "floor (JS DO, no idempotency)",
-    floor: true,
-    command: ["node_modules/.bin/wrangler", ["dev", "-c", "bench/floor/wrangler.toml", "--ip", "127.0.0.1", "--port", String(PORT), "--log-level", "warn"]],
-    setup: () => copyFileSync(join(ROOT, ".dev.vars.example"), join(ROOT, "bench/floor/.dev.vars")),
-  },
+  floorServer(PORT),
   { name: "product, LOG_LEVEL=info (default)", vars: { LOG_LEVEL: "info" } },
   { name: "product, LOG_LEVEL=warn", vars: { LOG_LEVEL: "warn" } },
   { name: "product, LOG_LEVEL=warn, REPLAY_CACHE_BYTES=0", vars: { LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0" } },
@@ -101,59 +86,10 @@ const origin = await (async () => {
   };
 })();
 
-let run = 0;
-const unique = () => `bench-${process.pid}-${Date.now()}-${run++}`;
-
-/** The scenarios: each returns autocannon options and its expected status. */
-const scenarios = {
-  fresh: async () => {
-    const prefix = unique();
-    let n = 0;
-    return {
-      expect: 201,
-      options: {
-        url: `${BASE}/v1/orders`,
-        method: "POST",
-        headers: JSON_HEADERS,
-        body: ORDER,
-        requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, "idempotency-key": `${prefix}-${n++}` } }) }],
-      },
-    };
-  },
-  replay: async () => {
-    const key = unique();
-    const headers = { ...JSON_HEADERS, "idempotency-key": key };
-    const first = await fetch(`${BASE}/v1/orders`, { method: "POST", headers, body: ORDER });
-    if (first.status !== 201) throw new Error(`seeding the replay key answered ${first.status}`);
-    return { expect: 201, options: { url: `${BASE}/v1/orders`, method: "POST", headers, body: ORDER } };
-  },
-  mismatch: async () => {
-    const key = unique();
-    const headers = { ...JSON_HEADERS, "idempotency-key": key };
-    const first = await fetch(`${BASE}/v1/orders`, { method: "POST", headers, body: ORDER });
-    if (first.status !== 201) throw new Error(`seeding the mismatch key answered ${first.status}`);
-    return { expect: 422, options: { url: `${BASE}/v1/orders`, method: "POST", headers, body: OTHER } };
-  },
-  health: async () => ({ expect: 200, options: { url: `${BASE}/health` } }),
-  proxyFresh: async () => {
-    const prefix = unique();
-    let n = 0;
-    return {
-      expect: 201,
-      options: {
-        url: `${BASE}/charges`, method: "POST", headers: JSON_HEADERS, body: ORDER,
-        requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, "idempotency-key": `${prefix}-${n++}` } }) }],
-      },
-    };
-  },
-};
+const scenarios = scenariosAt(BASE);
 const FLOOR_SCENARIOS = ["fresh", "health"];
 
-function cannon(options, duration) {
-  return new Promise((resolve, reject) => {
-    autocannon({ ...options, connections: CONNECTIONS, duration, pipelining: 1 }, (err, result) => (err ? reject(err) : resolve(result)));
-  });
-}
+const cannon = (options, duration) => cannonFor(options, { connections: CONNECTIONS, duration });
 
 async function measure(name) {
   const warm = await scenarios[name]();
@@ -173,37 +109,7 @@ async function measure(name) {
   return { rps: mean("rps"), p50: mean("p50"), p99: mean("p99"), rounds };
 }
 
-async function waitForHealth(child, deadlineMs = 180_000) {
-  const until = Date.now() + deadlineMs;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      const r = await fetch(`${BASE}/health`);
-      if (r.status === 200) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error("server did not answer /health in time");
-}
-
-async function withServer(server, body) {
-  const state = mkdtempSync(join(tmpdir(), "bench-state-"));
-  server.setup?.();
-  const [cmd, args] = server.command ?? ["bash", ["scripts/dev.sh", "--persist-to", state, "--log-level", "warn",
-    ...Object.entries(server.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`])]];
-  const child = spawn(cmd, server.command ? [...args, "--persist-to", state] : args, {
-    cwd: ROOT, env: { ...process.env, PORT: String(PORT), WRANGLER_SEND_METRICS: "false" },
-    stdio: ["ignore", "ignore", "inherit"], detached: true,
-  });
-  try {
-    await waitForHealth(child);
-    return await body();
-  } finally {
-    try { process.kill(-child.pid, "SIGTERM"); } catch {}
-    await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
-    rmSync(state, { recursive: true, force: true });
-  }
-}
+const withServer = (server, body) => withServerOn(server, PORT, body);
 
 /** Fresh keys in proxy mode, alternating: none parked / 100 parked on one slow key. */
 async function measureWaiters() {

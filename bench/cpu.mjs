@@ -1,0 +1,106 @@
+// CPU per request — the figure to steer by (docs/development.md): the
+// server's own CPU, not req/s from a load generator sharing the 2 cores.
+//
+//   npm run bench:cpu [-- --duration 8 --warmup 3 --connections 16 --rounds 2]
+//
+// Each round starts, one after another, each server under `wrangler dev`
+// (bench/server.mjs): the floor (a bare JS Worker + SQLite Durable Object
+// doing the same order INSERT), the product with LOG_LEVEL=warn, and the
+// product with the replay cache off. Against each it runs every scenario
+// after a warm-up: it reads utime + stime of every process in the
+// server's process group (/proc/PID/stat: wrangler's Node and workerd)
+// before and after a fixed autocannon load, and divides by the requests
+// completed. Rounds alternate the servers, so a noisy minute hits both.
+// Ratios are floor CPU ÷ product CPU (1.0 = as cheap as the floor):
+// fresh key, mismatch and replay without the cache against the floor's
+// fresh POST; a cached replay and /health against the floor's /health.
+import { readdirSync, readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { cannon, floorServer, scenariosAt, withServer } from "./server.mjs";
+
+const { values: opts } = parseArgs({
+  options: {
+    duration: { type: "string", default: "8" },
+    warmup: { type: "string", default: "3" },
+    connections: { type: "string", default: "16" },
+    rounds: { type: "string", default: "2" },
+    port: { type: "string", default: "8798" },
+  },
+});
+const DURATION = Number(opts.duration);
+const WARMUP = Number(opts.warmup);
+const CONNECTIONS = Number(opts.connections);
+const ROUNDS = Number(opts.rounds);
+const PORT = Number(opts.port);
+const scenarios = scenariosAt(`http://127.0.0.1:${PORT}`);
+const TICKS_PER_SECOND = 100; // Linux USER_HZ
+
+const servers = [
+  { ...floorServer(PORT), scenarios: ["fresh", "health"] },
+  { name: "product, LOG_LEVEL=warn", vars: { LOG_LEVEL: "warn" }, scenarios: ["fresh", "replay", "mismatch", "health"] },
+  { name: "product, LOG_LEVEL=warn, REPLAY_CACHE_BYTES=0", vars: { LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0" }, scenarios: ["replay"] },
+];
+
+/** utime + stime, in milliseconds, of every live process in process group `pgid`. */
+function groupCpuMs(pgid) {
+  let ticks = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try { stat = readFileSync(`/proc/${entry}/stat`, "utf8"); } catch { continue; }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // After the name: state(0) ppid(1) pgrp(2) … utime(11) stime(12).
+    if (Number(fields[2]) !== pgid) continue;
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
+async function measure(child, name) {
+  const warm = await scenarios[name]();
+  await cannon(warm.options, { connections: CONNECTIONS, duration: WARMUP });
+  const { expect, options } = await scenarios[name]();
+  const before = groupCpuMs(child.pid);
+  const r = await cannon(options, { connections: CONNECTIONS, duration: DURATION });
+  const cpu = groupCpuMs(child.pid) - before;
+  const codes = r.statusCodeStats ?? {};
+  const wrong = Object.entries(codes).filter(([code]) => Number(code) !== expect);
+  if (wrong.length || r.errors || r.timeouts) {
+    throw new Error(`${name}: expected only ${expect}, got ${JSON.stringify(codes)} errors=${r.errors} timeouts=${r.timeouts}`);
+  }
+  return { msPerRequest: cpu / r.requests.total, requests: r.requests.total };
+}
+
+/** results[server][scenario] = [ms per request, one per round] */
+const results = Object.fromEntries(servers.map((s) => [s.name, {}]));
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const server of round % 2 ? servers : [...servers].reverse()) {
+    process.stderr.write(`== round ${round}: ${server.name}\n`);
+    await withServer(server, PORT, async (child) => {
+      for (const name of server.scenarios) {
+        const m = await measure(child, name);
+        (results[server.name][name] ??= []).push(m.msPerRequest);
+        process.stderr.write(`   ${name}: ${m.msPerRequest.toFixed(3)} ms CPU per request (${m.requests} requests)\n`);
+      }
+    });
+  }
+}
+
+const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
+const floor = results[servers[0].name];
+const product = results[servers[1].name];
+const uncached = results[servers[2].name];
+const rows = [
+  ["fresh key", product.fresh, floor.fresh, "floor fresh"],
+  ["replay, cache on", product.replay, floor.health, "floor /health"],
+  ["replay, cache off", uncached.replay, floor.fresh, "floor fresh"],
+  ["mismatch 422", product.mismatch, floor.fresh, "floor fresh"],
+  ["/health", product.health, floor.health, "floor /health"],
+];
+console.log(`\nServer CPU per request (utime + stime of the dev server's processes), ${CONNECTIONS} connections, ${DURATION} s after a ${WARMUP} s warm-up, ${ROUNDS} rounds alternating servers`);
+console.log("| scenario | product ms/request (rounds) | reference | reference ms/request (rounds) | floor ÷ product |");
+console.log("|---|---|---|---|---|");
+for (const [name, p, ref, refName] of rows) {
+  const f = (xs) => `${mean(xs).toFixed(3)} (${xs.map((x) => x.toFixed(3)).join(", ")})`;
+  console.log(`| ${name} | ${f(p)} | ${refName} | ${f(ref)} | ${(mean(ref) / mean(p)).toFixed(2)} |`);
+}
