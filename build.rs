@@ -1,5 +1,5 @@
 //! Compiles the problem catalog (`docs/problems.json`) into the crate: one
-//! static table of slug → status, title, detail, so the Worker renders
+//! static table of slug → status, title, detail, finality, so the Worker renders
 //! every problem document from the same file the JS package reads,
 //! without parsing JSON at run time.
 
@@ -26,8 +26,12 @@ fn main() {
             Some(d) => format!("Some({d:?})"),
             None => "None".to_string(),
         };
+        let is_final = entry
+            .get("final")
+            .map(|f| f.as_bool().expect("\"final\" is a boolean"))
+            .unwrap_or(false);
         rows.push_str(&format!(
-            "    CatalogEntry {{ slug: {slug:?}, status: {status}, title: {title:?}, detail: {detail} }},\n"
+            "    CatalogEntry {{ slug: {slug:?}, status: {status}, title: {title:?}, detail: {detail}, is_final: {is_final} }},\n"
         ));
     }
     let code = format!(

@@ -13,7 +13,7 @@
 
 /** docs/problems.json, verbatim: base URI and every problem slug with its status, title and (templated) detail. */
 export const PROBLEM_CATALOG = deepFreeze({
-  "$comment": "The problem catalog: every RFC 9457 problem document the product answers, by slug. The Rust gateway and object (src/protocol/problem.rs) and the JS package (client/problems.js) both render from this table; tests/fixtures/problem-documents.json pins the exact documents both produce. A detail in {braces} names an argument the renderer fills in; a problem without a detail gets one from its call site (a parser or validation message). Slugs, statuses and titles are the wire contract (docs/contract.md §2.5): renaming one breaks clients.",
+  "$comment": "The problem catalog: every RFC 9457 problem document the product answers, by slug. The Rust gateway and object (src/protocol/problem.rs) and the JS package (client/problems.js) both render from this table; tests/fixtures/problem-documents.json pins the exact documents both produce. A detail in {braces} names an argument the renderer fills in; \"final\": true marks a refusal no retry can change, answered with X-Should-Retry: false (docs/contract.md §2.5); a problem without a detail gets one from its call site (a parser or validation message). Slugs, statuses and titles are the wire contract (docs/contract.md §2.5): renaming one breaks clients.",
   "base": "https://idempotency-ledger.dev/problems/",
   "problems": {
     "unauthorized": {
@@ -27,15 +27,18 @@ export const PROBLEM_CATALOG = deepFreeze({
     },
     "idempotency-key-missing": {
       "status": 400,
+      "final": true,
       "title": "An Idempotency-Key is required",
       "detail": "{method} requests must carry an Idempotency-Key header"
     },
     "idempotency-key-invalid": {
       "status": 400,
+      "final": true,
       "title": "The Idempotency-Key is invalid"
     },
     "request-too-large": {
       "status": 413,
+      "final": true,
       "title": "The request body is too large",
       "detail": "request bodies are limited to {limit} bytes"
     },
@@ -51,6 +54,7 @@ export const PROBLEM_CATALOG = deepFreeze({
     },
     "idempotency-key-reused": {
       "status": 422,
+      "final": true,
       "title": "This Idempotency-Key was used for a different request",
       "detail": "this Idempotency-Key was used for a different request ({differs} differs)"
     },
@@ -72,11 +76,13 @@ export const PROBLEM_CATALOG = deepFreeze({
     },
     "method-not-supported": {
       "status": 501,
+      "final": true,
       "title": "The method cannot be forwarded",
       "detail": "{method} requests cannot be forwarded to the origin"
     },
     "idempotency-response-not-retained": {
       "status": 500,
+      "final": true,
       "title": "The original response was too large to retain",
       "detail": "the original response was delivered once but was too large to store; the request will not run again under this key"
     },
@@ -200,6 +206,8 @@ export function problemDocument(slug, options = {}) {
 export function problemResponse(slug, options = {}) {
   const doc = problemDocument(slug, options);
   const headers = new Headers({ "content-type": "application/problem+json" });
+  // A refusal no retry can change (the catalog's `final`) says so to SDKs that retry by default.
+  if (/** @type {{ final?: boolean } | undefined} */ (PROBLEM_CATALOG.problems[slug])?.final === true) headers.set("x-should-retry", "false");
   for (const [name, value] of new Headers(options?.headers ?? undefined)) headers.set(name, value);
   return new Response(JSON.stringify(doc), { status: doc.status, headers });
 }

@@ -129,7 +129,8 @@ function resumed(chunks, rest) {
 }
 
 /**
- * A Response replaying a stored response, marked `Idempotent-Replayed: true`;
+ * A Response replaying a stored response, marked `Idempotent-Replayed: true`
+ * and `X-Should-Retry: false` (the answer is final: a retry gets it again);
  * a tombstone answers `500 idempotency-response-not-retained` (with the
  * original status), as the gateway does; `options.problemBase` replaces the
  * catalog's base of that problem's `type`.
@@ -147,6 +148,7 @@ export function replayResponse(stored, { problemBase } = {}) {
   }
   const headers = new Headers(stored.headers);
   headers.set("idempotent-replayed", "true");
+  headers.set("x-should-retry", "false");
   const body = NULL_BODY.has(stored.status) ? null : fromBase64(stored.body);
   return new Response(body, { status: stored.status, headers });
 }

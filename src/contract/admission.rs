@@ -98,6 +98,26 @@ pub fn too_large(config: &Config) -> Rejection {
     )
 }
 
+/// After a `413 request-too-large`, the gateway goes on reading and
+/// discarding the body — up to this many times `MAX_REQUEST_BODY_BYTES`
+/// (counted from where it stopped keeping it) or for
+/// [`DRAIN_AFTER_REFUSAL_MS`], whichever ends first — while the `413` is
+/// answered, the way servers linger before closing: a runtime that stops
+/// reading mid-upload resets the connection, and a client still sending
+/// then never reads the `413` (docs/contract.md §2.4).
+pub const DRAIN_AFTER_REFUSAL_FACTOR: usize = 64;
+
+/// The time bound of the drain after a `413` (see [`DRAIN_AFTER_REFUSAL_FACTOR`]).
+pub const DRAIN_AFTER_REFUSAL_MS: u64 = 5_000;
+
+/// How many more bytes of a refused body the gateway reads and discards
+/// before it lets the connection go (see [`DRAIN_AFTER_REFUSAL_FACTOR`]).
+pub fn drain_bound(config: &Config) -> usize {
+    config
+        .max_request_body_bytes
+        .saturating_mul(DRAIN_AFTER_REFUSAL_FACTOR)
+}
+
 /// Admits an application request by its head: the declared body size
 /// first, then (for protected methods) the key.
 ///

@@ -7,7 +7,8 @@
 //! `503` (or, with `FAILURE_POLICY=open`, to running unprotected).
 //!
 //! What must stay true here:
-//! - Every replay, tombstones included, carries `Idempotent-Replayed: true`.
+//! - Every replay, tombstones included, carries `Idempotent-Replayed: true`
+//!   and `X-Should-Retry: false` (a retry gets the same answer again).
 //! - `Retry-After` is whole seconds, at least 1.
 //! - Only a ledger that was certainly not reached may let a request run
 //!   unprotected (`FAILURE_POLICY=open`): a fetch that threw, or an answer
@@ -17,7 +18,9 @@
 use super::Disposition;
 use crate::config::FailurePolicy;
 use crate::ledger::{ExecuteOutcome, Refusal};
-use crate::protocol::{AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE};
+use crate::protocol::{
+    AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE, SHOULD_RETRY_HEADER,
+};
 use crate::rpc::LedgerError;
 
 /// The header every replay carries.
@@ -29,13 +32,15 @@ pub fn retry_after_seconds(ms: i64) -> i64 {
 }
 
 /// A replay of a stored response: its status, stored headers and exact body
-/// bytes plus `Idempotent-Replayed: true`. A tombstone replays as a loud
-/// `500 idempotency-response-not-retained` naming the original status.
+/// bytes plus `Idempotent-Replayed: true` and `X-Should-Retry: false`. A
+/// tombstone replays as a loud `500 idempotency-response-not-retained`
+/// naming the original status (final too: the catalog says so).
 pub fn replay(stored: StoredResponse) -> AppResponse {
     match stored.body {
         Some(body) => {
             let mut headers = stored.headers;
             headers.push((REPLAYED_HEADER.to_string(), "true".to_string()));
+            headers.push((SHOULD_RETRY_HEADER.to_string(), "false".to_string()));
             AppResponse {
                 status: stored.status,
                 headers,

@@ -46,7 +46,7 @@ use crate::contract::waiting::{prefer_wait, WaitPlan};
 use crate::contract::{Disposition, GatewayRoute, Protection, Rejection, RequestHead};
 use crate::fields;
 use crate::platform::client::{LedgerClient, LedgerError};
-use crate::platform::http::{self, body_within, header, Body};
+use crate::platform::http::{self, body_reader, body_within, drain, header, Body};
 use crate::platform::{log, now_ms};
 use crate::protocol::{path_of, target_of, Fingerprint, RequestParts};
 use origin::{Forward, Origin, Signer};
@@ -150,6 +150,11 @@ async fn application(
     };
     let protection = match admission::admit(&head, config) {
         Ok(p) => p,
+        Err(rejection) if rejection.outcome == Disposition::TooLarge => {
+            // A Content-Length over the limit: the body was never read.
+            let line = refused(rejection.clone(), None).1;
+            return (draining(ctx, &rejection, body_reader(req), config), line);
+        }
         Err(rejection) => return refused(rejection, None),
     };
     let key = match &protection {
@@ -174,7 +179,11 @@ async fn application(
     let declared = head_length.as_deref().and_then(admission::declared_length);
     let body = match body_within(req, declared, config.max_request_body_bytes).await {
         Ok(Body::Read(b)) => b,
-        Ok(Body::TooLarge) => return refused(admission::too_large(config), key),
+        Ok(Body::TooLarge(rest)) => {
+            let rejection = admission::too_large(config);
+            let line = refused(rejection.clone(), key).1;
+            return (draining(ctx, &rejection, Some(rest), config), line);
+        }
         Err(_) => return refused(body_unreadable(), key),
     };
     if let Err(rejection) = check_body_length(body.len(), config) {
@@ -193,6 +202,45 @@ async fn application(
         key: Some(key),
     };
     (response, Some(line))
+}
+
+/// A `413` answered while what is left of the refused body is read and
+/// discarded (docs/contract.md §2.4): its status, headers and document go
+/// out at once, but its body is held open — the runtime stops reading a
+/// request once its response is done, and resets the connection of a
+/// client still sending, which then never reads its `413` — until the
+/// request body ends, `contract::admission::drain_bound` more bytes came,
+/// or `DRAIN_AFTER_REFUSAL_MS` passed. Its `Content-Length` tells the
+/// client the document is whole as soon as it arrived.
+fn draining(
+    ctx: &Context,
+    rejection: &Rejection,
+    reader: Option<web_sys::ReadableStreamDefaultReader>,
+    config: &Config,
+) -> Response {
+    let Some(reader) = reader else {
+        return http::problem(&rejection.problem);
+    };
+    let bound = admission::drain_bound(config);
+    let within = Duration::from_millis(admission::DRAIN_AFTER_REFUSAL_MS);
+    let hold = async move {
+        let (read, ended) = drain(reader, bound, within).await;
+        log::info(
+            "idempotency.refused_body_drained",
+            fields! {"bytes" => read, "ended" => ended},
+        );
+    };
+    match http::held_open(
+        &crate::protocol::AppResponse::from(&rejection.problem),
+        hold,
+    ) {
+        Some((response, finish)) => {
+            ctx.wait_until(finish);
+            response
+        }
+        // No stream to answer with: the plain refusal.
+        None => http::problem(&rejection.problem),
+    }
 }
 
 /// The log line of a request that ran without the ledger: only a protected

@@ -328,10 +328,11 @@ impl Protected<'_> {
     }
 
     /// A response over `MAX_STORED_BODY_BYTES`, settled as `after` decided:
-    /// streamed to the caller (see [`super::stream`]) and completed as a
-    /// tombstone once the whole body went through, under `ctx.wait_until`;
-    /// or, a 5xx under `RELEASE_ON_5XX`, released at once (as
-    /// [`Self::settle`] releases) and streamed.
+    /// completed as a tombstone at once — before the caller gets its first
+    /// byte, so from then on no retry can run it again, whatever becomes
+    /// of the stream — then streamed to the caller (see [`super::stream`]),
+    /// the pump under `ctx.wait_until`; or, a 5xx under `RELEASE_ON_5XX`,
+    /// released at once (as [`Self::settle`] releases) and streamed.
     async fn streamed(
         &self,
         client: &LedgerClient,
@@ -344,13 +345,11 @@ impl Protected<'_> {
             reply,
             outcome,
         } = after;
-        let stored = match settle {
-            Settle::Complete(stored) => Some(stored),
-            Settle::Release => None,
+        if let Settle::Keep = settle {
             // Not a response to pass on (read_bounded answers those whole):
             // refused, the claim kept.
-            Settle::Keep => return (http::app(reply), outcome),
-        };
+            return (http::app(reply), outcome);
+        }
         let (response, writer) = match http::streaming(&reply) {
             Ok(pair) => pair,
             Err(e) => {
@@ -364,39 +363,20 @@ impl Protected<'_> {
                 return (http::app(failed.reply), failed.outcome);
             }
         };
-        let outcome = match stored {
-            Some(_) => outcome,
-            None => {
-                self.settle(client, generation, Settle::Release, outcome)
-                    .await
-            }
-        };
-        let (client, key, tenant) = (
-            client.clone(),
-            self.key.to_string(),
-            self.tenant.to_string(),
-        );
-        let cache_bytes = self.config.replay_cache_bytes;
+        // The tombstone (or the release) lands before the first byte goes
+        // out, as the JS middleware's captureBounded: a pump that outlives
+        // waitUntil or the lease, or a body that breaks off, changes
+        // nothing from here on.
+        let outcome = self.settle(client, generation, settle, outcome).await;
+        let key = self.key.to_string();
         let prefix = reply.body;
         self.ctx.wait_until(async move {
-            let whole = super::stream::pump(prefix, rest, writer).await;
-            let Some(stored) = stored else { return };
-            match whole {
-                Ok(()) => {
-                    let call = CompleteCall {
-                        key: key.clone(),
-                        generation,
-                        response: stored,
-                        retention_seconds: None,
-                    };
-                    if let Err(e) = complete_durably(client, call).await {
-                        complete_failed(&e, &key, &tenant, cache_bytes);
-                    }
-                }
-                Err(e) => log::warn(
+            if let Err(e) = super::stream::pump(prefix, rest, writer).await {
+                // The record stays what it was settled as (a tombstone).
+                log::warn(
                     "idempotency.origin_response_incomplete",
                     fields! {"error" => e, "key" => log::short_hash(&key)},
-                ),
+                );
             }
         });
         (response, outcome)

@@ -4,18 +4,18 @@
 //! becomes a tombstone (docs/contract.md §2.5) and the body need not be
 //! kept: the caller gets the status and headers at once and the body as it
 //! arrives, while the gateway holds at most the first `cap + 1` bytes and
-//! one chunk. A pump under `ctx.wait_until` carries the rest; the key is
-//! completed (as a tombstone) only once the whole body went through.
+//! one chunk. The key is completed (as a tombstone) before the first byte
+//! goes out (`super::protected`); a pump under `ctx.wait_until` then
+//! carries the body.
 //!
 //! What must stay true here:
 //! - Memory per request is bounded by the cap, not by the origin's body:
 //!   the pump writes each chunk to the caller's stream and waits for it to
 //!   be taken (the stream's backpressure) before reading the next.
 //! - A caller that goes away does not stop the pump: it reads the origin's
-//!   body to its end (dropping it), so the run still completes its key.
-//! - A body that breaks off completes nothing: the key stays in flight
-//!   until its lease ends (the origin ran, so no release), and the caller's
-//!   stream is aborted.
+//!   body to its end (dropping it).
+//! - A body that breaks off changes nothing in the ledger (the key is
+//!   already a tombstone); the caller's stream is aborted.
 
 use wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;

@@ -120,14 +120,16 @@ pub enum Body {
     /// The whole body, at most the bound.
     Read(Vec<u8>),
     /// The body passed the bound; reading stopped there (the rest was
-    /// never buffered).
-    TooLarge,
+    /// never buffered). The reader, still open, for the caller to drain
+    /// (see [`drain`]).
+    TooLarge(web_sys::ReadableStreamDefaultReader),
 }
 
 /// Reads the request body. Without a `Content-Length` (`declared` is
 /// `None`: chunked, or an unparsable value) the stream is read chunk by
-/// chunk and abandoned as soon as it passes `max`, so a client cannot make
-/// the isolate buffer more than the limit. With one (already checked
+/// chunk and given up as soon as it passes `max` (the reader is handed
+/// back, for [`drain`]), so a client cannot make the isolate buffer more
+/// than the limit. With one (already checked
 /// against the limit by `contract::admission::admit`; workerd holds the
 /// body to it), one `arrayBuffer()` and one copy into wasm. Either way the
 /// caller still applies `contract::admission::check_body_length` to what
@@ -148,13 +150,96 @@ pub async fn body_within(
     let mut bytes = Vec::new();
     while let Some(chunk) = read_chunk(&reader).await? {
         if bytes.len() + chunk.length() as usize > max {
-            // Stop reading; the rest of the body is never buffered.
-            let _ = reader.cancel();
-            return Ok(Body::TooLarge);
+            // Stop keeping it; the rest of the body is never buffered.
+            return Ok(Body::TooLarge(reader));
         }
         append(&mut bytes, &chunk);
     }
     Ok(Body::Read(bytes))
+}
+
+/// The reader of a request body nobody has read yet (a `Content-Length`
+/// refused before the body), to drain.
+pub fn body_reader(req: &web_sys::Request) -> Option<web_sys::ReadableStreamDefaultReader> {
+    let stream = req.body()?;
+    if stream.locked() {
+        return None;
+    }
+    Some(stream.get_reader().unchecked_into())
+}
+
+/// Reads and discards a refused request's body until it ends, `bound`
+/// bytes have come, or `within` has passed, whichever is first, then
+/// cancels what is left; the bytes read. Run while (or after) the refusal
+/// is answered, it keeps the client's connection readable: a runtime that
+/// stops reading a request body mid-upload resets the connection, and a
+/// client still sending then never reads its answer.
+pub async fn drain(
+    reader: web_sys::ReadableStreamDefaultReader,
+    bound: usize,
+    within: std::time::Duration,
+) -> (usize, bool) {
+    use futures_util::future::{select, Either};
+    let read = std::cell::Cell::new(0usize);
+    let reading = async {
+        while read.get() < bound {
+            match read_chunk(&reader).await {
+                Ok(Some(chunk)) => read.set(read.get() + chunk.length() as usize),
+                Ok(None) => return true,
+                Err(_) => break,
+            }
+        }
+        false
+    };
+    let ended = match select(Box::pin(reading), Box::pin(worker::Delay::from(within))).await {
+        Either::Left((ended, _)) => ended,
+        Either::Right(_) => false,
+    };
+    let drained = (read.get(), ended);
+    let _ = reader.cancel();
+    drained
+}
+
+/// The runtime's `FixedLengthStream(length)`: a pipe whose readable side
+/// makes a response carry `Content-Length: length` (a plain stream goes
+/// out chunked, and a `Content-Length` header set on it is dropped).
+fn fixed_length_stream(length: usize) -> Option<web_sys::TransformStream> {
+    let class =
+        js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("FixedLengthStream")).ok()?;
+    let class: js_sys::Function = class.dyn_into().ok()?;
+    let args = js_sys::Array::of1(&JsValue::from_f64(length as f64));
+    js_sys::Reflect::construct(&class, &args)
+        .ok()
+        .map(JsCast::unchecked_into)
+}
+
+/// `answer` (a small, whole answer) as a response whose body stays open
+/// until the returned future ends it: status and headers — its
+/// `Content-Length` among them, so the client knows the body is whole as
+/// soon as it arrived — then the body, written at once, then `hold`
+/// awaited, and only then the stream closed. `None` when no stream could
+/// be made.
+pub fn held_open(
+    answer: &AppResponse,
+    hold: impl std::future::Future<Output = ()>,
+) -> Option<(Response, impl std::future::Future<Output = ()>)> {
+    let pipe = fixed_length_stream(answer.body.len())?;
+    let writer = pipe.writable().get_writer().ok()?;
+    let headers = Headers::new();
+    for (name, value) in &answer.headers {
+        let _ = headers.append(name, value);
+    }
+    let response = Response::builder()
+        .with_status(answer.status)
+        .with_headers(headers)
+        .stream(pipe.readable());
+    let body = js_sys::Uint8Array::from(answer.body.as_slice());
+    let finish = async move {
+        let written = JsFuture::from(writer.write_with_chunk(&body));
+        let (_, ()) = futures_util::future::join(written, hold).await;
+        let _ = JsFuture::from(writer.close()).await;
+    };
+    Some((response, finish))
 }
 
 /// The headers of a response as the gateway passes them on: names

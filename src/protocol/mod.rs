@@ -13,7 +13,7 @@ pub mod tenant;
 
 pub use fingerprint::{Component, Fingerprint, RequestParts};
 pub use key::{parse_idempotency_key, validate_key, KeyError, MAX_KEY_LEN};
-pub use problem::{Problem, ProblemKind, PROBLEM_CONTENT_TYPE};
+pub use problem::{Problem, ProblemKind, PROBLEM_CONTENT_TYPE, SHOULD_RETRY_HEADER};
 pub use response::{
     is_hop_by_hop, is_null_body_status, is_passable_status, AppResponse, CapturePolicy,
     StoredResponse,

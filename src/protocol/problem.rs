@@ -17,6 +17,11 @@ use serde_json::{Map, Value};
 
 use super::response::AppResponse;
 
+/// The header that tells clients (Stainless-generated SDKs among them) not
+/// to retry an answer: every replay and every final refusal carries
+/// `X-Should-Retry: false` (docs/contract.md §2.5).
+pub const SHOULD_RETRY_HEADER: &str = "x-should-retry";
+
 /// The media type of every problem document.
 pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
 
@@ -120,6 +125,14 @@ impl ProblemKind {
     pub fn detail_template(self) -> Option<&'static str> {
         catalog_entry(self).detail
     }
+
+    /// Whether no retry can change this answer (the catalog's `final`): a
+    /// replay's, a reused, missing or invalid key's, an over-large body's,
+    /// a method that cannot be forwarded. Answered with
+    /// `X-Should-Retry: false`.
+    pub fn is_final(self) -> bool {
+        catalog_entry(self).is_final
+    }
 }
 
 /// One entry of the problem catalog (`docs/problems.json`).
@@ -130,6 +143,8 @@ pub struct CatalogEntry {
     pub title: &'static str,
     /// The fixed (or `{placeholder}`) detail, if the catalog has one.
     pub detail: Option<&'static str>,
+    /// `"final": true`: no retry can change this answer.
+    pub is_final: bool,
 }
 
 // The catalog compiled in by build.rs (`PROBLEM_BASE`, `CATALOG`): the JS
@@ -145,6 +160,7 @@ static MISSING: CatalogEntry = CatalogEntry {
     status: 500,
     title: "",
     detail: None,
+    is_final: false,
 };
 
 fn catalog_entry(kind: ProblemKind) -> &'static CatalogEntry {
@@ -244,7 +260,8 @@ impl Problem {
 }
 
 /// The one way a problem becomes an HTTP answer: its status, the problem
-/// media type, its own headers (names lowercased), and the document.
+/// media type, its own headers (names lowercased), `X-Should-Retry: false`
+/// when it is final, and the document.
 impl From<&Problem> for AppResponse {
     fn from(problem: &Problem) -> AppResponse {
         let mut headers = Vec::with_capacity(problem.headers.len() + 1);
@@ -255,6 +272,9 @@ impl From<&Problem> for AppResponse {
                 .iter()
                 .map(|(n, v)| (n.to_ascii_lowercase(), v.clone())),
         );
+        if problem.kind.is_final() {
+            headers.push((SHOULD_RETRY_HEADER.to_string(), "false".to_string()));
+        }
         AppResponse {
             status: problem.status(),
             headers,

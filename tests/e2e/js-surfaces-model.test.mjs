@@ -301,8 +301,9 @@ function replayProblem(r, first) {
   if (!r.body.equals(first.body)) return `body ${show(r.body)}, want ${show(first.body)}`;
   for (const name of STORED) if (r.headers[name] !== first.headers[name]) return `header ${name}: ${r.headers[name]}, want ${first.headers[name]}`;
   for (const name of Object.keys(r.headers)) {
-    if (!STORED.includes(name) && name !== "idempotent-replayed" && name !== "content-length") return `unexpected header ${name}: ${r.headers[name]}`;
+    if (!STORED.includes(name) && name !== "idempotent-replayed" && name !== "x-should-retry" && name !== "content-length") return `unexpected header ${name}: ${r.headers[name]}`;
   }
+  if (r.headers["x-should-retry"] !== "false") return `x-should-retry ${r.headers["x-should-retry"]}, want false`;
   return null;
 }
 

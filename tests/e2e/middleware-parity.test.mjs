@@ -63,6 +63,8 @@ test("a LedgerClient: the route runs once, replays, and reads its parsed key wit
   assert.equal(JSON.parse(first.text).key, "pc-1", "the sf-string's content, as parsed");
   const replay = await post("client", "pc-1");
   assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.equal(replay.headers["x-should-retry"], "false", "a middleware replay is final");
+  assert.equal(first.headers["x-should-retry"], undefined, "a first answer says nothing of retrying");
   assert.ok(replay.body.equals(first.body));
   assert.equal(await runs("client"), 1);
   assert.equal((await lookup("parity-client", "pc-1")).state, "completed");

@@ -112,3 +112,59 @@ test("a protected 5xx over MAX_STORED_BODY_BYTES under RELEASE_ON_5XX streams to
     assert.equal(origin.state.runs, 2);
   } finally { await gw.dispose(); origin.close(); }
 });
+
+test("a retry while a protected response over the cap still streams gets the tombstone's replay (not 409); the origin runs once", async () => {
+  const origin = await drippingOrigin({ first: 96 * 1024, rest: 32 * 1024 });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, MAX_STORED_BODY_BYTES: "65536" } });
+  const post = () => ({ method: "POST", headers: { authorization: ACME, "idempotency-key": "big-during", "content-type": "text/plain" }, body: "x" });
+  try {
+    const first = await gw.request("/report", post());
+    assert.equal(first.status, 200);
+    const body = await firstThenRest(first, async () => {
+      assert.equal(origin.state.finished, false, "the first response is still streaming");
+      // The key was completed as a tombstone before the first byte went out.
+      const record = await json(await gw.request("/v1/idempotency-keys/big-during", { headers: { authorization: ACME } }));
+      assert.equal(record.json.state, "completed");
+      assert.equal(record.json.retained, false);
+      const retry = await json(await gw.request("/report", post()));
+      assert.equal(retry.status, 500, "the tombstone's replay, not 409");
+      assert.equal(slug(retry.json), "idempotency-response-not-retained");
+      assert.equal(retry.json.original_status, 200);
+      assert.equal(retry.headers["idempotent-replayed"], "true");
+      origin.release.resolve();
+    });
+    assert.equal(body.length, 128 * 1024, "the first caller still got the whole body");
+    assert.equal(origin.state.runs, 1);
+  } finally { origin.release.resolve(); await gw.dispose(); origin.close(); }
+});
+
+test("a protected response that breaks off past the cap leaves the tombstone: after the lease a retry replays it, never a takeover or a second run", async () => {
+  let runs = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      runs++;
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      res.write(Buffer.alloc(96 * 1024, 97), () => setTimeout(() => res.destroy(), 50));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  server.unref();
+  const gw = await startGateway({ vars: { ORIGIN_URL: `http://127.0.0.1:${server.address().port}`, MAX_STORED_BODY_BYTES: "65536", LEASE_SECONDS: "5", ORIGIN_TIMEOUT_SECONDS: "3" } });
+  const post = () => ({ method: "POST", headers: { authorization: ACME, "idempotency-key": "big-broken", "content-type": "text/plain" }, body: "x" });
+  try {
+    const first = await gw.request("/report", post());
+    assert.equal(first.status, 200, "status and headers went out before the body broke off");
+    await assert.rejects(first.arrayBuffer(), "the caller's stream breaks too");
+    // Past the lease: a key left in flight would now be taken over and run again.
+    await new Promise((r) => setTimeout(r, 5500));
+    const retry = await json(await gw.request("/report", post()));
+    assert.equal(retry.status, 500);
+    assert.equal(slug(retry.json), "idempotency-response-not-retained");
+    assert.equal(retry.headers["idempotent-replayed"], "true");
+    const record = await json(await gw.request("/v1/idempotency-keys/big-broken", { headers: { authorization: ACME } }));
+    assert.equal(record.json.state, "completed");
+    assert.equal(record.json.generation, 1, "never taken over");
+    assert.equal(runs, 1, "the origin ran once");
+  } finally { await gw.dispose(); server.closeAllConnections?.(); server.close(); }
+});

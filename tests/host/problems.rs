@@ -98,3 +98,47 @@ fn catalog_problems_render_the_fixture_documents_byte_for_byte() {
         );
     }
 }
+
+#[test]
+fn final_problems_and_replays_say_x_should_retry_false_and_nothing_else_does() {
+    use idempotency_ledger::contract::answer::replay;
+    use idempotency_ledger::protocol::{StoredResponse, SHOULD_RETRY_HEADER};
+    let finals: Vec<&str> = ProblemKind::ALL
+        .into_iter()
+        .filter(|k| k.is_final())
+        .map(|k| k.slug())
+        .collect();
+    assert_eq!(
+        finals,
+        [
+            "idempotency-key-missing",
+            "idempotency-key-invalid",
+            "request-too-large",
+            "idempotency-key-reused",
+            "method-not-supported",
+            "idempotency-response-not-retained",
+        ],
+        "the catalog's final refusals (docs/contract.md §2.5)"
+    );
+    let says = |r: &AppResponse| {
+        r.headers
+            .iter()
+            .find(|(n, _)| n == SHOULD_RETRY_HEADER)
+            .map(|(_, v)| v.clone())
+    };
+    for kind in ProblemKind::ALL {
+        let answer = AppResponse::from(&Problem::new(kind, "d"));
+        let want = kind.is_final().then(|| "false".to_string());
+        assert_eq!(says(&answer), want, "{kind:?}");
+    }
+    let stored = StoredResponse {
+        status: 500,
+        headers: vec![("content-type".into(), "text/plain".into())],
+        body: Some(b"boom".to_vec()),
+    };
+    assert_eq!(
+        says(&replay(stored)).as_deref(),
+        Some("false"),
+        "a replayed 500"
+    );
+}
