@@ -8,7 +8,7 @@ mod contract;
 mod execute;
 mod fencing;
 mod fuzz;
-mod gen_v2;
+mod horizon;
 mod ledger;
 mod migration;
 mod model;
