@@ -19,6 +19,14 @@
 //! - The history starts as "one object" (what every tenant was before
 //!   `TENANT_SHARDS` named it); that layout holds live records exactly when
 //!   the registry holds any.
+//! - A record given a longer retention than the window keeps the previous
+//!   layout needed until it expires: a change that forgets the previous
+//!   layout is decided only with its objects' expiry horizons
+//!   ([`LayoutDecision::AskPrevious`]) and held until the latest.
+//! - A registry upgraded from schema 1 (which kept no layout history)
+//!   believes `previous`, believes a layout vouched for by an object that
+//!   held v1 records, and refuses any other layout without `previous` for a
+//!   window after the upgrade ([`Evidence`]).
 
 use super::shards::Layout;
 pub use crate::ledger::LayoutRecord;
@@ -31,17 +39,44 @@ pub enum LayoutDecision {
     Accept(Option<LayoutRecord>),
     /// It would forget a layout that may hold live keys: why.
     Refuse(String),
+    /// The change forgets the previous layout (of this many objects) and
+    /// its recorded window has passed, but a record there may have been
+    /// given a longer retention than the window covers: ask each of its
+    /// objects for its expiry horizon and decide again with the latest
+    /// ([`Evidence::previous_expires_by`]).
+    AskPrevious(u32),
+    /// Refused until the previous layout's latest expiry: record the
+    /// window stretched to it (later asks are refused from the record,
+    /// without asking the previous layout again), and why.
+    Hold(LayoutRecord, String),
 }
 
-/// Decides whether `asked` may follow `recorded` (None: never recorded, the
-/// tenant's single object) at `now`. `registry_holds_records`: the
-/// registry object — the single-object layout — holds any record.
+/// What the registry knows besides its record when it decides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// The registry object — the single-object layout — holds any record.
+    pub registry_holds_records: bool,
+    /// The latest expiry any object of the previous layout may hold (the
+    /// largest of their expiry horizons), once they were asked.
+    pub previous_expires_by: Option<Millis>,
+    /// The registry's own ledger was upgraded from schema 1 at this time:
+    /// schema 1 kept no layout history, so before a layout is recorded it
+    /// is unknown.
+    pub registry_upgraded_at: Option<Millis>,
+    /// The asking object's ledger was upgraded from schema 1: it held
+    /// records under v1, so its layout was in use then.
+    pub asker_upgraded_from_v1: bool,
+}
+
+/// Decides whether `asked` may follow `recorded` (None: never recorded) at
+/// `now`; `window_ms` is the asker's window (retention + lease + origin
+/// timeout + sweep interval).
 pub fn decide(
     recorded: Option<LayoutRecord>,
     asked: Layout,
     now: Millis,
     window_ms: Millis,
-    registry_holds_records: bool,
+    evidence: Evidence,
 ) -> LayoutDecision {
     let record = |layout: Layout| {
         Some(LayoutRecord {
@@ -51,14 +86,33 @@ pub fn decide(
             window_ms,
         })
     };
-    let (current, previous, live_until) = match recorded {
-        Some(r) => (r.shards, r.previous, r.since.saturating_add(r.window_ms)),
-        None => (1, None, 0),
+    let Some(r) = recorded else {
+        return decide_unrecorded(asked, now, window_ms, evidence, record(asked));
     };
+    let (current, previous) = (r.shards, r.previous);
+    let live_until = r.since.saturating_add(r.window_ms);
     let previous_live = previous.is_some() && now < live_until;
     if asked.shards == current && asked.previous == previous {
         return LayoutDecision::Accept(None);
     }
+    // A change that stops asking the previous layout, once its recorded
+    // window has passed: only after the latest expiry its objects granted.
+    let forget_previous = || {
+        match (previous, evidence.previous_expires_by) {
+        (None, _) => LayoutDecision::Accept(record(asked)),
+        (Some(m), None) => LayoutDecision::AskPrevious(m),
+        (Some(m), Some(latest)) if latest > now => LayoutDecision::Hold(
+            LayoutRecord {
+                window_ms: latest.saturating_sub(r.since),
+                ..r
+            },
+            format!(
+                "the previous layout ({m} objects) holds a record kept until {latest} (epoch ms), longer than the retention window; keep \"previous\" until then"
+            ),
+        ),
+        (Some(_), Some(_)) => LayoutDecision::Accept(record(asked)),
+    }
+    };
     match asked.previous {
         // Start resharding from the layout in use.
         Some(p) if p == current && asked.shards != current => {
@@ -69,7 +123,7 @@ pub fn decide(
                     previous.unwrap_or(1)
                 ));
             }
-            LayoutDecision::Accept(record(asked))
+            forget_previous()
         }
         // Finish resharding: forget the previous layout once its window passed.
         None if asked.shards == current => {
@@ -79,21 +133,61 @@ pub fn decide(
                     previous.unwrap_or(1)
                 ));
             }
-            LayoutDecision::Accept(record(asked))
+            forget_previous()
         }
         // A new layout without the one in use as its previous.
-        None => {
-            let current_live = recorded.is_some() || registry_holds_records;
-            if current_live {
-                return LayoutDecision::Refuse(format!(
-                    "the tenant's keys live in {current} object(s); change the shard count with \"previous\": {current} and keep it for a retention window"
-                ));
-            }
-            LayoutDecision::Accept(record(asked))
-        }
+        None => LayoutDecision::Refuse(format!(
+            "the tenant's keys live in {current} object(s); change the shard count with \"previous\": {current} and keep it for a retention window"
+        )),
         Some(p) => LayoutDecision::Refuse(format!(
             "\"previous\" is {p}, but the layout in use has {current} object(s)"
         )),
+    }
+}
+
+/// Nothing recorded: the tenant's single object — or, for a ledger
+/// upgraded from schema 1, a history nobody knows. `accepted` records
+/// `asked` as from now.
+fn decide_unrecorded(
+    asked: Layout,
+    now: Millis,
+    window_ms: Millis,
+    evidence: Evidence,
+    accepted: Option<LayoutRecord>,
+) -> LayoutDecision {
+    if asked == Layout::SINGLE {
+        return LayoutDecision::Accept(None);
+    }
+    let single_live = || {
+        LayoutDecision::Refuse(format!(
+            "the tenant's keys live in its one object; change the shard count with \"previous\": 1 and keep it for a retention window (asked: {} objects{})",
+            asked.shards,
+            asked.previous.map(|p| format!(", previous {p}")).unwrap_or_default()
+        ))
+    };
+    match asked.previous {
+        // Start resharding from the single object.
+        Some(1) => LayoutDecision::Accept(accepted),
+        // A reshard under way that no registry recorded: one started under
+        // schema 1 (no v2 object of either layout ever asked, so only v1
+        // records can be there). Believed — its previous layout is asked
+        // first — unless the single object, which it would forget, holds
+        // records.
+        Some(_) if evidence.registry_holds_records => single_live(),
+        Some(_) => LayoutDecision::Accept(accepted),
+        None if evidence.registry_holds_records => single_live(),
+        // Asked by an object that held records under schema 1: its layout
+        // was in use then.
+        None if evidence.asker_upgraded_from_v1 => LayoutDecision::Accept(accepted),
+        // The registry was upgraded from schema 1 and nothing vouches for
+        // this layout: it may be a change from a v1 layout nobody recorded.
+        None => match evidence.registry_upgraded_at {
+            Some(upgraded) if now < upgraded.saturating_add(window_ms) => LayoutDecision::Refuse(format!(
+                "the tenant's layout before this object's upgrade from schema 1 (at {upgraded}, epoch ms) is unknown; {} objects without \"previous\" is accepted once an object that held records before the upgrade asks, or a retention window after the upgrade",
+                asked.shards
+            )),
+            _ => LayoutDecision::Accept(accepted),
+        },
     }
 }
 
@@ -105,6 +199,17 @@ mod tests {
 
     fn layout(shards: u32, previous: Option<u32>) -> Layout {
         Layout { shards, previous }
+    }
+
+    /// What the registry knows: whether it holds records, and the
+    /// previous layout's latest expiry once asked (`Some(0)`: nothing kept
+    /// beyond the window).
+    fn ev(holds: bool) -> Evidence {
+        Evidence {
+            registry_holds_records: holds,
+            previous_expires_by: Some(0),
+            ..Evidence::default()
+        }
     }
 
     fn rec(shards: u32, previous: Option<u32>, since: Millis) -> Option<LayoutRecord> {
@@ -119,7 +224,7 @@ mod tests {
     #[test]
     fn an_unsharded_tenant_needs_no_record() {
         assert_eq!(
-            decide(None, layout(1, None), 0, W, true),
+            decide(None, layout(1, None), 0, W, ev(true)),
             LayoutDecision::Accept(None)
         );
     }
@@ -127,31 +232,31 @@ mod tests {
     #[test]
     fn sharding_without_previous_is_refused_while_the_single_object_holds_records() {
         assert!(matches!(
-            decide(None, layout(4, None), 0, W, true),
+            decide(None, layout(4, None), 0, W, ev(true)),
             LayoutDecision::Refuse(_)
         ));
         // A tenant with no records yet may start sharded.
         assert_eq!(
-            decide(None, layout(4, None), 5, W, false),
+            decide(None, layout(4, None), 5, W, ev(false)),
             LayoutDecision::Accept(rec(4, None, 5))
         );
     }
 
     #[test]
     fn a_reshard_goes_through_previous_and_may_finish_only_after_its_window() {
-        let started = decide(None, layout(4, Some(1)), 1_000, W, true);
+        let started = decide(None, layout(4, Some(1)), 1_000, W, ev(true));
         assert_eq!(started, LayoutDecision::Accept(rec(4, Some(1), 1_000)));
         let during = rec(4, Some(1), 1_000);
         assert_eq!(
-            decide(during, layout(4, Some(1)), 2_000, W, true),
+            decide(during, layout(4, Some(1)), 2_000, W, ev(true)),
             LayoutDecision::Accept(None)
         );
         assert!(matches!(
-            decide(during, layout(4, None), 1_000 + W - 1, W, true),
+            decide(during, layout(4, None), 1_000 + W - 1, W, ev(true)),
             LayoutDecision::Refuse(_)
         ));
         assert_eq!(
-            decide(during, layout(4, None), 1_000 + W, W, true),
+            decide(during, layout(4, None), 1_000 + W, W, ev(true)),
             LayoutDecision::Accept(rec(4, None, 1_000 + W))
         );
     }
@@ -161,32 +266,151 @@ mod tests {
         let sharded = rec(4, None, 0);
         // Back to one object, or on to 8, without naming the 4 in use.
         assert!(matches!(
-            decide(sharded, layout(1, None), 10 * W, W, false),
+            decide(sharded, layout(1, None), 10 * W, W, ev(false)),
             LayoutDecision::Refuse(_)
         ));
         assert!(matches!(
-            decide(sharded, layout(8, None), 10 * W, W, false),
+            decide(sharded, layout(8, None), 10 * W, W, ev(false)),
             LayoutDecision::Refuse(_)
         ));
         // A previous that is not the layout in use.
         assert!(matches!(
-            decide(sharded, layout(8, Some(2)), 10 * W, W, false),
+            decide(sharded, layout(8, Some(2)), 10 * W, W, ev(false)),
             LayoutDecision::Refuse(_)
         ));
         // A second reshard while the first is in its window.
         let during = rec(4, Some(1), 0);
         assert!(matches!(
-            decide(during, layout(8, Some(4)), W - 1, W, true),
+            decide(during, layout(8, Some(4)), W - 1, W, ev(true)),
             LayoutDecision::Refuse(_)
         ));
         assert_eq!(
-            decide(during, layout(8, Some(4)), W, W, true),
+            decide(during, layout(8, Some(4)), W, W, ev(true)),
             LayoutDecision::Accept(rec(8, Some(4), W))
         );
         // Going back to one object the proper way.
         assert_eq!(
-            decide(sharded, layout(1, Some(4)), 10 * W, W, false),
+            decide(sharded, layout(1, Some(4)), 10 * W, W, ev(false)),
             LayoutDecision::Accept(rec(1, Some(4), 10 * W))
+        );
+    }
+
+    #[test]
+    fn a_record_kept_longer_than_the_window_keeps_previous_named_until_it_expires() {
+        // One object held a key given a retention of 10 windows; the
+        // reshard to 2 started at 1_000.
+        let during = rec(2, Some(1), 1_000);
+        let unasked = Evidence {
+            registry_holds_records: true,
+            ..Evidence::default()
+        };
+        let kept_until = 1_000 + 10 * W;
+        let asked = |latest| Evidence {
+            previous_expires_by: Some(latest),
+            ..unasked
+        };
+        // The window has passed: the previous layout's objects are asked.
+        assert_eq!(
+            decide(during, layout(2, None), 1_000 + W, W, unasked),
+            LayoutDecision::AskPrevious(1)
+        );
+        // Their horizon is later: refused, the window stretched to it.
+        let held = LayoutRecord {
+            window_ms: 10 * W,
+            ..during.unwrap()
+        };
+        assert!(matches!(
+            decide(during, layout(2, None), 1_000 + W, W, asked(kept_until)),
+            LayoutDecision::Hold(r, _) if r == held
+        ));
+        // From then on the record refuses by itself, without asking again.
+        assert!(matches!(
+            decide(Some(held), layout(2, None), kept_until - 1, W, unasked),
+            LayoutDecision::Refuse(_)
+        ));
+        // So does a second reshard, which would forget the single object too.
+        assert!(matches!(
+            decide(during, layout(4, Some(2)), 1_000 + W, W, asked(kept_until)),
+            LayoutDecision::Hold(..)
+        ));
+        // Once the latest expiry has passed, previous may go.
+        assert_eq!(
+            decide(Some(held), layout(2, None), kept_until, W, unasked),
+            LayoutDecision::AskPrevious(1)
+        );
+        assert_eq!(
+            decide(
+                Some(held),
+                layout(2, None),
+                kept_until,
+                W,
+                asked(kept_until)
+            ),
+            LayoutDecision::Accept(rec(2, None, kept_until))
+        );
+        // A layout that names no previous forgets nothing: nobody is asked.
+        assert_eq!(
+            decide(rec(2, None, 0), layout(4, Some(2)), 1, W, unasked),
+            LayoutDecision::Accept(rec(4, Some(2), 1))
+        );
+    }
+
+    #[test]
+    fn a_layout_history_lost_with_schema_1_is_unknown_for_a_window() {
+        const U: Millis = 50_000;
+        let upgraded = Evidence {
+            registry_upgraded_at: Some(U),
+            ..Evidence::default()
+        };
+        // A tenant mid-reshard at the upgrade keeps serving: its previous
+        // is believed, and counts its window from now.
+        assert_eq!(
+            decide(None, layout(4, Some(2)), U + 1, W, upgraded),
+            LayoutDecision::Accept(rec(4, Some(2), U + 1))
+        );
+        assert!(matches!(
+            decide(rec(4, Some(2), U + 1), layout(4, None), U + W, W, ev(false)),
+            LayoutDecision::Refuse(_)
+        ));
+        // ... unless the single object it would forget holds records.
+        let holding = Evidence {
+            registry_holds_records: true,
+            ..upgraded
+        };
+        assert!(matches!(
+            decide(None, layout(4, Some(2)), U + 1, W, holding),
+            LayoutDecision::Refuse(_)
+        ));
+        // A layout without previous that nothing vouches for may be a
+        // change from a v1 layout nobody recorded: refused for a window
+        // after the upgrade.
+        assert!(matches!(
+            decide(None, layout(4, None), U + W - 1, W, upgraded),
+            LayoutDecision::Refuse(_)
+        ));
+        assert_eq!(
+            decide(None, layout(4, None), U + W, W, upgraded),
+            LayoutDecision::Accept(rec(4, None, U + W))
+        );
+        // Asked by an object that held records under v1, it is the layout
+        // that was in use: believed at once, and recorded.
+        let vouched = Evidence {
+            asker_upgraded_from_v1: true,
+            ..upgraded
+        };
+        assert_eq!(
+            decide(None, layout(4, None), U + 1, W, vouched),
+            LayoutDecision::Accept(rec(4, None, U + 1))
+        );
+        // A registry created after the upgrade knows no v1 history: as before.
+        assert_eq!(
+            decide(None, layout(4, None), U + 1, W, Evidence::default()),
+            LayoutDecision::Accept(rec(4, None, U + 1))
+        );
+        // An unsharded tenant is untouched by the upgrade.
+        assert_eq!(
+            decide(None, Layout::SINGLE, U + 1, W, holding),
+            LayoutDecision::Accept(None)
         );
     }
 }

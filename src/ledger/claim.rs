@@ -158,6 +158,7 @@ impl<S: SqlStore> Ledger<S> {
                 policy.sweep_at(now).into(),
             ],
         )?;
+        self.note_expiry(policy.in_flight_expires_at(now), now)?;
         self.granted(true, generation, None, false, now, "a new key")
     }
 
@@ -199,6 +200,7 @@ impl<S: SqlStore> Ledger<S> {
                 i64::from(stored.retained()).into(),
             ],
         )?;
+        self.note_expiry(policy.sweep_at(now), now)?;
         self.granted(true, generation, None, false, now, "a new key")?;
         // Granted in flight, then completed: the record counts as completed.
         self.tally()
@@ -241,6 +243,9 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
             ],
         )?;
+        if changed {
+            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+        }
         let from = Counter::of_state(record.state);
         let generation = record.generation + 1;
         self.granted(
@@ -277,6 +282,9 @@ impl<S: SqlStore> Ledger<S> {
                 seen_generation.into(),
             ],
         )?;
+        if changed {
+            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+        }
         let from = Some(Counter::Released);
         let generation = seen_generation + 1;
         self.granted(changed, generation, from, false, now, "a released record")
@@ -307,6 +315,9 @@ impl<S: SqlStore> Ledger<S> {
                 now.into(),
             ],
         )?;
+        if changed {
+            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+        }
         let from = Some(Counter::InFlight);
         let generation = seen_generation + 1;
         self.granted(changed, generation, from, true, now, "an in-flight record")

@@ -43,7 +43,8 @@ impl<S: SqlStore> Ledger<S> {
         let rows = self.store.query(
             &format!(
                 "SELECT generation_floor, recounted_at, object_name, layout_shards,
-                        layout_previous, layout_since, layout_window, {}
+                        layout_previous, layout_since, layout_window, expires_by,
+                        v1_upgraded_at, {}
                  FROM ledger_state WHERE id = 1",
                 names.join(", ")
             ),
@@ -67,10 +68,12 @@ impl<S: SqlStore> Ledger<S> {
                 }),
                 _ => None,
             },
+            expires_by: row.int(7)?,
+            v1_upgraded_at: row.opt_int(8)?,
             ..Stored::default()
         };
         for (i, c) in Counter::ALL.iter().enumerate() {
-            stored.counters.insert(*c, row.int(i + 7)?);
+            stored.counters.insert(*c, row.int(i + 9)?);
         }
         Ok(stored)
     }
@@ -246,6 +249,9 @@ impl<S: SqlStore> Ledger<S> {
             if let Some(g) = pending.swept_generation {
                 stored.generation_floor = stored.generation_floor.max(g);
             }
+            if let Some(h) = pending.expires_by {
+                stored.expires_by = stored.expires_by.max(h);
+            }
         }
     }
 
@@ -262,6 +268,10 @@ impl<S: SqlStore> Ledger<S> {
         if let Some(g) = pending.swept_generation {
             sets.push("generation_floor = MAX(generation_floor, ?)".to_string());
             params.push(g.into());
+        }
+        if let Some(h) = pending.expires_by {
+            sets.push("expires_by = MAX(expires_by, ?)".to_string());
+            params.push(h.into());
         }
         if !sets.is_empty() {
             self.store.execute(

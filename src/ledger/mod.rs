@@ -106,7 +106,15 @@ pub(crate) struct Stored {
     pub object_name: Option<String>,
     /// The tenant's recorded layout, when this object is its registry.
     pub layout: Option<LayoutRecord>,
+    /// The expiry horizon (see [`Ledger::expires_by`]).
+    pub expires_by: Millis,
+    /// When this object's ledger was upgraded from schema 1, if it was.
+    pub v1_upgraded_at: Option<Millis>,
 }
+
+/// How far past a grant's expiry a raised horizon is set, so a steady
+/// stream of long retentions raises it (one row) at most once an hour.
+pub const HORIZON_SLACK_MS: Millis = 3_600_000;
 
 /// A tenant's layout as its registry records it (see `config::reshard`,
 /// which decides what may follow it): the shard count, the previous
@@ -139,6 +147,9 @@ pub struct Ledger<S> {
     counts_in_transaction: bool,
     /// The `ledger_state` row as last read or written.
     stored: RefCell<Option<Stored>>,
+    /// Expiries granted later than `now` + this raise the horizon (see
+    /// [`Ledger::track_expiries_beyond`]); `None`: never.
+    horizon_cover: Cell<Option<Millis>>,
 }
 
 impl<S: SqlStore> Ledger<S> {
@@ -151,7 +162,52 @@ impl<S: SqlStore> Ledger<S> {
             depth: Cell::new(0),
             counts_in_transaction: false,
             stored: RefCell::new(None),
+            horizon_cover: Cell::new(None),
         }
+    }
+
+    /// Keeps the expiry horizon ([`Ledger::expires_by`]) for a tenant's
+    /// reshard window: every expiry this ledger grants later than `now` +
+    /// `cover` raises it, in the granting transaction. A current layout's
+    /// object passes its reshard window (which covers what it grants with
+    /// the configured retention, so that costs nothing), a retired one 0;
+    /// `None` (the default: library mode, the embedded `Ledger`) keeps none.
+    pub fn track_expiries_beyond(&self, cover: Option<Millis>) {
+        self.horizon_cover.set(cover);
+    }
+
+    /// At or after every expiry this ledger granted beyond its cover (see
+    /// [`Ledger::track_expiries_beyond`]), and every expiry it held when
+    /// it was upgraded from an earlier schema; 0 if none.
+    pub fn expires_by(&self) -> Result<Millis, StoreError> {
+        self.with_stored(|s| s.expires_by)
+    }
+
+    /// When this ledger was upgraded from schema 1 (which kept no layout
+    /// history), if it was.
+    pub fn v1_upgraded_at(&self) -> Result<Option<Millis>, StoreError> {
+        self.with_stored(|s| s.v1_upgraded_at)
+    }
+
+    /// A grant inside a transaction sets a record's expiry to `expires_at`:
+    /// raises the horizon in that transaction if it is beyond the cover and
+    /// the horizon (see [`Ledger::track_expiries_beyond`]).
+    fn note_expiry(&self, expires_at: Millis, now: Millis) -> Result<(), StoreError> {
+        let Some(cover) = self.horizon_cover.get() else {
+            return Ok(());
+        };
+        if expires_at <= now.saturating_add(cover) {
+            return Ok(());
+        }
+        let known = self
+            .with_stored(|s| s.expires_by)?
+            .max(self.written.borrow().expires_by.unwrap_or(0))
+            .max(self.tally().expires_by.unwrap_or(0));
+        if expires_at > known {
+            self.tally()
+                .raise_horizon(expires_at.saturating_add(HORIZON_SLACK_MS));
+        }
+        Ok(())
     }
 
     /// A ledger whose counts follow only what committed even when its
@@ -193,7 +249,10 @@ impl<S: SqlStore> Ledger<S> {
         let enclosing_written = std::mem::take(&mut *self.written.borrow_mut());
         let result = self.store.atomically(|| {
             let value = body()?;
-            if in_transaction && self.in_transaction.borrow().follows_a_write() {
+            let wrote = self.in_transaction.borrow().follows_a_write();
+            // A raised horizon is written with the grant, always.
+            let raised = self.in_transaction.borrow().expires_by.is_some();
+            if (in_transaction && wrote) || raised {
                 let counted = std::mem::take(&mut *self.in_transaction.borrow_mut());
                 self.write_pending(&counted)?;
                 self.written.borrow_mut().merge(counted);
@@ -226,9 +285,20 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     /// Creates the ledger's tables, or upgrades an earlier schema in place
-    /// (one transaction); says what it found.
+    /// (one transaction); says what it found. An upgrade from schema 1
+    /// records time 0 as its time: for ledgers that are never a tenant's
+    /// layout registry (library mode, the embedded `Ledger`); `TenantLedger`
+    /// uses [`Ledger::migrate_at`] with its clock.
     pub fn migrate(&self) -> Result<schema::Found, StoreError> {
-        let found = self.store.atomically(|| schema::migrate(&self.store))?;
+        self.migrate_at(0)
+    }
+
+    /// [`Ledger::migrate`], an upgrade from schema 1 recording `now` as
+    /// the time the layout history became unknown (`config::reshard`).
+    pub fn migrate_at(&self, now: Millis) -> Result<schema::Found, StoreError> {
+        let found = self
+            .store
+            .atomically(|| schema::migrate(&self.store, now))?;
         *self.stored.borrow_mut() = None;
         Ok(found)
     }
@@ -320,6 +390,7 @@ impl<S: SqlStore> Ledger<S> {
         if changed {
             self.tally()
                 .moved(Some(Counter::InFlight), Counter::Completed, now);
+            self.note_expiry(expires_at, now)?;
         }
         Ok(changed)
     }

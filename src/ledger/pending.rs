@@ -49,6 +49,9 @@ pub struct Pending {
     pub replays: HashMap<(String, i64), i64>,
     /// The highest generation the sweep deleted since the last flush.
     pub swept_generation: Option<i64>,
+    /// A raised expiry horizon (`Ledger::expires_by`): written in the
+    /// transaction of the grant that raised it, never left pending.
+    pub expires_by: Option<Millis>,
     events: u32,
     since: Option<Millis>,
 }
@@ -117,6 +120,11 @@ impl Pending {
         self.touch(now);
     }
 
+    /// A grant raised the expiry horizon to `expires_by`.
+    pub fn raise_horizon(&mut self, expires_by: Millis) {
+        self.expires_by = Some(self.expires_by.map_or(expires_by, |h| h.max(expires_by)));
+    }
+
     fn touch(&mut self, now: Millis) {
         self.events = self.events.saturating_add(1);
         self.since.get_or_insert(now);
@@ -170,6 +178,9 @@ impl Pending {
         }
         if let Some(g) = other.swept_generation {
             self.swept_generation = Some(self.swept_generation.map_or(g, |s| s.max(g)));
+        }
+        if let Some(h) = other.expires_by {
+            self.raise_horizon(h);
         }
         self.events = self.events.saturating_add(other.events);
         self.since = match (self.since, other.since) {

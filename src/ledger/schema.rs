@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 2), and the in-place upgrade of an
-//! object written by an earlier version.
+//! The ledger's tables (schema version 3), and the in-place upgrade of an
+//! object written by an earlier version (1 or 2).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -13,7 +13,13 @@
 //!   its completion moves (completion time + retention): a completion then
 //!   writes only its row;
 //! - every counter lives in the single `ledger_state` row, written once per
-//!   flush (see `pending`), never per operation.
+//!   flush (see `pending`), never per operation;
+//! - so does the object's *expiry horizon* (`expires_by`, schema 3): at or
+//!   after every expiry it granted that its layout's reshard window does not
+//!   cover (a per-call retention longer than the configured one, or any
+//!   grant while its layout is retired; `config::reshard`). It is written in
+//!   the granting transaction, and only when it grows by more than its
+//!   slack — never with the configured retention on a current layout.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -31,7 +37,7 @@ use super::outcome::Counter;
 use super::store::{RowExt, SqlStore, StoreError};
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -66,7 +72,10 @@ const RECORD_COLUMNS: &str = "key, state, generation, fingerprint, components, c
 /// a new record starts above it), when the per-state counts were last
 /// recounted from the records, and the object's own name (the tenant and
 /// its place in a shard layout) as first seen and verified, so its role
-/// never depends on the runtime handing the name over again.
+/// never depends on the runtime handing the name over again; the expiry
+/// horizon (schema 3, see the module doc), and when the object's ledger was
+/// upgraded from schema 1 (NULL: created by schema 2 or later) — schema 1
+/// kept no layout history, so from then on it is unknown (`config::reshard`).
 fn state_table() -> String {
     let counters: String = Counter::ALL
         .iter()
@@ -82,7 +91,9 @@ fn state_table() -> String {
         layout_shards    INTEGER,  -- the tenant's layout history, kept by its
         layout_previous  INTEGER,  -- registry (config::reshard): the layout,
         layout_since     INTEGER,  -- when it was recorded, and how long a
-        layout_window    INTEGER{counters}   -- layout it replaced may hold live keys
+        layout_window    INTEGER,  -- layout it replaced may hold live keys
+        expires_by       INTEGER NOT NULL DEFAULT 0,
+        v1_upgraded_at   INTEGER{counters}
     )"
     )
 }
@@ -102,6 +113,8 @@ pub enum Found {
     Empty,
     /// Schema version 1 (`ledger_counters`, a rowid records table).
     V1,
+    /// Schema version 2 (no expiry horizon, no upgrade time).
+    V2,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -116,6 +129,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
         return Ok(match version {
             v if v == SCHEMA_VERSION => Found::Current,
             v if v > SCHEMA_VERSION => Found::Newer(v),
+            2 => Found::V2,
             _ => Found::V1,
         });
     }
@@ -126,8 +140,9 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
 }
 
 /// Creates the schema, or upgrades an earlier one in place (one
-/// transaction: the caller's `atomically`).
-pub fn migrate(store: &impl SqlStore) -> Result<Found, StoreError> {
+/// transaction: the caller's `atomically`); `now` is the upgrade's time
+/// (recorded by an upgrade from schema 1).
+pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
     let was = found(store)?;
     match was {
         Found::Current => {}
@@ -137,7 +152,8 @@ pub fn migrate(store: &impl SqlStore) -> Result<Found, StoreError> {
             )))
         }
         Found::Empty => create(store)?,
-        Found::V1 => upgrade_v1(store)?,
+        Found::V1 => upgrade_v1(store, now)?,
+        Found::V2 => upgrade_v2(store)?,
     }
     Ok(was)
 }
@@ -152,10 +168,16 @@ fn create(store: &impl SqlStore) -> Result<(), StoreError> {
     )
 }
 
-/// Schema 1 → 2: the records copied into the `WITHOUT ROWID` table (every
-/// column kept; `sweep_at` is the record's `expires_at`), the counters moved from `ledger_counters` rows into the
-/// state row, the per-state counts counted from the records.
-fn upgrade_v1(store: &impl SqlStore) -> Result<(), StoreError> {
+/// The expiry horizon an upgrade starts from: the latest expiry any record
+/// holds (one scan, once; earlier schemas did not keep it).
+const LATEST_EXPIRY: &str = "SELECT COALESCE(MAX(expires_at), 0) FROM idempotency_records";
+
+/// Schema 1 → 3: the records copied into the `WITHOUT ROWID` table (every
+/// column kept; `sweep_at` is the record's `expires_at`), the counters
+/// moved from `ledger_counters` rows into the state row, the per-state
+/// counts counted from the records, the expiry horizon the latest expiry
+/// held, and `now` as the upgrade's time: schema 1 kept no layout history.
+fn upgrade_v1(store: &impl SqlStore, now: i64) -> Result<(), StoreError> {
     store.execute(
         &RECORDS.replace("idempotency_records (", "idempotency_records_v2 ("),
         &[],
@@ -190,18 +212,40 @@ fn upgrade_v1(store: &impl SqlStore) -> Result<(), StoreError> {
     let values: Vec<String> = Counter::ALL.iter().map(|c| value(*c)).collect();
     store.execute(
         &format!(
-            "INSERT INTO ledger_state (id, schema_version, {}) SELECT 1, ?, {}
+            "INSERT INTO ledger_state (id, schema_version, v1_upgraded_at, expires_by, {})
+             SELECT 1, ?, ?, COALESCE(n.expires_by, 0), {}
              FROM (SELECT SUM(state = 'in_flight') AS in_flight,
                           SUM(state = 'completed') AS completed,
-                          SUM(state = 'released') AS released
+                          SUM(state = 'released') AS released,
+                          MAX(expires_at) AS expires_by
                    FROM idempotency_records) AS n",
             names.join(", "),
             values.join(", ")
         ),
-        &[SCHEMA_VERSION.into()],
+        &[SCHEMA_VERSION.into(), now.into()],
     )?;
     if had_counters {
         store.execute("DROP TABLE ledger_counters", &[])?;
     }
     Ok(())
+}
+
+/// Schema 2 → 3: the state row gains the expiry horizon (the latest expiry
+/// any record holds: schema 2 did not keep it) and the upgrade-from-v1
+/// time (NULL: schema 2 kept the layout history).
+fn upgrade_v2(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE ledger_state ADD COLUMN expires_by INTEGER NOT NULL DEFAULT 0",
+        &[],
+    )?;
+    store.execute(
+        "ALTER TABLE ledger_state ADD COLUMN v1_upgraded_at INTEGER",
+        &[],
+    )?;
+    store.execute(
+        &format!(
+            "UPDATE ledger_state SET schema_version = ?, expires_by = ({LATEST_EXPIRY}) WHERE id = 1"
+        ),
+        &[SCHEMA_VERSION.into()],
+    )
 }

@@ -30,9 +30,9 @@ use crate::orders;
 use crate::platform::{http, log, misconfigured, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
 use crate::rpc::{
-    check_claim_windows, Call, ClaimCall, CompleteCall, ExecuteCall, LayoutCall, LayoutOutcome,
-    LookupAnswer, LookupCall, ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall,
-    APP_PATH, APP_TARGET_HEADER, WAITED_HEADER,
+    check_claim_windows, Call, ClaimCall, CompleteCall, ExecuteCall, HorizonAnswer, HorizonCall,
+    LayoutCall, LayoutOutcome, LookupAnswer, LookupCall, ReleaseCall, ReplayedCall,
+    ReplayedOutcome, Route, StatsCall, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER,
 };
 
 fn bad_call(detail: impl Into<String>) -> Problem {
@@ -121,6 +121,7 @@ impl TenantLedger {
             Route::Execute => self.call::<ExecuteCall>(config, &body).await,
             Route::Replayed => self.call::<ReplayedCall>(config, &body).await,
             Route::Layout => self.call::<LayoutCall>(config, &body).await,
+            Route::Horizon => self.call::<HorizonCall>(config, &body).await,
         };
         // Counts the call left in memory are written by a timer if no
         // later call writes them first.
@@ -440,7 +441,22 @@ impl Apply<LayoutCall> for TenantLedger {
                 "layout goes to the tenant's registry: the object named by the tenant",
             ));
         }
-        self.decide_layout(&call)?;
+        let tenant = place.tenant.clone().map(|(t, _)| t).unwrap_or_default();
+        self.decide_layout(&tenant, &call).await?;
         Ok(answered(LayoutOutcome::Accepted))
+    }
+}
+
+impl Apply<HorizonCall> for TenantLedger {
+    async fn apply(
+        &self,
+        _: &Config,
+        _: HorizonCall,
+    ) -> Result<(HorizonAnswer, WaitReport), Problem> {
+        let expires_by = self
+            .ledger
+            .expires_by()
+            .map_err(|e| store_unavailable(&e))?;
+        Ok(answered(HorizonAnswer { expires_by }))
     }
 }

@@ -89,6 +89,11 @@ impl TenantLedger {
                 ));
             }
         };
+        if place.retired {
+            // Every expiry a retired object grants may outlast the window
+            // its layout was recorded with: all of them raise its horizon.
+            self.ledger.track_expiries_beyond(Some(0));
+        }
         Ok(self.place.get_or_init(|| place))
     }
 

@@ -14,17 +14,22 @@
 //! - A retired object (the previous layout) takes no new key, so it needs
 //!   no acceptance; it logs `idempotency.reshard_pending` whenever it
 //!   refuses a key while it still holds records.
+//! - Before a change forgets the previous layout, the registry asks each
+//!   of its objects for its expiry horizon (`horizon`): a record given a
+//!   longer retention than the window keeps `previous` needed until it
+//!   expires. Each object keeps its horizon for expiries beyond its window
+//!   (every expiry once it is retired; see `Ledger::track_expiries_beyond`).
 
 use super::dispatch::store_unavailable;
 use super::TenantLedger;
-use crate::config::reshard::{decide, LayoutDecision};
-use crate::config::shards::Layout;
+use crate::config::reshard::{decide, Evidence, LayoutDecision};
+use crate::config::shards::{object_name, Layout};
 use crate::config::Config;
 use crate::fields;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::{log, now_ms, LEDGER_BINDING};
 use crate::protocol::Problem;
-use crate::rpc::LayoutCall;
+use crate::rpc::{HorizonCall, LayoutCall};
 
 /// How long a layout that stops taking keys may hold live records.
 pub fn window_ms(config: &Config) -> i64 {
@@ -58,13 +63,19 @@ impl TenantLedger {
             return Ok(());
         };
         let asked = config.tenant_shards.layout(&tenant);
+        let upgraded_from_v1 = self
+            .ledger
+            .v1_upgraded_at()
+            .map_err(|e| store_unavailable(&e))?
+            .is_some();
         let call = LayoutCall {
             shards: asked.shards,
             previous: asked.previous,
             window_ms: window_ms(config),
+            upgraded_from_v1,
         };
         if is_registry {
-            self.decide_layout(&call)?;
+            self.decide_layout(&tenant, &call).await?;
         } else {
             let registry = LedgerClient::for_object(&self.env, LEDGER_BINDING, &tenant)
                 .map_err(|e| self.registry_failed(&e))?;
@@ -92,38 +103,90 @@ impl TenantLedger {
     }
 
     /// As the tenant's registry: decides `call` against the recorded
-    /// history, and records the layout when it is new.
-    pub(super) fn decide_layout(&self, call: &LayoutCall) -> Result<(), Problem> {
+    /// history, and records the layout when it is new (asking the previous
+    /// layout's objects for their horizons when the change forgets it).
+    pub(super) async fn decide_layout(
+        &self,
+        tenant: &str,
+        call: &LayoutCall,
+    ) -> Result<(), Problem> {
         let asked = Layout {
             shards: call.shards,
             previous: call.previous,
         };
-        let recorded = self
-            .ledger
-            .layout_record()
-            .map_err(|e| store_unavailable(&e))?;
-        let unchanged = match recorded {
-            Some(r) => r.shards == asked.shards && r.previous == asked.previous,
-            None => asked == Layout::SINGLE,
-        };
-        if unchanged {
-            return Ok(());
-        }
-        let holds = self.ledger.holds_any().map_err(|e| store_unavailable(&e))?;
-        match decide(recorded, asked, now_ms(), call.window_ms, holds) {
-            LayoutDecision::Accept(Some(record)) => {
-                self.ledger
-                    .record_layout(&record)
-                    .map_err(|e| store_unavailable(&e))?;
-                log::warn(
-                    "idempotency.layout_recorded",
-                    fields! {"shards" => record.shards, "previous" => record.previous},
-                );
-                Ok(())
+        let mut previous_expires_by = None;
+        // Twice at most: once more after asking the previous layout (the
+        // record is read again, another request may have changed it).
+        for _ in 0..2 {
+            let unavailable = |e: &crate::ledger::StoreError| store_unavailable(e);
+            let recorded = self.ledger.layout_record().map_err(|e| unavailable(&e))?;
+            let unchanged = match recorded {
+                Some(r) => r.shards == asked.shards && r.previous == asked.previous,
+                None => asked == Layout::SINGLE,
+            };
+            if unchanged {
+                return Ok(());
             }
-            LayoutDecision::Accept(None) => Ok(()),
-            LayoutDecision::Refuse(reason) => Err(refused(&reason)),
+            let evidence = Evidence {
+                registry_holds_records: self.ledger.holds_any().map_err(|e| unavailable(&e))?,
+                previous_expires_by: previous_expires_by.map(|(_, latest)| latest),
+                registry_upgraded_at: self.ledger.v1_upgraded_at().map_err(|e| unavailable(&e))?,
+                asker_upgraded_from_v1: call.upgraded_from_v1,
+            };
+            match decide(recorded, asked, now_ms(), call.window_ms, evidence) {
+                LayoutDecision::Accept(Some(record)) => {
+                    self.ledger
+                        .record_layout(&record)
+                        .map_err(|e| unavailable(&e))?;
+                    log::warn(
+                        "idempotency.layout_recorded",
+                        fields! {"shards" => record.shards, "previous" => record.previous},
+                    );
+                    return Ok(());
+                }
+                LayoutDecision::Accept(None) => return Ok(()),
+                LayoutDecision::Refuse(reason) => return Err(refused(&reason)),
+                LayoutDecision::Hold(record, reason) => {
+                    self.ledger
+                        .record_layout(&record)
+                        .map_err(|e| unavailable(&e))?;
+                    return Err(refused(&reason));
+                }
+                LayoutDecision::AskPrevious(m) => match previous_expires_by {
+                    Some((asked_of, _)) if asked_of == m => break,
+                    _ => previous_expires_by = Some((m, self.previous_horizon(tenant, m).await?)),
+                },
+            }
         }
+        Err(refused(
+            "the tenant's layout changed while it was decided; try again",
+        ))
+    }
+
+    /// The latest expiry horizon among the `m` objects of the tenant's
+    /// previous layout (one `horizon` call each; the registry's own when it
+    /// is that layout).
+    async fn previous_horizon(&self, tenant: &str, m: u32) -> Result<i64, Problem> {
+        let mut latest = 0;
+        for i in 0..m {
+            let name = object_name(tenant, i, m);
+            let horizon = if name == tenant {
+                self.ledger
+                    .expires_by()
+                    .map_err(|e| store_unavailable(&e))?
+            } else {
+                let object = LedgerClient::for_object(&self.env, LEDGER_BINDING, &name)
+                    .map_err(|e| store_unavailable(&e))?;
+                object
+                    .call(&HorizonCall {})
+                    .await
+                    .map_err(|e| store_unavailable(&e))?
+                    .outcome
+                    .expires_by
+            };
+            latest = latest.max(horizon);
+        }
+        Ok(latest)
     }
 
     /// A retired object refusing a key it does not hold while it still

@@ -55,18 +55,31 @@ impl DurableObject for TenantLedger {
         log::install_panic_hook();
         let ledger = Rc::new(Ledger::new(DoSqlStore::new(&state)));
         let ready = ledger
-            .migrate()
+            .migrate_at(crate::platform::now_ms())
             .and_then(|found| {
-                if found == crate::ledger::schema::Found::V1 {
+                use crate::ledger::schema::{Found, SCHEMA_VERSION};
+                let from = match found {
+                    Found::V1 => Some(1),
+                    Found::V2 => Some(2),
+                    _ => None,
+                };
+                if let Some(from) = from {
                     log::warn(
                         "idempotency.schema_upgraded",
-                        crate::fields! {"from" => 1, "to" => crate::ledger::schema::SCHEMA_VERSION},
+                        crate::fields! {"from" => from, "to" => SCHEMA_VERSION},
                     );
                 }
                 orders::migrate(ledger.store())
             })
             .map_err(|e| e.to_string());
         let config = load_config(&env);
+        // A current layout's window covers what it grants with the
+        // configured retention; longer expiries raise the horizon the
+        // registry asks for before a reshard forgets this layout (a
+        // retired object's place lowers the cover to 0).
+        if let Ok(config) = &config {
+            ledger.track_expiries_beyond(Some(super::reshard::window_ms(config)));
+        }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
         TenantLedger {
             place: OnceCell::new(),

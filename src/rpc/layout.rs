@@ -5,6 +5,10 @@
 //! Answer: [`LayoutOutcome::Accepted`], or `500 misconfigured` naming
 //! `TENANT_SHARDS` with the reason. Sent once per object instance, before
 //! its first keyed call.
+//!
+//! `horizon`: the registry asks each object of a previous layout, before it
+//! lets the configuration forget that layout, for its expiry horizon — at
+//! or after every expiry it granted that the window does not cover.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +28,10 @@ pub struct LayoutCall {
     /// How long a layout that stops taking keys may hold live records
     /// (retention + lease + origin timeout + sweep interval).
     pub window_ms: i64,
+    /// The asking object's ledger was upgraded from schema 1 (it held
+    /// records under v1, so its layout was in use then).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upgraded_from_v1: bool,
 }
 
 /// The answer to `layout`.
@@ -49,5 +57,31 @@ impl Call for LayoutCall {
             return Err(format!("window_ms must be 0..={MAX_LAYOUT_WINDOW_MS}"));
         }
         Ok(())
+    }
+}
+
+/// `horizon`: no parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HorizonCall {}
+
+/// The answer to `horizon`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HorizonAnswer {
+    /// Epoch ms at or after every expiry the object granted beyond its
+    /// window (0: none).
+    pub expires_by: i64,
+}
+
+impl Call for HorizonCall {
+    const ROUTE: Route = Route::Horizon;
+    type Answer = HorizonAnswer;
+
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn parse(_body: &[u8]) -> Result<HorizonCall, String> {
+        Ok(HorizonCall {})
     }
 }

@@ -31,7 +31,7 @@ use crate::protocol::validate_key;
 pub use claim::{check_claim_windows, ClaimCall};
 pub use complete::CompleteCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
-pub use layout::{LayoutCall, LayoutOutcome};
+pub use layout::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
 pub use lookup::{LookupAnswer, LookupCall};
 pub use release::ReleaseCall;
 pub use replayed::{
@@ -145,10 +145,11 @@ pub enum Route {
     Execute,
     Replayed,
     Layout,
+    Horizon,
 }
 
 /// The one route table: each operation and its path under [`RPC_V1_PREFIX`].
-pub const ROUTES: [(Route, &str); 8] = [
+pub const ROUTES: [(Route, &str); 9] = [
     (Route::Claim, "/rpc/v1/claim"),
     (Route::Complete, "/rpc/v1/complete"),
     (Route::Release, "/rpc/v1/release"),
@@ -157,6 +158,7 @@ pub const ROUTES: [(Route, &str); 8] = [
     (Route::Execute, "/rpc/v1/execute"),
     (Route::Replayed, "/rpc/v1/replayed"),
     (Route::Layout, "/rpc/v1/layout"),
+    (Route::Horizon, "/rpc/v1/horizon"),
 ];
 
 impl Route {

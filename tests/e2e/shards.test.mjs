@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   startGateway, startOrigin, deferred, read, json, slug, orderInit, wranglerVars, eventually,
-  ROOT, ACME, DEMO_TOKENS, GATEWAY_MODULES,
+  ROOT, ACME, GLOBEX, DEMO_TOKENS, GATEWAY_MODULES,
 } from "./harness.mjs";
 import { shardOf, shardObjectName, fingerprint } from "../../client/index.js";
 
@@ -387,5 +387,67 @@ test("a TENANT_SHARDS change that would forget live keys is refused, never a sec
     } finally { await early.dispose(); }
     for (const key of keys) assert.equal(runs.get(key), 1, `${key} still ran once`);
     assert.equal(runs.get("brand-new"), undefined);
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("a key kept longer than RETENTION_SECONDS keeps the previous layout named until it expires: never a second run", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-long-"));
+  const caller = rpcCaller();
+  const { origin, runs } = await countingOrigin();
+  // Small windows: retention 6 s, so a reshard's window is 6 + 2 + 1 + 1 = 10 s.
+  const windows = { RETENTION_SECONDS: "6", LEASE_SECONDS: "2", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "1" };
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir }, workers: [caller] });
+  const globex = (key) => ({ ...post(key), headers: { ...post(key).headers, authorization: GLOBEX } });
+  const YEAR = 31_536_000;
+  try {
+    // acme's key is completed over RPC with a year's retention (as the
+    // middleware's retentionSeconds sends it); globex's with the configured one.
+    const one = await start({});
+    try {
+      const worker = await one.mf.getWorker("rpc-caller");
+      const rpc = async (op, ...args) => (await worker.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();
+      const fp = await fingerprint({ method: "POST", target: "/charges", headers: { "content-type": "text/plain" }, body: new TextEncoder().encode("charge kept-a-year") });
+      const claim = await rpc("claim", "acme", { key: "kept-a-year", fingerprint: fp, retention_seconds: YEAR });
+      assert.equal(claim.outcome, "claimed", JSON.stringify(claim));
+      const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("ran once").toString("base64") };
+      const done = await rpc("complete", "acme", { key: "kept-a-year", generation: claim.generation, response: stored, retention_seconds: YEAR });
+      assert.deepEqual(done, { outcome: "stored" });
+      assert.equal((await read(await one.request("/charges", globex("short-lived")))).status, 201);
+    } finally { await one.dispose(); }
+
+    const resharding = '{"acme": {"shards": 2, "previous": 1}, "globex": {"shards": 2, "previous": 1}}';
+    const during = await start({ TENANT_SHARDS: resharding });
+    try {
+      const replay = await read(await during.request("/charges", post("kept-a-year")));
+      assert.deepEqual([replay.status, replay.text, replay.headers["idempotent-replayed"]], [201, "ran once", "true"]);
+      // A new key in each tenant: the current layout asks its registry, which records the reshard.
+      assert.equal((await read(await during.request("/charges", post("during")))).status, 201);
+      assert.equal((await read(await during.request("/charges", globex("during")))).status, 201);
+    } finally { await during.dispose(); }
+
+    // More than the window later.
+    await new Promise((r) => setTimeout(r, 11_000));
+    const after = await start({ TENANT_SHARDS: '{"acme": 2, "globex": 2}' });
+    try {
+      // globex's records expired with the window: previous may go.
+      assert.equal((await read(await after.request("/charges", globex("after")))).status, 201);
+      // acme's object still holds a key for a year: dropping previous is
+      // refused, and the key does not run.
+      const r = await json(await after.request("/charges", post("kept-a-year")));
+      assert.equal(r.status, 500, r.text);
+      assert.equal(slug(r.json), "misconfigured");
+      assert.ok(after.events("idempotency.misconfigured").some((e) => /kept until/.test(e.error ?? "")), JSON.stringify(after.events("idempotency.misconfigured")));
+      // Every keyed call of acme is refused, a new key too.
+      assert.equal((await json(await after.request("/charges", post("new-after")))).status, 500);
+    } finally { await after.dispose(); }
+    assert.equal(runs.get("kept-a-year"), undefined, "the origin never ran it");
+    assert.equal(runs.get("new-after"), undefined);
+
+    // With previous named again the key still replays its one answer.
+    const back = await start({ TENANT_SHARDS: resharding });
+    try {
+      const replay = await read(await back.request("/charges", post("kept-a-year")));
+      assert.deepEqual([replay.status, replay.text, replay.headers["idempotent-replayed"]], [201, "ran once", "true"]);
+    } finally { await back.dispose(); }
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });

@@ -8,6 +8,7 @@ mod contract;
 mod execute;
 mod fencing;
 mod fuzz;
+mod horizon;
 mod ledger;
 mod migration;
 mod model;

@@ -1,28 +1,35 @@
-//! The in-place upgrade from schema v1, from a database the v1 code wrote
-//! (tests/fixtures/ledger-v1.sqlite: made at the commit that added it, by
-//! the v1 ledger on rusqlite — its generator is in that commit).
+//! The in-place upgrades from schema v1 and v2, from databases those
+//! versions wrote (tests/fixtures/ledger-v1.sqlite and ledger-v2.sqlite:
+//! each made at the commit that added it, by that version's ledger on
+//! rusqlite — its generator is in that commit).
 
 use crate::support::*;
+use idempotency_ledger::config::reshard::{decide, Evidence, LayoutDecision};
+use idempotency_ledger::config::shards::ShardMap;
 use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
 use idempotency_ledger::ledger::schema::Found;
-use idempotency_ledger::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, Ledger, Refusal};
+use idempotency_ledger::ledger::schema::SCHEMA_VERSION;
+use idempotency_ledger::ledger::{
+    ClaimOutcome, CompleteOutcome, ExecuteOutcome, LayoutRecord, Ledger, Refusal,
+};
 
 /// The v1 fixture's clock: records were written around this time.
 const T0: i64 = 1_800_000_000_000;
 
 fn v1_ledger() -> Ledger<RusqliteStore> {
+    fixture_ledger("ledger-v1.sqlite")
+}
+
+fn fixture_ledger(fixture: &str) -> Ledger<RusqliteStore> {
     let dir = std::env::temp_dir().join(format!(
-        "ledger-v1-{}-{}",
+        "ledger-fixture-{}-{}",
         std::process::id(),
         rand::random::<u64>()
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("ledger.sqlite");
     std::fs::copy(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/ledger-v1.sqlite"
-        ),
+        format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR")),
         &path,
     )
     .unwrap();
@@ -172,4 +179,183 @@ fn in_flight_keys_keep_their_generation_and_lease() {
             takeover: true
         }
     );
+}
+
+/// The schema version the database says it holds.
+fn version_of(l: &Ledger<RusqliteStore>) -> i64 {
+    l.store()
+        .connection()
+        .query_row("SELECT schema_version FROM ledger_state", [], |r| r.get(0))
+        .unwrap()
+}
+
+const YEAR_MS: i64 = 31_536_000_000;
+
+#[test]
+fn a_v2_database_upgrades_keeping_its_layout_and_learns_its_expiry_horizon() {
+    let l = fixture_ledger("ledger-v2.sqlite");
+    assert_eq!(version_of(&l), 2, "the fixture is v2");
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V2);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    assert_eq!(count(&l, "idempotency_records"), 4);
+    // The layout history schema 2 kept is kept; it is not "unknown".
+    assert_eq!(
+        l.layout_record().unwrap(),
+        Some(LayoutRecord {
+            shards: 4,
+            previous: Some(1),
+            since: T0,
+            window_ms: 100_000
+        })
+    );
+    assert_eq!(l.v1_upgraded_at().unwrap(), None);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    // The horizon starts at the latest expiry held: the key kept a year.
+    assert_eq!(l.expires_by().unwrap(), T0 + 10 + YEAR_MS);
+    match l
+        .claim("kept-a-year", &fp("y"), &policy(), T0 + 100)
+        .unwrap()
+    {
+        ClaimOutcome::Refused(Refusal::Completed { expires_at, .. }) => {
+            assert_eq!(expires_at, Some(T0 + 10 + YEAR_MS))
+        }
+        other => panic!("{other:?}"),
+    }
+    let s = l.stats(T0 + 100).unwrap();
+    assert_eq!(
+        (s.completed, s.in_flight, s.released, s.claims),
+        (2, 1, 1, 4)
+    );
+}
+
+#[test]
+fn a_v1_upgrade_learns_the_latest_expiry_and_when_its_layout_history_became_unknown() {
+    let l = v1_ledger();
+    let upgraded = T0 + 500;
+    assert_eq!(l.migrate_at(upgraded).unwrap(), Found::V1);
+    assert_eq!(l.v1_upgraded_at().unwrap(), Some(upgraded));
+    assert_eq!(l.layout_record().unwrap(), None);
+    let latest: i64 = l
+        .store()
+        .connection()
+        .query_row("SELECT MAX(expires_at) FROM idempotency_records", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(l.expires_by().unwrap(), latest);
+    // A second start keeps the upgrade's time.
+    assert_eq!(l.migrate_at(upgraded + 1_000).unwrap(), Found::Current);
+    assert_eq!(l.v1_upgraded_at().unwrap(), Some(upgraded));
+}
+
+/// The registry's decision on `TENANT_SHARDS` for tenant acme, from what
+/// the upgraded v1 ledger holds (as `TenantLedger` asks it).
+fn registry_decides(
+    l: &Ledger<RusqliteStore>,
+    tenant_shards: &str,
+    asker_upgraded_from_v1: bool,
+    now: i64,
+    window_ms: i64,
+) -> LayoutDecision {
+    let asked = ShardMap::parse(tenant_shards).unwrap().layout("acme");
+    let evidence = Evidence {
+        registry_holds_records: l.holds_any().unwrap(),
+        previous_expires_by: None,
+        registry_upgraded_at: l.v1_upgraded_at().unwrap(),
+        asker_upgraded_from_v1,
+    };
+    decide(l.layout_record().unwrap(), asked, now, window_ms, evidence)
+}
+
+#[test]
+fn a_v1_registry_treats_its_layout_history_as_unknown_for_a_window_and_believes_previous() {
+    // acme's own object under v1, its records all swept (a tenant sharded
+    // under v1 after it was one object).
+    let l = v1_ledger();
+    l.store()
+        .connection()
+        .execute("DELETE FROM idempotency_records", [])
+        .unwrap();
+    let upgraded = T0 + 500;
+    let window = 100_000;
+    l.migrate_at(upgraded).unwrap();
+    // {"acme": 4} asked by a shard that held nothing before the upgrade: it
+    // may be a change from a v1 layout nobody recorded (say 2).
+    for at in [upgraded + 1, upgraded + window - 1] {
+        assert!(
+            matches!(
+                registry_decides(&l, r#"{"acme": 4}"#, false, at, window),
+                LayoutDecision::Refuse(_)
+            ),
+            "at {at}"
+        );
+    }
+    // Asked by a shard that held v1 records, it is the layout in use.
+    assert_eq!(
+        registry_decides(&l, r#"{"acme": 4}"#, true, upgraded + 1, window),
+        LayoutDecision::Accept(Some(LayoutRecord {
+            shards: 4,
+            previous: None,
+            since: upgraded + 1,
+            window_ms: window
+        }))
+    );
+    // A full window after the upgrade, by anyone.
+    assert!(matches!(
+        registry_decides(&l, r#"{"acme": 4}"#, false, upgraded + window, window),
+        LayoutDecision::Accept(Some(_))
+    ));
+    // Mid-reshard at the upgrade: "previous" is believed, and recorded.
+    let mid = registry_decides(
+        &l,
+        r#"{"acme": {"shards": 4, "previous": 2}}"#,
+        false,
+        upgraded + 1,
+        window,
+    );
+    let LayoutDecision::Accept(Some(record)) = mid else {
+        panic!("{mid:?}")
+    };
+    assert_eq!((record.shards, record.previous), (4, Some(2)));
+    l.record_layout(&record).unwrap();
+    // Dropping it is refused for a window from then.
+    assert!(matches!(
+        registry_decides(&l, r#"{"acme": 4}"#, true, upgraded + window, window),
+        LayoutDecision::Refuse(_)
+    ));
+    assert!(matches!(
+        registry_decides(&l, r#"{"acme": 4}"#, true, upgraded + 1 + window, window),
+        LayoutDecision::AskPrevious(2)
+    ));
+}
+
+#[test]
+fn a_v1_registry_that_holds_records_keeps_its_one_object_layout() {
+    let l = v1_ledger();
+    l.migrate_at(T0 + 500).unwrap();
+    // Unsharded, nothing changes; a layout that forgets the one object is refused.
+    assert_eq!(
+        registry_decides(&l, r#"{}"#, false, T0 + 600, 100_000),
+        LayoutDecision::Accept(None)
+    );
+    for shards in [
+        r#"{"acme": 4}"#,
+        r#"{"acme": {"shards": 4, "previous": 2}}"#,
+    ] {
+        assert!(matches!(
+            registry_decides(&l, shards, true, T0 + 600, 100_000),
+            LayoutDecision::Refuse(_)
+        ));
+    }
+    assert!(matches!(
+        registry_decides(
+            &l,
+            r#"{"acme": {"shards": 4, "previous": 1}}"#,
+            false,
+            T0 + 600,
+            100_000
+        ),
+        LayoutDecision::Accept(Some(_))
+    ));
 }
