@@ -1,4 +1,4 @@
-//! The in-place v1 → v2 upgrade on a large database: how long the one
+//! The in-place upgrade from schema 1 on a large database: how long the one
 //! transaction takes (it copies every record into the `WITHOUT ROWID`
 //! table and builds the `sweep_at` index), so docs/operations.md can say
 //! which objects upgrade within a request's CPU limit.
@@ -80,7 +80,7 @@ fn main() {
     let cpu = cpu_seconds() - cpu;
     let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     println!(
-        "v1 → v2 upgrade ({found:?}): {rows} records of {body_len} B, database {:.0} MiB: {wall:.2} s wall, {cpu:.2} s CPU ({:.0} MiB/s of database per CPU second); file after: {:.0} MiB",
+        "schema 1 upgrade ({found:?}): {rows} records of {body_len} B, database {:.0} MiB: {wall:.2} s wall, {cpu:.2} s CPU ({:.0} MiB/s of database per CPU second); file after: {:.0} MiB",
         size as f64 / 1_048_576.0,
         size as f64 / 1_048_576.0 / cpu.max(1e-9),
         after as f64 / 1_048_576.0
