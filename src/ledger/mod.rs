@@ -294,13 +294,46 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     /// [`Ledger::migrate`], an upgrade from schema 1 recording `now` as
-    /// the time the layout history became unknown (`config::reshard`).
+    /// the time the layout history became unknown (`config::reshard`), and
+    /// carried to its end (every step of an upgrade from schema 1, each a
+    /// transaction of its own).
     pub fn migrate_at(&self, now: Millis) -> Result<schema::Found, StoreError> {
+        let (found, _) = self.migrate_within(now, u32::MAX)?;
+        Ok(found)
+    }
+
+    /// Creates or upgrades the schema (one transaction), then takes at
+    /// most `steps` bounded steps of an upgrade from schema 1 (see
+    /// [`schema::upgrade_v1_step`]); `true` when no upgrade is left. An
+    /// object that starts on a large schema-1 database serves once the
+    /// steps it takes across requests and alarms are done
+    /// ([`Ledger::continue_upgrade`]).
+    pub fn migrate_within(
+        &self,
+        now: Millis,
+        steps: u32,
+    ) -> Result<(schema::Found, bool), StoreError> {
         let found = self
             .store
             .atomically(|| schema::migrate(&self.store, now))?;
         *self.stored.borrow_mut() = None;
-        Ok(found)
+        let done = self.continue_upgrade(steps)?;
+        Ok((found, done))
+    }
+
+    /// Takes at most `steps` steps of an upgrade from schema 1 under way;
+    /// `true` once none is left (at once when none was).
+    pub fn continue_upgrade(&self, steps: u32) -> Result<bool, StoreError> {
+        for _ in 0..steps {
+            let done = self
+                .store
+                .atomically(|| schema::upgrade_v1_step(&self.store))?;
+            *self.stored.borrow_mut() = None;
+            if done {
+                return Ok(true);
+            }
+        }
+        schema::upgrading_v1(&self.store).map(|upgrading| !upgrading)
     }
 
     fn read(&self, key: &str) -> Result<Option<Record>, StoreError> {

@@ -73,6 +73,21 @@ impl TenantLedger {
             log::error("idempotency.schema_error", fields! {"error" => e});
             return http::problem(&Problem::of(ProblemKind::StoreUnavailable));
         }
+        // A schema-1 database still being upgraded: each request takes a few
+        // bounded steps; until the last, callers are told to come back.
+        if self.upgrading.get()
+            && !self
+                .continue_upgrade(super::tenant_ledger::UPGRADE_STEPS_PER_REQUEST)
+                .await
+        {
+            return http::problem(
+                &Problem::new(
+                    ProblemKind::StoreUnavailable,
+                    "the ledger is upgrading its schema in place; retry in a moment",
+                )
+                .with_header("retry-after", "1"),
+            );
+        }
         let config = match &self.config {
             Ok(c) => c,
             Err(e) => return misconfigured(&e.variable, &e.message),

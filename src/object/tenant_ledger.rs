@@ -22,6 +22,13 @@ use crate::ledger::Ledger;
 use crate::orders;
 use crate::platform::{load_config, log};
 
+/// Upgrade steps (each at most 2,000 records or 8 MiB of bodies) an
+/// instance takes as it starts, by each request while an upgrade from
+/// schema 1 is under way, and by each alarm (bounded CPU each).
+const UPGRADE_STEPS_ON_START: u32 = 16;
+pub(super) const UPGRADE_STEPS_PER_REQUEST: u32 = 4;
+const UPGRADE_STEPS_PER_ALARM: u32 = 64;
+
 #[durable_object]
 pub struct TenantLedger {
     pub(super) state: State,
@@ -31,6 +38,10 @@ pub struct TenantLedger {
     pub(super) config: Result<Config, ConfigError>,
     /// Schema creation outcome; a failure refuses every call.
     pub(super) ready: Result<(), String>,
+    /// An upgrade from schema 1 is still moving records (see
+    /// `Ledger::continue_upgrade`): calls are answered `503` with
+    /// `Retry-After` while each request and alarm takes a few more steps.
+    pub(super) upgrading: Cell<bool>,
     /// The alarm as this instance last read or set it: `None` until
     /// checked (and again after a failed alarm), `Some(None)` for no alarm.
     pub(super) alarm_at: Cell<Option<Option<i64>>>,
@@ -54,9 +65,13 @@ impl DurableObject for TenantLedger {
     fn new(state: State, env: Env) -> Self {
         log::install_panic_hook();
         let ledger = Rc::new(Ledger::new(DoSqlStore::new(&state)));
+        // A large schema-1 database upgrades in bounded steps: as many as
+        // fit here, the rest by the requests and alarms that follow.
+        let upgrading = Cell::new(false);
         let ready = ledger
-            .migrate_at(crate::platform::now_ms())
-            .and_then(|found| {
+            .migrate_within(crate::platform::now_ms(), UPGRADE_STEPS_ON_START)
+            .and_then(|(found, done)| {
+                upgrading.set(!done);
                 use crate::ledger::schema::{Found, SCHEMA_VERSION};
                 let from = match found {
                     Found::V1 => Some(1),
@@ -90,6 +105,7 @@ impl DurableObject for TenantLedger {
             ledger,
             config,
             ready,
+            upgrading,
             alarm_at: Cell::new(None),
             flush_armed: Rc::new(Cell::new(false)),
             started: Cell::new(false),
@@ -101,6 +117,9 @@ impl DurableObject for TenantLedger {
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
+        if self.upgrading.get() && !self.continue_upgrade(UPGRADE_STEPS_PER_ALARM).await {
+            return Response::ok("upgrading");
+        }
         self.sweep().await
     }
 }

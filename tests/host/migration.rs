@@ -359,3 +359,125 @@ fn a_v1_registry_that_holds_records_keeps_its_one_object_layout() {
         LayoutDecision::Accept(Some(_))
     ));
 }
+
+/// The v1 fixture in a file, with `extra` more completed records of
+/// `body_len` bytes written by the v1 schema (its own table and columns);
+/// the file's path is returned for reopening (a restart).
+fn large_v1(extra: usize, body_len: usize) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "ledger-large-v1-{}-{}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ledger.sqlite");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/ledger-v1.sqlite"
+        ),
+        &path,
+    )
+    .unwrap();
+    let mut conn = rusqlite::Connection::open(&path).unwrap();
+    let tx = conn.transaction().unwrap();
+    {
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO idempotency_records (key, state, generation, fingerprint, components,
+                    created_at, claimed_at, completed_at, expires_at, response_status, response_headers,
+                    response_body, retained, replays)
+                 VALUES (?1, 'completed', 1, ?2, '[]', ?3, ?3, ?3, ?4, 201, '[]', ?5, 1, 0)",
+            )
+            .unwrap();
+        for i in 0..extra {
+            let t = T0 + i as i64;
+            insert
+                .execute(rusqlite::params![
+                    format!("bulk-{i:06}"),
+                    "a".repeat(64),
+                    t,
+                    t + 86_400_000,
+                    vec![b'x'; body_len]
+                ])
+                .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    path
+}
+
+fn open(path: &std::path::Path) -> Ledger<RusqliteStore> {
+    Ledger::new(RusqliteStore::new(
+        rusqlite::Connection::open(path).unwrap(),
+    ))
+}
+
+#[test]
+fn a_large_v1_database_upgrades_in_bounded_steps_never_holding_two_copies() {
+    use idempotency_ledger::ledger::schema::{upgrading_v1, UPGRADE_STEP_BYTES};
+    // 6,000 records of 4 KiB: about 24 MiB, three steps at least by bytes.
+    let path = large_v1(6_000, 4_096);
+    let before = std::fs::metadata(&path).unwrap().len();
+    let l = open(&path);
+    let (found, done) = l.migrate_within(T0 + 1, 1).unwrap();
+    assert_eq!(found, Found::V1);
+    assert!(!done, "one step moves at most 2,000 records or 8 MiB");
+    assert!(upgrading_v1(l.store()).unwrap());
+    let moved = count(&l, "idempotency_records");
+    assert!(
+        moved >= 1 && moved as u64 * 4_096 <= UPGRADE_STEP_BYTES as u64 + 4_096,
+        "{moved}"
+    );
+    let mut steps = 1;
+    while !l.continue_upgrade(1).unwrap() {
+        steps += 1;
+        assert!(steps < 100, "the upgrade ends");
+    }
+    assert!(steps >= 3, "{steps} steps");
+    assert!(!upgrading_v1(l.store()).unwrap(), "the v1 table is gone");
+    assert_eq!(
+        version_of(&l),
+        idempotency_ledger::ledger::schema::SCHEMA_VERSION
+    );
+    // Every record moved once, counted once; the fixture's own counts kept.
+    let s = l.stats(T0 + 100).unwrap();
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (6_006, 2, 6_003, 1)
+    );
+    assert_eq!((s.claims, s.replays), (8, 2));
+    assert_eq!(count(&l, "idempotency_records"), 6_006);
+    assert_eq!(l.lookup("done", T0 + 100).unwrap().unwrap().replays, 2);
+    let bulk = l.lookup("bulk-005999", T0 + 100).unwrap().unwrap();
+    assert_eq!(bulk.generation, 1);
+    // Deleting as it moves, the file never held the records twice.
+    drop(l);
+    let after = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        after < before + before / 2,
+        "the database grew from {before} to {after} bytes"
+    );
+}
+
+#[test]
+fn an_upgrade_interrupted_between_steps_resumes_on_the_next_start_without_counting_twice() {
+    let path = large_v1(5_000, 1_024);
+    {
+        let l = open(&path);
+        let (_, done) = l.migrate_within(T0 + 1, 1).unwrap();
+        assert!(!done);
+        // The instance ends here (an eviction, a deploy).
+    }
+    let l = open(&path);
+    let (found, done) = l.migrate_within(T0 + 2, u32::MAX).unwrap();
+    assert_eq!(
+        found,
+        Found::Current,
+        "the schema is current; only records were still moving"
+    );
+    assert!(done);
+    let s = l.stats(T0 + 100).unwrap();
+    assert_eq!((s.records, s.completed), (5_006, 5_003));
+    assert_eq!(count(&l, "idempotency_records"), 5_006);
+}
