@@ -1,7 +1,7 @@
-//! The in-place upgrade from schema 1 on a large database: how long the one
-//! transaction takes (it copies every record into the `WITHOUT ROWID`
-//! table and builds the `sweep_at` index), so docs/operations.md can say
-//! which objects upgrade within a request's CPU limit.
+//! The in-place upgrade from schema 1 on a large database: how long all its
+//! bounded steps take together (each moves at most 2,000 records or 8 MiB
+//! into the `WITHOUT ROWID` table and deletes them from the old one) and
+//! how large the file ends, for docs/operations.md.
 //!
 //! Runs the real migration SQL on SQLite (rusqlite, a file database under
 //! the temp directory, written from tests/fixtures/ledger-v1.sqlite's
