@@ -157,18 +157,22 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     /// When the alarm's recount of the records per state is next due
-    /// ([`RECOUNT_AFTER_MS`] after the last, never before `now`), while the
-    /// counts say records are held; `None` otherwise. Read from memory (the
+    /// ([`RECOUNT_AFTER_MS`] after the last — or from now, for an object
+    /// never recounted — and never before `now`), while the counts say
+    /// records are held; `None` otherwise. Read from memory (the
     /// `ledger_state` row, once per instance). The alarm is set for it as
     /// for an expiry, so a count an eviction lost heals within the hour
-    /// even when no record expires for a day.
+    /// even when no record expires for a day. (Never "at once": a new
+    /// object's first records would otherwise bring a recount alarm, and
+    /// its reads, within a minute of every start.)
     pub fn next_recount_at(&self, now: Millis) -> Result<Option<Millis>, StoreError> {
         if self.held_records()? <= 0 {
             return Ok(None);
         }
         let last = self.with_stored(|s| s.recounted_at)?;
+        let from = if last == 0 { now } else { last };
         Ok(Some(
-            last.saturating_add(RECOUNT_AFTER_MS)
+            from.saturating_add(RECOUNT_AFTER_MS)
                 .max(now.saturating_add(1)),
         ))
     }

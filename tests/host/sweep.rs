@@ -268,19 +268,24 @@ fn the_hourly_recount_is_on_the_alarm_even_when_no_record_expires_for_a_day() {
         )
     })
     .unwrap();
-    // Never recounted: due at once (then hourly).
-    assert_eq!(l.next_recount_at(T0 + 1_000).unwrap(), Some(T0 + 1_001));
-    let first = l.sweep(T0 + 2_000, 100).unwrap();
+    // Never recounted: due an hour from now (then hourly), never at once.
+    assert_eq!(
+        l.next_recount_at(T0 + 1_000).unwrap(),
+        Some(T0 + 1_000 + RECOUNT_AFTER_MS)
+    );
+    // The alarm of that hour recounts.
+    let swept_at = T0 + 2_000 + RECOUNT_AFTER_MS;
+    let first = l.sweep(swept_at, 100).unwrap();
     assert_eq!(first.deleted, 0);
     assert_eq!(
         first.next_recount_at,
-        Some(T0 + 2_000 + RECOUNT_AFTER_MS),
+        Some(swept_at + RECOUNT_AFTER_MS),
         "the sweep recounted"
     );
     // The record expires in a day; the alarm comes back within the hour.
-    let at = first.next_alarm_at(T0 + 2_000, 60_000).unwrap();
-    assert!(at <= T0 + 2_000 + RECOUNT_AFTER_MS + 60_000, "{at}");
-    assert!(first.next_expires_at.unwrap() > T0 + 2_000 + 20 * RECOUNT_AFTER_MS);
+    let at = first.next_alarm_at(swept_at, 60_000).unwrap();
+    assert!(at <= swept_at + RECOUNT_AFTER_MS + 60_000, "{at}");
+    assert!(first.next_expires_at.unwrap() > swept_at + 20 * RECOUNT_AFTER_MS);
     // No record: no recount, no alarm for it.
     assert_eq!(ledger().next_recount_at(T0 + 1_000).unwrap(), None);
 }
