@@ -18,10 +18,10 @@ echo "== host tests (cargo test, rusqlite)"
 cargo test --features host-sqlite
 echo "== building the Worker"
 bash scripts/build.sh
-echo "== building the library-mode example (examples/embedded-ledger)"
-# Its own target dir: the product crate is cdylib+rlib, so cargo names its
-# rlib without a hash and a shared dir would mix the two feature sets.
-(cd examples/embedded-ledger && CARGO_TARGET_DIR="$ROOT/target/embedded-ledger-example" worker-build --release)
+echo "== packaging the crate (cargo package: the files of Cargo.toml's include, verified by building them alone)"
+cargo package --allow-dirty --quiet
+echo "== building the library-mode example (examples/embedded-ledger) against the packaged crate"
+bash scripts/build-example.sh
 echo "== checking the deployable bundle (wrangler deploy --dry-run, no network)"
 rm -rf "$ROOT/target/deploy-dry-run"
 wrangler deploy --dry-run --outdir "$ROOT/target/deploy-dry-run" 2>&1 | grep -E "Total Upload|dry-run" || true
