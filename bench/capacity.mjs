@@ -4,14 +4,14 @@
 //
 //   npm run bench:capacity [-- --records 1000]
 //
-// Runs the built Worker in workerd (Miniflare, the e2e harness) in proxy
+// Runs the built Worker in workerd (Miniflare, tests/workerd.mjs) in proxy
 // mode against a local origin that answers with a body of a given size,
 // writes `records` fresh keys per size, and reads the object's database
 // size (`stats.db_bytes`) before and after. Then prints, for a 9 GB byte
 // quota (MAX_DB_BYTES_PER_OBJECT's default) and several retentions, the
 // sustained new keys/s one object holds — and N shards N times that.
 import { parseArgs } from "node:util";
-import { startGateway, startOrigin, ACME } from "../tests/e2e/harness.mjs";
+import { startGateway, startOrigin, ACME } from "../tests/workerd.mjs";
 
 const { values: opts } = parseArgs({ options: { records: { type: "string", default: "1000" } } });
 const RECORDS = Number(opts.records);

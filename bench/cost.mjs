@@ -17,7 +17,7 @@ import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { parseArgs } from "node:util";
 import { fingerprint } from "../client/fingerprint.js";
 import { LedgerClient } from "../client/rpc.js";
-import { DEMO_TOKENS, ROOT, eventually, orderInit, wranglerVars } from "../tests/e2e/harness.mjs";
+import { DEMO_TOKENS, ROOT, eventually, orderInit, wranglerVars } from "../tests/workerd.mjs";
 
 const { values: opts } = parseArgs({
   options: {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the host tests of the core on real SQLite (cargo test),
-# then the end-to-end tests of the built Worker in workerd (node --test).
+# Runs every test (tests/README.md): the host tests of the core on real
+# SQLite (cargo test), the Node-only tests of the JS package (tests/node),
+# then the end-to-end tests of the built Worker in workerd (tests/e2e).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
@@ -17,10 +18,10 @@ echo "== host tests (cargo test, rusqlite)"
 cargo test --features host-sqlite
 echo "== building the Worker"
 bash scripts/build.sh
-echo "== building the library-mode example (examples/embedded-ledger)"
-# Its own target dir: the product crate is cdylib+rlib, so cargo names its
-# rlib without a hash and a shared dir would mix the two feature sets.
-(cd examples/embedded-ledger && CARGO_TARGET_DIR="$ROOT/target/embedded-ledger-example" worker-build --release)
+echo "== packaging the crate (cargo package: the files of Cargo.toml's include, verified by building them alone)"
+cargo package --allow-dirty --quiet
+echo "== building the library-mode example (examples/embedded-ledger) against the packaged crate"
+bash scripts/build-example.sh
 echo "== checking the deployable bundle (wrangler deploy --dry-run, no network)"
 rm -rf "$ROOT/target/deploy-dry-run"
 wrangler deploy --dry-run --outdir "$ROOT/target/deploy-dry-run" 2>&1 | grep -E "Total Upload|dry-run" || true
@@ -30,6 +31,8 @@ grep -q "LedgerService" "$ROOT/target/deploy-dry-run/entry.js"
 echo "== type-checking the JS package (strict JSDoc) and emitting its declarations, then their TypeScript users"
 npm run --silent check:types
 tsc -p tests/types
+echo "== Node-only tests (the JS package in Node: no workerd)"
+node --test --test-concurrency=1 --test-timeout=120000 'tests/node/*.test.mjs'
 echo "== end-to-end tests (workerd via miniflare)"
 node --test --test-concurrency=1 --test-timeout=120000 'tests/e2e/*.test.mjs'
 echo "== the vitest-pool-workers example (examples/vitest-app: an app tested with the packaged ledger as an auxiliary Worker)"

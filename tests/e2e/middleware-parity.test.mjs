@@ -2,8 +2,10 @@
 // gateway's options (shouldStore, failurePolicy, maxBodyBytes, lease and
 // retention, problemBase, hooks) over every ledger source kind — a
 // LedgerClient, the LedgerService binding, the TenantLedger namespace
-// routed with TENANT_SHARDS — in a real Hono app (bundled with esbuild)
-// bound to the built Worker's real objects in workerd.
+// routed with TENANT_SHARDS — and the Hono guide's plain one-line use (a
+// route reading its JSON body, throwing, slow under Prefer: wait), in a
+// real Hono app (bundled with esbuild) bound to the built Worker's real
+// objects in workerd.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, read, eventually, bundledWorkerModules } from "./harness.mjs";
@@ -68,6 +70,70 @@ test("a LedgerClient: the route runs once, replays, and reads its parsed key wit
   assert.ok(replay.body.equals(first.body));
   assert.equal(await runs("client"), 1);
   assert.equal((await lookup("parity-client", "pc-1")).state, "completed");
+});
+
+/** A POST of JSON to the guide-style /payments/charge route (key null: none). */
+const charge = (key, body, extra = {}) => app.fetch("https://parity/payments/charge", {
+  method: "POST",
+  headers: { "content-type": "application/json", ...(key === null ? {} : { "idempotency-key": key }), ...extra },
+  body: JSON.stringify(body),
+}).then(read);
+const paymentRuns = async () => (await app.fetch("https://parity/payments/runs").then((r) => r.json())).runs;
+
+test("Hono: the route runs once per key; replays carry Idempotent-Replayed and the same bytes", async () => {
+  const before = await paymentRuns();
+  const first = await charge('"h-1"', { amount: "10.00" });
+  assert.equal(first.status, 201);
+  assert.equal(first.headers.location, `/payments/${before + 1}`);
+  assert.equal(JSON.parse(first.text).amount, "10.00", "the route still reads its JSON body");
+  const replay = await charge("h-1", { amount: "10.00" });
+  assert.equal(replay.status, 201);
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.ok(replay.body.equals(first.body));
+  assert.equal(replay.headers.location, first.headers.location);
+  assert.equal(await paymentRuns(), before + 1, "the route ran once");
+  // Concurrent retries of a fresh key: still one run.
+  const burst = await Promise.all(Array.from({ length: 8 }, () => charge("h-burst", { amount: "1.00" })));
+  assert.equal(await paymentRuns(), before + 2);
+  for (const r of burst) assert.ok([201, 409].includes(r.status), `got ${r.status}`);
+});
+
+test("Hono: refusals are the gateway's problem documents", async () => {
+  await charge("h-2", { amount: "1" });
+  const reused = await charge("h-2", { amount: "2" });
+  assert.equal(reused.status, 422);
+  assert.equal(reused.headers["content-type"], "application/problem+json");
+  assert.match(JSON.parse(reused.text).type, /idempotency-key-reused$/);
+  assert.deepEqual(JSON.parse(reused.text).differs, ["body"]);
+  const missing = await charge(null, { amount: "1" });
+  assert.equal(missing.status, 400);
+  assert.match(JSON.parse(missing.text).type, /idempotency-key-missing$/);
+  const invalid = await charge('"open', { amount: "1" });
+  assert.equal(invalid.status, 400);
+  assert.match(JSON.parse(invalid.text).type, /idempotency-key-invalid$/);
+  const unprotected = await app.fetch("https://parity/payments/runs");
+  assert.equal(unprotected.status, 200, "GET passes through");
+});
+
+test("Hono: a route that throws releases the key, and the retry runs again", async () => {
+  const before = await paymentRuns();
+  const boom = await charge("h-3", { amount: "1", explode: true });
+  assert.equal(boom.status, 500, "Hono's own error response");
+  assert.equal((await lookup("parity-payments", "h-3")).state, "released");
+  const again = await charge("h-3", { amount: "1", explode: true });
+  assert.equal(again.status, 500);
+  assert.equal(await paymentRuns(), before + 2, "released: the retry ran the route again");
+});
+
+test("Hono: a retry with Prefer: wait=10 waits for the slow first run and replays it", async () => {
+  const first = charge("h-slow", { amount: "3", slow: true });
+  await eventually(async () => (await lookup("parity-payments", "h-slow"))?.state === "in_flight", { every: 50 });
+  const retry = await charge("h-slow", { amount: "3", slow: true }, { prefer: "wait=10" });
+  const original = await first;
+  assert.equal(retry.status, 201);
+  assert.equal(retry.headers["idempotent-replayed"], "true");
+  assert.equal(retry.headers["preference-applied"], "wait=10");
+  assert.ok(retry.body.equals(original.body));
 });
 
 test("the LedgerService binding with the tenant from c.var: the key lives in that tenant's object", async () => {

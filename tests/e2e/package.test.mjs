@@ -130,6 +130,75 @@ const charges = async (tenant = "acme") => (await json(await request("/", { head
 const lookup = async (key, tenant = "acme") =>
   (await json(await request(`/?key=${encodeURIComponent(key)}`, { headers: { "x-app": "payments", "x-tenant": tenant, "x-op": "lookup" } }))).json;
 
+test("npm pack ships exactly the client, its types, the built Worker, the docs, the README, the changelog and the licence", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const root = new URL("../../", import.meta.url).pathname;
+  const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
+  const files = pack.files.map((f) => f.path).sort();
+  // The modules (one per seam), their declarations (emitted by `npm run check:types`), the docs.
+  assert.deepEqual(files, [
+    "CHANGELOG.md",
+    "LICENSE",
+    "README.md",
+    "build/index.js",
+    "build/index_bg.wasm",
+    "client/answer.d.ts",
+    "client/answer.js",
+    "client/bytes.d.ts",
+    "client/bytes.js",
+    "client/contract.d.ts",
+    "client/contract.js",
+    "client/defaults.d.ts",
+    "client/defaults.js",
+    "client/fingerprint.d.ts",
+    "client/fingerprint.js",
+    "client/hono.d.ts",
+    "client/hono.js",
+    "client/index.d.ts",
+    "client/index.js",
+    "client/key.d.ts",
+    "client/key.js",
+    "client/ledger.d.ts",
+    "client/ledger.js",
+    "client/problems.d.ts",
+    "client/problems.js",
+    "client/request.d.ts",
+    "client/request.js",
+    "client/rpc.d.ts",
+    "client/rpc.js",
+    "client/settle.d.ts",
+    "client/settle.js",
+    "client/shards.d.ts",
+    "client/shards.js",
+    "client/sources.d.ts",
+    "client/sources.js",
+    "client/stored.d.ts",
+    "client/stored.js",
+    "client/waiting.d.ts",
+    "client/waiting.js",
+    "docs/clients.md",
+    "docs/configuration.md",
+    "docs/contract.md",
+    "docs/development.md",
+    "docs/hono-guide.md",
+    "docs/openapi.json",
+    "docs/operations.md",
+    "docs/problems.json",
+    "docs/proxy-mode.md",
+    "docs/rpc-v1.md",
+    "docs/sharding.md",
+    "docs/typescript.md",
+    "package.json",
+    "worker/entry.d.mts",
+    "worker/entry.mjs",
+    "worker/testing.d.mts",
+    "worker/testing.mjs",
+    "worker/wasm.d.mts",
+    "worker/wasm.mjs",
+    "worker/wrangler.jsonc",
+  ]);
+});
+
 test("types: the installed package checks against wrangler types' Env and runtime, and against @cloudflare/workers-types", () => {
   // wrangler types: the project's Env and the runtime types of its compatibility date.
   run("node", [WRANGLER, "types"]);

@@ -1,4 +1,5 @@
-// The example crate (examples/embedded-ledger), built to a Worker: library
+// The example crate (examples/embedded-ledger), built to a Worker against
+// the packaged crate (scripts/build-example.sh, after cargo package): library
 // mode (its own Durable Object embedding the ledger beside its own table)
 // and the typed Rust client calling the gateway's TenantLedger via script_name.
 import { test, before, after } from "node:test";

@@ -59,6 +59,10 @@ app.use("/bodyreader/*", idempotency<AppEnv>({
   ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-bodyreader"),
   shouldStore: async (response) => "run" in (await response.json() as object),
 }));
+// The plain one-line use (from the Hono guide): a LedgerClient per tenant, every option at its default.
+app.use("/payments/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, c.req.header("x-tenant") ?? "parity-payments"),
+}));
 app.use("/brokenstream/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-brokenstream") }));
 app.use("/tenant-throws/*", idempotency<AppEnv>({
   ledger: (c) => c.env.LEDGER_SVC, tenant: () => { throw new Error("no session"); },
@@ -117,6 +121,19 @@ const shortRetention = withIdempotency<Bindings, ExecutionContext>(async () => {
   return Response.json({ ran: true }, { status: 201 });
 }, { ledger: (_request, env) => env.LEDGER_SVC, tenant: "parity-short-retention", retentionSeconds: 1 });
 app.all("/fetch-short-retention/*", (c) => shortRetention(c.req.raw, c.env, c.executionCtx));
+
+// A route of the kind the guide writes: reads its JSON body after the middleware, may throw
+// (explode) or take 3 s (slow), answers with a Location of its own.
+app.post("/payments/charge", async (c) => {
+  runs.payments = (runs.payments ?? 0) + 1;
+  const run = runs.payments;
+  const body = await c.req.json<{ amount: string; explode?: boolean; slow?: boolean }>();
+  if (body.explode) throw new Error("the route failed");
+  if (body.slow) await new Promise((r) => setTimeout(r, 3_000));
+  return c.json({ run, amount: body.amount }, 201, { location: `/payments/${run}` });
+});
+// A GET under the protected prefix: passes through the middleware.
+app.get("/payments/runs", (c) => c.json({ runs: runs.payments ?? 0 }));
 
 // A route that runs, then its body breaks off after the first bytes.
 app.post("/brokenstream/charge", (c) => {

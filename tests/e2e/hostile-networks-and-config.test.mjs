@@ -1,5 +1,5 @@
 // Paths that could run something twice or take the gateway down under
-// hostile networks and careless configuration (issue #10), in workerd with
+// hostile networks and careless configuration, in workerd with
 // real origins on 127.0.0.1.
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -61,7 +61,7 @@ test("SETTLE_RETRY_DELAYS_MS are the gateway's", () => {
   assert.ok(Object.isFrozen(SETTLE_RETRY_DELAYS_MS));
 });
 
-test("(a) a completion that fails twice without an answer is retried, and the third attempt stores it", async () => {
+test("a completion that fails twice without an answer is retried, and the third attempt stores it", async () => {
   const ledger = stubLedger({ complete: [unreachable, unreachable, stored] });
   const { wrapped, failures, runs } = wrap(ledger);
   const res = await wrapped(post("k-a"), {}, undefined);
@@ -76,7 +76,7 @@ test("(a) a completion that fails twice without an answer is retried, and the th
   assert.deepEqual(failures, []);
 });
 
-test("(b) a completion that always fails: the handler's response is still returned, and the hook is told", async () => {
+test("a completion that always fails still returns the handler's response, and the hook is told", async () => {
   const ledger = stubLedger({ complete: [unreachable] });
   const { wrapped, failures } = wrap(ledger);
   const res = await wrapped(post("k-b"), {}, undefined);
@@ -89,7 +89,7 @@ test("(b) a completion that always fails: the handler's response is still return
   assert.equal(failures[0].error.status, null);
 });
 
-test("(c) the handler throws and the release fails: the handler's own error is rethrown, the hook gets the release", async () => {
+test("a handler that throws while the release fails rethrows the handler's own error; the hook gets the release", async () => {
   const boom = new Error("the handler failed");
   const ledger = stubLedger({ release: [unreachable] });
   const { wrapped, failures } = wrap(ledger, async () => { throw boom; });
@@ -112,7 +112,7 @@ test("a release that fails once is retried; the handler's error is rethrown and 
   assert.deepEqual(failures, []);
 });
 
-test("(d) a claim that gets no answer is the gateway's 503 idempotency-store-unavailable; nothing runs", async () => {
+test("a claim that gets no answer is the gateway's 503 idempotency-store-unavailable; nothing runs", async () => {
   const expected = problemResponse("idempotency-store-unavailable");
   const expectedBytes = Buffer.from(await expected.arrayBuffer());
   for (const [name, failure] of [["no answer", unreachable], ["a 5xx", () => new LedgerError("ledger refused claim (500)", { status: 500 })]]) {
@@ -158,7 +158,7 @@ test("a claim answered without a known outcome is 503; an error that is not the 
   await assert.rejects(wrap(buggy).wrapped(post("k-d4"), {}, undefined), (e) => e === bug);
 });
 
-test("(e) a retry fenced out by this owner's own completed generation counts as stored", async () => {
+test("a retry fenced out by this owner's own completed generation counts as stored", async () => {
   const ledger = stubLedger({ complete: [unreachable, { outcome: "fenced_out", current: { state: "completed", generation: 1 } }] });
   const { wrapped, failures } = wrap(ledger);
   const res = await wrapped(post("k-e"), {}, undefined);
@@ -168,7 +168,7 @@ test("(e) a retry fenced out by this owner's own completed generation counts as 
   assert.deepEqual(failures, []);
 });
 
-test("(f) a 4xx from complete is not retried: called once, the hook told, the response returned", async () => {
+test("a 4xx from complete is not retried: called once, the hook told, the response returned", async () => {
   const refused = () => new LedgerError("ledger refused complete (400): bad call", { status: 400, problem: null });
   const ledger = stubLedger({ complete: [refused] });
   const { wrapped, failures } = wrap(ledger);
@@ -194,7 +194,7 @@ test("a 5xx from complete is retried; an undecodable answer is not", async () =>
   assert.equal(g.failures[0].operation, "complete");
 });
 
-test("(g) ctx.waitUntil receives the settlement promise, which the request awaits (complete and release)", async () => {
+test("ctx.waitUntil receives the settlement promise, which the request awaits (complete and release)", async () => {
   const ledger = stubLedger();
   const held = [];
   const ctx = { waitUntil(p) { held.push(p); } };
