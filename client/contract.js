@@ -90,7 +90,7 @@ import { ledgerSource } from "./sources.js";
  *   reached the ledger and is `503` whatever the policy, as the gateway. A configuration error (a `ledger` function
  *   that throws or gives none, a wrong tenant, a claim the object refuses) is `500 misconfigured` under both.
  * @property {string} [problemBase] The base URI of every problem document's `type` (`type` is problemBase + slug),
- *   an absolute URL. Default: the catalog's base (`PROBLEM_CATALOG.base`).
+ *   an absolute URL. Default: the catalog's base (`base` in docs/problems.json).
  * @property {PerRequest<[event: ReplayedEvent, ...args: A], void>} [onReplayed] Called once when a request is
  *   answered with a stored response.
  * @property {PerRequest<[event: ConflictEvent, ...args: A], void>} [onConflict] Called once when a claim is refused:
