@@ -18,6 +18,10 @@
 //   settle.js       completion and release retried as the gateway retries them
 //   sources.js      the middleware's ledger option: client, binding, namespace
 //   request.js      a protected request's key and bounded body (middleware and ledger.js)
+//   options.js      the middleware's options, checked, and its hooks
+//   claim.js        the middleware's claim and its refusals
+//   capture.js      the route's response: shouldStore and its bounded capture
+//   settlement.js   the route's one run and the key's settlement
 //   contract.js     the middleware contract (withIdempotency; ./hono.js)
 //   ledger.js       idempotency-ledger/ledger, not re-exported here: it loads the wasm
 //
