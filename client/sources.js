@@ -1,7 +1,7 @@
 // @ts-check
 // The middleware's `ledger` option: where one request's ledger comes from,
 // resolved per request into one tenant's claim / complete / release
-// (./contract.js calls nothing else). A source is a `LedgerClient` (one
+// (./claim.js and ./settlement.js call nothing else). A source is a `LedgerClient` (one
 // object), a `LedgerService` service binding (JS RPC, tenant first), a
 // TenantLedger Durable Object namespace (routed with TENANT_SHARDS by
 // `TenantLedgers`, the gateway's rule), or a callback of the request
@@ -138,7 +138,7 @@ function boundTo(service, tenant, remote) {
     try { return await call(); } catch (e) { throw remoteError(e, op); }
   };
   return {
-    // The answers are checked where they are used (./contract.js: outcomes it does not know are no answer).
+    // The answers are checked where they are used (./claim.js: outcomes it does not know are no answer).
     claim: (call) => run("claim", () => /** @type {Promise<ClaimOutcome & WaitedAnswer>} */ (service.claim(tenant, call))),
     complete: (call) => run("complete", () => /** @type {Promise<CompleteOutcome>} */ (service.complete(tenant, call))),
     release: (call) => run("release", () => /** @type {Promise<ReleaseOutcome>} */ (service.release(tenant, call))),
