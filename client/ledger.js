@@ -28,12 +28,14 @@
 //
 // Workers only: it loads the wasm module (build/index_bg.wasm) that the
 // package ships, the same one `idempotency-ledger/worker` runs.
-import { EmbeddedLedger } from "../worker/wasm.mjs";
+//
+// Beside it: ./app-answer.js (your function's answer, checked and
+// normalised) and ./object-ledger.js (what an object's Ledgers share).
 import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
 import { requestBody, requestKey } from "./request.js";
-import { encoder } from "./bytes.js";
 import { refusalResponse } from "./answer.js";
-import { NULL_BODY } from "./stored.js";
+import { handled, normalized, ranResponse } from "./app-answer.js";
+import { flushLater, objectLedger } from "./object-ledger.js";
 /** @import { Fingerprint } from "./fingerprint.js" */
 /** @import { ClaimRefusal, RecordView, LedgerStats } from "./rpc.js" */
 
@@ -113,111 +115,6 @@ import { NULL_BODY } from "./stored.js";
 /** @param {unknown} v @param {string} name @param {number} min @param {number} max */
 const whole = (v, name, min, max) => wholeOption("idempotency-ledger", name, v, min, max);
 
-/**
- * The function's answer in the shape src/embedded.rs reads:
- * `[status, [name, value, …], body]`.
- * @param {AppAnswer} answer
- * @returns {{ wire: [number, string[], Uint8Array]; given: RanResponse; headers: Headers }}
- */
-function normalized(answer) {
-  if (answer === null || typeof answer !== "object") {
-    throw new TypeError("idempotency-ledger: run must return { status, headers, body | json } (synchronously)");
-  }
-  if (typeof (/** @type {{ then?: unknown }} */ (answer).then) === "function") {
-    throw new TypeError("idempotency-ledger: run must be synchronous (it returned a Promise): a transaction cannot span an await");
-  }
-  if (answer instanceof Response || typeof (/** @type {{ arrayBuffer?: unknown }} */ (answer).arrayBuffer) === "function") {
-    throw new TypeError("idempotency-ledger: run must return { status, headers, body | json }, not a Response: its body can only be read asynchronously, and a transaction cannot span an await");
-  }
-  const status = answer.status ?? 200;
-  // The core's own check of a stored status (src/embedded.rs run_app), made
-  // here too so an unprotected run's answer is refused inside its transaction.
-  if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
-    throw new TypeError("idempotency-ledger: the status must be a whole number 200..599");
-  }
-  const headers = new Headers(/** @type {HeadersInit | undefined} */ (answer.headers));
-  /** @type {Uint8Array} */
-  let body;
-  if (answer.json !== undefined) {
-    const text = JSON.stringify(answer.json);
-    if (typeof text !== "string") throw new TypeError("idempotency-ledger: json must be a value JSON can encode");
-    body = encoder.encode(text);
-    if (!headers.has("content-type")) headers.set("content-type", "application/json");
-  } else if (answer.body === undefined || answer.body === null) {
-    body = new Uint8Array();
-  } else if (typeof answer.body === "string") {
-    body = encoder.encode(answer.body);
-  } else if (answer.body instanceof Uint8Array) {
-    body = answer.body;
-  } else if (answer.body instanceof ArrayBuffer) {
-    body = new Uint8Array(answer.body);
-  } else {
-    throw new TypeError("idempotency-ledger: body must be a string, Uint8Array or ArrayBuffer");
-  }
-  /** @type {[string, string][]} */
-  const pairs = [...headers];
-  return { wire: [status, pairs.flat(), body], given: { status, headers: pairs, body }, headers };
-}
-
-/**
- * @param {string | null} key
- * @param {Uint8Array} body
- * @returns {HandledRequest}
- */
-function handled(key, body) {
-  const text = () => new TextDecoder().decode(body);
-  return { key, body, text, json: () => JSON.parse(text()) };
-}
-
-/**
- * @param {RanResponse} r
- * @param {Headers} [headers] r's headers, already made
- */
-function ranResponse(r, headers) {
-  return new Response(NULL_BODY.has(r.status) ? null : /** @type {Uint8Array<ArrayBuffer>} */ (r.body), { status: r.status, headers: headers ?? r.headers });
-}
-
-/**
- * What one object instance's ledgers share (keyed by `ctx.storage`, the
- * same object on every access): the core made by the first `new Ledger`,
- * the cores derived for other options, the alarm last seen set, and the
- * timer that writes the counts an idle object would keep in memory.
- * @typedef {object} ObjectLedger
- * @property {EmbeddedLedger} first
- * @property {Map<string, EmbeddedLedger>} byOptions
- * @property {number | null} armedAt When this instance last saw the object's alarm set (armSweep or alarm), or null.
- * @property {boolean} flushArmed
- */
-
-/** @type {WeakMap<object, ObjectLedger>} */
-const OBJECTS = new WeakMap();
-
-/** Distinct options kept per object; past it a Ledger derives its own core (still the object's counts). */
-const OPTIONS_KEPT = 16;
-
-/**
- * The object's shared ledger state and a core for `options` (JSON).
- * @param {LedgerState} ctx
- * @param {string} options
- * @returns {{ shared: ObjectLedger; core: EmbeddedLedger }}
- */
-function objectLedger(ctx, options) {
-  const storage = ctx?.storage;
-  const known = storage !== null && typeof storage === "object" ? OBJECTS.get(storage) : undefined;
-  if (known === undefined) {
-    const first = new EmbeddedLedger(ctx, options);
-    /** @type {ObjectLedger} */
-    const shared = { first, byOptions: new Map([[options, first]]), armedAt: null, flushArmed: false };
-    OBJECTS.set(/** @type {object} */ (storage), shared);
-    return { shared, core: first };
-  }
-  const kept = known.byOptions.get(options);
-  if (kept !== undefined) return { shared: known, core: kept };
-  const core = known.first.withOptions(options);
-  if (known.byOptions.size < OPTIONS_KEPT) known.byOptions.set(options, core);
-  return { shared: known, core };
-}
-
 /** The ledger inside your own SQLite-backed Durable Object. */
 export class Ledger {
   #core;
@@ -271,22 +168,11 @@ export class Ledger {
   }
 
   /**
-   * After a call: counts of outcomes that wrote nothing (replays, 409s,
-   * 422s) wait in memory; write them within the core's flush delay even
-   * if the object goes idle (TenantLedger's flush timer).
+   * After a call: the counts kept in memory written within the core's
+   * flush delay, even if the object goes idle (./object-ledger.js).
    */
   #flushLater() {
-    const shared = this.#shared;
-    if (shared.flushArmed || !this.#core.hasPending()) return;
-    shared.flushArmed = true;
-    setTimeout(() => {
-      shared.flushArmed = false;
-      try {
-        this.#core.flush();
-      } catch (e) {
-        console.warn(JSON.stringify({ event: "idempotency.flush_failed", error: e instanceof Error ? e.message : String(e) }));
-      }
-    }, this.#core.flushAfterMs);
+    flushLater(this.#shared, this.#core);
   }
 
   /**

@@ -1,7 +1,7 @@
 // @ts-check
 // The middleware's `ledger` option: where one request's ledger comes from,
 // resolved per request into one tenant's claim / complete / release
-// (./contract.js calls nothing else). A source is a `LedgerClient` (one
+// (./claim.js and ./settlement.js call nothing else). A source is a `LedgerClient` (one
 // object), a `LedgerService` service binding (JS RPC, tenant first), a
 // TenantLedger Durable Object namespace (routed with TENANT_SHARDS by
 // `TenantLedgers`, the gateway's rule), or a callback of the request
@@ -138,7 +138,7 @@ function boundTo(service, tenant, remote) {
     try { return await call(); } catch (e) { throw remoteError(e, op); }
   };
   return {
-    // The answers are checked where they are used (./contract.js: outcomes it does not know are no answer).
+    // The answers are checked where they are used (./claim.js: outcomes it does not know are no answer).
     claim: (call) => run("claim", () => /** @type {Promise<ClaimOutcome & WaitedAnswer>} */ (service.claim(tenant, call))),
     complete: (call) => run("complete", () => /** @type {Promise<CompleteOutcome>} */ (service.complete(tenant, call))),
     release: (call) => run("release", () => /** @type {Promise<ReleaseOutcome>} */ (service.release(tenant, call))),
@@ -146,17 +146,15 @@ function boundTo(service, tenant, remote) {
 }
 
 /**
- * The `ledger`, `tenant` and `tenantShards` options, checked once (a
- * TypeError naming what is wrong); `resolve(args)` gives one request's ledger.
+ * The `tenantShards` option: a value checked and parsed once (a TypeError
+ * naming what is wrong), or a function asked per request, its answer
+ * parsed (the last one kept) — `{ misconfigured, variable }` when it
+ * throws or gives no valid TENANT_SHARDS. Undefined: every tenant is one object.
  * @template {unknown[]} A
- * @param {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} options
- * @returns {{ resolve: (args: A) => Promise<Resolved> }}
+ * @param {TenantShardsValue | ((...args: A) => unknown) | undefined} tenantShards
+ * @returns {(args: A) => Promise<Map<string, ShardLayout> | undefined | { misconfigured: string; variable: string }>}
  */
-export function ledgerSource({ ledger, tenant, tenantShards }) {
-  if (ledger === undefined || ledger === null) throw new TypeError("idempotency middleware needs options.ledger: a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
-  if (tenant !== undefined && typeof tenant !== "function" && !isTenantId(tenant)) {
-    throw new TypeError(`idempotency middleware: options.tenant must be ${TENANT_RULE}, or a function returning one`);
-  }
+function shardLayouts(tenantShards) {
   /** @type {Map<string, ShardLayout> | undefined} */
   let layouts;
   if (tenantShards !== undefined && typeof tenantShards !== "function") {
@@ -165,21 +163,13 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
       try { layouts = parseTenantShards(tenantShards); } catch (e) { throw new TypeError(`idempotency middleware: options.tenantShards: ${/** @type {Error} */ (e).message}`); }
     } else throw new TypeError("idempotency middleware: options.tenantShards must be TENANT_SHARDS (a JSON string), its parsed map, or a function returning one");
   }
-  const withTenant = tenant !== undefined;
-  if (typeof ledger !== "function") {
-    const kind = kindOf(ledger);
-    if (kind === null) throw new TypeError("idempotency middleware: options.ledger must be a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
-    const wrong = mismatch(kind, withTenant, tenantShards !== undefined);
-    if (wrong !== null) throw new TypeError(`idempotency middleware: ${wrong}`);
-  }
-
   /** The last raw TENANT_SHARDS a callback gave and its parse (variables do not change within an isolate). */
   let parsed = /** @type {{ raw: unknown; layouts: Map<string, ShardLayout> } | null} */ (null);
   /**
    * @param {A} args
    * @returns {Promise<Map<string, ShardLayout> | undefined | { misconfigured: string; variable: string }>}
    */
-  const layoutsFor = async (args) => {
+  return async (args) => {
     if (typeof tenantShards !== "function") return layouts;
     let raw;
     try {
@@ -199,6 +189,28 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
       return { misconfigured: /** @type {Error} */ (e).message, variable: "TENANT_SHARDS" };
     }
   };
+}
+
+/**
+ * The `ledger`, `tenant` and `tenantShards` options, checked once (a
+ * TypeError naming what is wrong); `resolve(args)` gives one request's ledger.
+ * @template {unknown[]} A
+ * @param {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} options
+ * @returns {{ resolve: (args: A) => Promise<Resolved> }}
+ */
+export function ledgerSource({ ledger, tenant, tenantShards }) {
+  if (ledger === undefined || ledger === null) throw new TypeError("idempotency middleware needs options.ledger: a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
+  if (tenant !== undefined && typeof tenant !== "function" && !isTenantId(tenant)) {
+    throw new TypeError(`idempotency middleware: options.tenant must be ${TENANT_RULE}, or a function returning one`);
+  }
+  const layoutsFor = shardLayouts(/** @type {TenantShardsValue | ((...args: A) => unknown) | undefined} */ (tenantShards));
+  const withTenant = tenant !== undefined;
+  if (typeof ledger !== "function") {
+    const kind = kindOf(ledger);
+    if (kind === null) throw new TypeError("idempotency middleware: options.ledger must be a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
+    const wrong = mismatch(kind, withTenant, tenantShards !== undefined);
+    if (wrong !== null) throw new TypeError(`idempotency middleware: ${wrong}`);
+  }
 
   return {
     async resolve(args) {

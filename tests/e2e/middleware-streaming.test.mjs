@@ -10,7 +10,8 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { startGateway, read, bundledWorkerModules } from "./harness.mjs";
-import { captureBounded, captureResponse, storedBodyBytes } from "../../client/index.js";
+import { captureBounded, captureResponse } from "../../client/index.js";
+import { storedBodyBytes } from "../../client/stored.js";
 
 const CAP = 4096; // the app's maxStoredBodyBytes
 const streamingApp = {

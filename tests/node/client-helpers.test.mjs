@@ -1,11 +1,14 @@
-// The npm package's key and response helpers (client/index.js), run in Node
-// with the same Web APIs Workers have.
+// The npm package's key and response helpers (client/index.js, and the
+// modules' own exports the package uses internally), run in Node with the
+// same Web APIs Workers have.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  generateIdempotencyKey, deriveIdempotencyKey, formatIdempotencyKey, withIdempotencyKey,
-  applyIdempotencyKey, captureResponse, replayResponse, storedBodyBytes, IdempotencyKeyError,
+  generateIdempotencyKey, deriveIdempotencyKey, withIdempotencyKey,
+  applyIdempotencyKey, captureResponse, replayResponse, IdempotencyKeyError,
 } from "../../client/index.js";
+import { formatIdempotencyKey } from "../../client/key.js";
+import { storedBodyBytes } from "../../client/stored.js";
 
 test("generateIdempotencyKey mints distinct UUIDs", () => {
   const a = generateIdempotencyKey();
@@ -83,7 +86,8 @@ test("parseIdempotencyKey agrees with the gateway on every shared vector", async
 });
 
 test("preferWait reads Prefer exactly as the gateway does (shared vectors)", async () => {
-  const { preferWait, withIdempotency } = await import("../../client/index.js");
+  const { withIdempotency } = await import("../../client/index.js");
+  const { preferWait } = await import("../../client/waiting.js");
   const { readFileSync } = await import("node:fs");
   const fixture = JSON.parse(readFileSync(new URL("../fixtures/prefer-wait.json", import.meta.url), "utf8"));
   assert.ok(fixture.vectors.length >= 20);
@@ -154,7 +158,8 @@ test("shardOf / shardObjectName place keys exactly as the gateway (shared vector
 });
 
 test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixtures/defaults.json and is what applies", async () => {
-  const { DEFAULTS, withIdempotency, fingerprint, captureResponse } = await import("../../client/index.js");
+  const { withIdempotency, fingerprint, captureResponse } = await import("../../client/index.js");
+  const { DEFAULTS } = await import("../../client/defaults.js");
   const { readFileSync } = await import("node:fs");
   const { variables: v } = JSON.parse(readFileSync(new URL("../fixtures/defaults.json", import.meta.url), "utf8"));
   const list = (s) => s.split(",").map((t) => t.trim()).filter(Boolean);
@@ -248,7 +253,7 @@ test("middleware options are checked when the middleware is made: each wrong one
 });
 
 test("targetOf cuts the target out of the URL verbatim, as the gateway's target_of (shared vectors: tests/fixtures/targets.json)", async () => {
-  const { targetOf } = await import("../../client/index.js");
+  const { targetOf } = await import("../../client/fingerprint.js");
   const { readFileSync } = await import("node:fs");
   const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/targets.json", import.meta.url), "utf8"));
   assert.ok(vectors.length >= 8);

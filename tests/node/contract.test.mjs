@@ -10,8 +10,9 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { Hono } from "hono";
 import {
-  withIdempotency, idempotencyContract, LedgerError, problemResponse, settle, SETTLE_RETRY_DELAYS_MS,
+  withIdempotency, idempotencyContract, LedgerError, settle, SETTLE_RETRY_DELAYS_MS,
 } from "../../client/index.js";
+import { problemResponse } from "../../client/problems.js";
 import { idempotency } from "../../client/hono.js";
 
 const unreachable = () => new LedgerError("ledger unreachable: connection reset", { status: null });

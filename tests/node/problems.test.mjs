@@ -5,9 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
-import {
-  PROBLEM_CATALOG, problemResponse, problemDocument, refusalResponse, replayResponse, withIdempotency,
-} from "../../client/index.js";
+import { refusalResponse, replayResponse, withIdempotency } from "../../client/index.js";
+import { PROBLEM_CATALOG, problemResponse, problemDocument } from "../../client/problems.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const readJson = (path) => JSON.parse(readFileSync(`${ROOT}${path}`, "utf8"));

@@ -11,7 +11,6 @@ import {
   deriveIdempotencyKey,
   withIdempotencyKey,
   parseIdempotencyKey,
-  headerValue,
   withIdempotency,
   IdempotencyKeyError,
   applyIdempotencyKey,
@@ -58,7 +57,7 @@ export function send(url: string): Promise<Response> {
 }
 
 export function keyOf(request: Request): string | null {
-  const field = headerValue(request.headers, "Idempotency-Key");
+  const field = request.headers.get("Idempotency-Key");
   try {
     return field === null ? null : parseIdempotencyKey(field);
   } catch (e) {

@@ -1,0 +1,238 @@
+// @ts-check
+// The middleware's options (./contract.js): their types, their defaults
+// (the gateway's, ./defaults.js) and their check, made once when the
+// middleware is made (a TypeError naming what is wrong); and the hooks,
+// called so that one that throws never changes the answer.
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
+import { encoder, sha256hex } from "./bytes.js";
+import { ledgerSource } from "./sources.js";
+/** @import { LedgerSource, TenantShardsValue, Resolved } from "./sources.js" */
+
+/**
+ * A value an option gives per request: `(...args) => T`, sync or async.
+ * @template {unknown[]} A
+ * @template T
+ * @typedef {(...args: A) => T | Promise<T>} PerRequest
+ */
+
+/**
+ * The middleware's options. `A` is what every callback and hook is given
+ * after its own first argument: `[c]` (Hono's Context) for the Hono
+ * middleware, `[request, env, ctx]` for `withIdempotency`.
+ * @template {unknown[]} A
+ * @typedef {object} IdempotencyOptions
+ * @property {LedgerSource | PerRequest<A, LedgerSource | null | undefined>} ledger The ledger: a `LedgerClient`
+ *   (one tenant's object), a `LedgerService` service binding or a TenantLedger Durable Object namespace (both
+ *   with `tenant`), or a function returning one, e.g. `(c) => c.env.LEDGER`. A function that throws or
+ *   returns nothing (a binding missing from the Worker's configuration) is the server's configuration error:
+ *   `500 misconfigured` whatever `failurePolicy` says, and nothing runs; a thrown message is only logged
+ *   (`idempotency.ledger_failed`), never answered.
+ * @property {string | PerRequest<A, string | null | undefined>} [tenant] The tenant, for a binding or a
+ *   namespace: 1–64 of `A-Z a-z 0-9 . _ -`, e.g. `(c) => c.get("tenant")`. Anything else at request time is
+ *   `500 misconfigured` and nothing runs. Given with a `LedgerClient`: a TypeError (it is one tenant's object).
+ * @property {TenantShardsValue | PerRequest<A, TenantShardsValue | null | undefined>} [tenantShards] TENANT_SHARDS, for
+ *   a namespace: keys are placed and resharding followed as the gateway does (`TenantLedgers`). Invalid: a TypeError
+ *   when the middleware is made, or `500 misconfigured` naming TENANT_SHARDS from a function. Default: every tenant
+ *   is one object. With any other source: a TypeError (a `LedgerService` routes with its own TENANT_SHARDS).
+ * @property {readonly string[]} [protectedMethods] Default `["POST", "PATCH"]` (as PROTECTED_METHODS).
+ * @property {boolean} [required] Default `true`: a protected request without a key gets
+ *   `400 idempotency-key-missing` (as IDEMPOTENCY_REQUIRED).
+ * @property {readonly string[]} [fingerprintHeaders] Default `["content-type"]` (as FINGERPRINT_HEADERS).
+ * @property {readonly string[]} [storedHeaders] Default `["content-type", "location", "etag"]` (as STORED_RESPONSE_HEADERS).
+ * @property {number} [maxStoredBodyBytes] Default 1 MiB (as MAX_STORED_BODY_BYTES). The route's body is read no further
+ *   than this (+ 1 byte) before the key is completed: a body within it is stored and answered; a larger one completes
+ *   the key as a tombstone at once (retries, even while it still streams, get `500
+ *   idempotency-response-not-retained`) and then streams to its caller as it comes, memory bounded by this plus a chunk.
+ * @property {number} [maxBodyBytes] The largest request body, default 1 MiB, at most 16 MiB (as MAX_REQUEST_BODY_BYTES):
+ *   a larger `Content-Length`, or more bytes read, is `413 request-too-large`; nothing is claimed or run.
+ * @property {number} [waitSeconds] Seconds a retry waits for an in-flight first run when it does not send
+ *   `Prefer: wait=N` (as IN_FLIGHT_WAIT_SECONDS). Default 0.
+ * @property {number} [maxWaitSeconds] The most any request waits (as IN_FLIGHT_WAIT_MAX_SECONDS). Default 10; 0..300.
+ * @property {number} [leaseSeconds] The claim's lease, 1..31536000 (as LEASE_SECONDS). Default: the object's.
+ * @property {number} [retentionSeconds] How long a completed key is replayed, 1..31536000, sent with the claim and
+ *   the completion (as RETENTION_SECONDS). Default: the object's. Not shorter than `leaseSeconds` (else a TypeError)
+ *   nor, when `leaseSeconds` is not given, than the object's own lease: otherwise the object refuses the claim and
+ *   the middleware answers `500 misconfigured` (as any claim the object refuses with a 4xx: the middleware's own call).
+ * @property {PerRequest<[response: Response, ...args: A], boolean>} [shouldStore] Whether the route's response is
+ *   stored; `false` releases the key instead (the response is still returned; a retry runs again). Default: every
+ *   response is stored, 5xx included (as RELEASE_ON_5XX=false). Read its status and headers, not its body. A
+ *   `shouldStore` that throws counts as `false`.
+ * @property {"closed" | "open"} [failurePolicy] Default `"closed"` (as FAILURE_POLICY): a claim that cannot reach
+ *   the ledger is `503 idempotency-store-unavailable`. `"open"`: when the ledger was *certainly not reached* — the
+ *   runtime refused the claim as `overloaded` before delivering it, and only then — the route runs unprotected
+ *   (nothing claimed or stored) and an `idempotency.unprotected` warning is logged; any other failure may have
+ *   reached the ledger and is `503` whatever the policy, as the gateway. A configuration error (a `ledger` function
+ *   that throws or gives none, a wrong tenant, a claim the object refuses) is `500 misconfigured` under both.
+ * @property {string} [problemBase] The base URI of every problem document's `type` (`type` is problemBase + slug),
+ *   an absolute URL. Default: the catalog's base (`base` in docs/problems.json).
+ * @property {PerRequest<[event: ReplayedEvent, ...args: A], void>} [onReplayed] Called once when a request is
+ *   answered with a stored response.
+ * @property {PerRequest<[event: ConflictEvent, ...args: A], void>} [onConflict] Called once when a claim is refused:
+ *   the key is in flight (409), was used for a different request (422) or the ledger is full (429).
+ * @property {PerRequest<[event: StoredEvent, ...args: A], void>} [onStored] Called once when the route's response
+ *   has been stored (the completion landed).
+ * @property {(failure: SettlementFailure) => void | Promise<void>} [onSettlementFailed] Called when a completion
+ *   or a release still fails after its retries (the handler's response is returned, or its error rethrown,
+ *   all the same). Default: one `console.error` JSON line, `{"event":"idempotency.complete_failed"` (or
+ *   `release_failed`) `,"key":<12 hex of the key's SHA-256>,"error":<message>}`.
+ *
+ * A hook (`onReplayed`, `onConflict`, `onStored`, `onSettlementFailed`) is awaited; one that throws or
+ * rejects is ignored: it never changes the answer.
+ */
+
+/**
+ * What `onReplayed` is given.
+ * @typedef {object} ReplayedEvent
+ * @property {string} key The request's Idempotency-Key (parsed).
+ * @property {number} generation The generation that completed.
+ * @property {number} status The status answered (a tombstone's replay: 500).
+ */
+
+/**
+ * What `onConflict` is given.
+ * @typedef {object} ConflictEvent
+ * @property {string} key
+ * @property {"in_flight" | "mismatch" | "ledger_full"} outcome The claim's refusal.
+ * @property {number} status 409, 422 or 429.
+ * @property {string[]} [differs] For a mismatch: what differed (`["body"]`, …).
+ */
+
+/**
+ * What `onStored` is given.
+ * @typedef {object} StoredEvent
+ * @property {string} key
+ * @property {number} generation
+ * @property {number} status The stored response's status.
+ * @property {boolean} retained false: the body was too large and the record is a tombstone.
+ */
+
+/**
+ * A completion or release that failed after its retries: what `onSettlementFailed` is given.
+ * @typedef {object} SettlementFailure
+ * @property {"complete" | "release"} operation
+ * @property {string} key The request's Idempotency-Key (parsed).
+ * @property {number} generation The claim's generation.
+ * @property {unknown} error The last attempt's error (a `LedgerError`, or an `Error` for an answer without a known outcome).
+ */
+
+/**
+ * The options as checked: the defaults applied, the methods upper-cased,
+ * the claim's windows in RPC form, the ledger a source to resolve per request.
+ * @template {unknown[]} A
+ * @typedef {object} CheckedOptions
+ * @property {{ resolve: (args: A) => Promise<Resolved> }} source
+ * @property {Set<string>} methods
+ * @property {{ lease_seconds?: number; retention_seconds?: number }} windows
+ * @property {boolean} required
+ * @property {readonly string[]} fingerprintHeaders
+ * @property {readonly string[]} storedHeaders
+ * @property {number} maxStoredBodyBytes
+ * @property {number} maxBodyBytes
+ * @property {number} waitSeconds
+ * @property {number} maxWaitSeconds
+ * @property {number | undefined} leaseSeconds
+ * @property {number | undefined} retentionSeconds
+ * @property {IdempotencyOptions<A>["shouldStore"]} shouldStore
+ * @property {"closed" | "open"} failurePolicy
+ * @property {string | undefined} problemBase
+ * @property {IdempotencyOptions<A>["onReplayed"]} onReplayed
+ * @property {IdempotencyOptions<A>["onConflict"]} onConflict
+ * @property {IdempotencyOptions<A>["onStored"]} onStored
+ * @property {(failure: SettlementFailure) => void | Promise<void>} onSettlementFailed
+ */
+
+const WHO = "idempotency middleware";
+/** @param {string} name @param {unknown} value @param {number} min @param {number} max */
+const wholeNumber = (name, value, min, max) => wholeOption(WHO, name, value, min, max);
+
+/**
+ * @param {string} name
+ * @param {unknown} hook
+ */
+function optionalFunction(name, hook) {
+  if (hook !== undefined && typeof hook !== "function") throw new TypeError(`idempotency middleware: ${name} must be a function`);
+}
+
+/**
+ * The options with their defaults, checked (a TypeError naming what is wrong).
+ * @template {unknown[]} A
+ * @param {IdempotencyOptions<A>} options
+ * @returns {CheckedOptions<A>}
+ */
+export function checkedOptions(options) {
+  const {
+    ledger, tenant, tenantShards,
+    protectedMethods = DEFAULTS.protectedMethods,
+    required = DEFAULTS.required,
+    fingerprintHeaders = DEFAULTS.fingerprintHeaders,
+    storedHeaders = DEFAULTS.storedHeaders,
+    maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
+    maxBodyBytes = DEFAULTS.maxBodyBytes,
+    waitSeconds = DEFAULTS.waitSeconds,
+    maxWaitSeconds = DEFAULTS.maxWaitSeconds,
+    leaseSeconds, retentionSeconds,
+    shouldStore, failurePolicy = DEFAULTS.failurePolicy, problemBase,
+    onReplayed, onConflict, onStored,
+    onSettlementFailed = logSettlementFailure,
+  } = options;
+  if (typeof onSettlementFailed !== "function") throw new TypeError("idempotency middleware: onSettlementFailed must be a function");
+  for (const [name, hook] of /** @type {const} */ ([["shouldStore", shouldStore], ["onReplayed", onReplayed], ["onConflict", onConflict], ["onStored", onStored]])) {
+    optionalFunction(name, hook);
+  }
+  wholeNumber("waitSeconds", waitSeconds, 0, MAX_WAIT_SECONDS);
+  wholeNumber("maxWaitSeconds", maxWaitSeconds, 0, MAX_WAIT_SECONDS);
+  if (waitSeconds > maxWaitSeconds) throw new TypeError("idempotency middleware: waitSeconds exceeds maxWaitSeconds");
+  wholeNumber("maxStoredBodyBytes", maxStoredBodyBytes, 0, STORED_BODY_CEILING);
+  if (typeof required !== "boolean") throw new TypeError("idempotency middleware: required must be a boolean");
+  tokenListOption(WHO, "fingerprintHeaders", fingerprintHeaders);
+  tokenListOption(WHO, "storedHeaders", storedHeaders);
+  tokenListOption(WHO, "protectedMethods", protectedMethods, "method");
+  wholeNumber("maxBodyBytes", maxBodyBytes, 0, MAX_BODY_CEILING);
+  if (leaseSeconds !== undefined) wholeNumber("leaseSeconds", leaseSeconds, 1, MAX_WINDOW_SECONDS);
+  if (retentionSeconds !== undefined) wholeNumber("retentionSeconds", retentionSeconds, 1, MAX_WINDOW_SECONDS);
+  if (leaseSeconds !== undefined && retentionSeconds !== undefined && retentionSeconds < leaseSeconds) {
+    throw new TypeError("idempotency middleware: retentionSeconds is shorter than leaseSeconds (a record must outlive its lease)");
+  }
+  if (failurePolicy !== "closed" && failurePolicy !== "open") throw new TypeError('idempotency middleware: failurePolicy must be "closed" or "open"');
+  if (problemBase !== undefined && !(typeof problemBase === "string" && URL.canParse(problemBase) && problemBase.endsWith("/"))) {
+    throw new TypeError("idempotency middleware: problemBase must be an absolute URL ending in / (type = problemBase + slug)");
+  }
+  const methods = new Set(protectedMethods.map((m) => String(m).toUpperCase()));
+  const windows = {
+    ...(leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds }),
+    ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }),
+  };
+  return {
+    source: ledgerSource(/** @type {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} */ ({ ledger, tenant, tenantShards })),
+    methods, windows, required, fingerprintHeaders, storedHeaders, maxStoredBodyBytes, maxBodyBytes, waitSeconds, maxWaitSeconds,
+    leaseSeconds, retentionSeconds, shouldStore, failurePolicy, problemBase,
+    onReplayed, onConflict, onStored, onSettlementFailed,
+  };
+}
+
+/** @param {string} key a short hash of the key for a log line (never the key itself) */
+export async function shortHash(key) {
+  return (await sha256hex(encoder.encode(key))).slice(0, 12);
+}
+
+/**
+ * The default `onSettlementFailed`: the gateway's log line (the key as a
+ * short hash, never the key itself).
+ * @param {SettlementFailure} failure
+ */
+async function logSettlementFailure({ operation, key, error }) {
+  const message = error instanceof Error ? error.message : String(error);
+  console.error(JSON.stringify({ event: `idempotency.${operation}_failed`, key: await shortHash(key), error: message }));
+}
+
+/**
+ * Calls a hook; one that throws or rejects costs the request nothing.
+ * @template {unknown[]} P
+ * @param {((...params: P) => unknown) | undefined} hook
+ * @param {P} params
+ */
+export async function tell(hook, ...params) {
+  if (hook === undefined) return;
+  try { await hook(...params); } catch { /* a failing hook never changes the answer */ }
+}
+
