@@ -2,7 +2,7 @@
 // RFC 9457 problem documents, rendered from the one problem catalog both
 // languages share. PROBLEM_CATALOG is docs/problems.json as a JS module (a
 // JSON import does not load in all of Node, workerd through Miniflare and
-// wrangler/esbuild bundles); tests/e2e/problems.test.mjs proves it equals
+// wrangler/esbuild bundles); tests/node/problems.test.mjs proves it equals
 // that file, and tests/fixtures/problem-documents.json pins the exact
 // documents rendered here and by the Rust gateway.
 
