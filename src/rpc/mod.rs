@@ -5,7 +5,8 @@
 //! RFC 9457 problem. Pure: both the object and the typed client use these.
 //! Each call has one home (the `tokio-rs/mini-redis` `cmd/` shape): its file
 //! holds the call, its validation, its answer type and its route
-//! ([`Call`]); [`ROUTES`] is the one route table.
+//! ([`Call`]); `rpc_v1_calls!` is the one list of routes, from which
+//! [`Route`], [`ROUTES`] and the object's dispatch are generated.
 //!
 //! May call: `protocol`, `ledger`'s outcome types. Never workers-rs.
 //!
@@ -169,6 +170,12 @@ macro_rules! route_table {
         /// [`RPC_V1_PREFIX`].
         pub const ROUTES: [(Route, &str); [$(Route::$route),*].len()] =
             [$((Route::$route, $path)),*];
+
+        // Each call's own `Call::ROUTE` agrees with the list (checked at
+        // compile time).
+        const _: () = {
+            $(assert!(matches!(<$call as Call>::ROUTE, Route::$route));)*
+        };
     };
 }
 rpc_v1_calls!(route_table);
