@@ -5,8 +5,8 @@
 //! Role: carry one HTTP request through the contract's decisions
 //! (`crate::contract`) as phases read top to bottom — route → admit (who,
 //! [`settings`]) → reads ([`reads`]) → admit the head → read the body →
-//! unprotected, or protect ([`protected`]: embedded or proxied, through
-//! [`origin`] and the isolate's [`replays`]) → answer a failure → log —
+//! unprotected, or protect ([`protected`]: embedded, or [`proxied`] through
+//! [`origin`], [`stream`] and the isolate's [`replays`]) → answer a failure → log —
 //! converting between `worker` types and the contract's values. Every
 //! status, problem and key decision is made in `contract`; none is made
 //! here.
@@ -28,6 +28,7 @@
 
 pub mod origin;
 pub mod protected;
+pub mod proxied;
 pub mod reads;
 pub mod replays;
 pub mod settings;
@@ -52,7 +53,7 @@ use crate::protocol::{path_of, target_of, Fingerprint, RequestParts};
 use origin::{Forward, Origin, Signer};
 use protected::Protected;
 use reads::{key_homes, store_unavailable};
-use replays::{count_replays, count_replays_when_due, with_replays};
+use replays::{count_replays_when_due, with_replays};
 use settings::Tenancy;
 
 /// The log line of one protected request (docs/contract.md §6).
@@ -91,34 +92,23 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
     let url = req.url();
     let target = target_of(&url).to_string();
     let route = admission::route(&method, path_of(&target));
+    // Health and the OpenAPI document are answered before anyone is admitted.
+    let admit = || Tenancy::admit(&req, env);
     match route {
-        GatewayRoute::Health => {
-            return (http::json(200, &serde_json::json!({"status": "ok"})), None)
-        }
-        GatewayRoute::OpenApi => return (http::app(admission::openapi()), None),
-        _ => {}
-    }
-    let who = match Tenancy::admit(&req, env) {
-        Ok(who) => who,
-        Err(refused) => return (refused, None),
-    };
-    let cache = who.config().replay_cache_bytes;
-    match (route, &who.base) {
-        // Replays answered by this isolate are counted before any read.
-        (GatewayRoute::KeyIntrospection(encoded), Ok(base)) => {
-            count_replays(base, &who.tenant, cache).await;
-            (reads::introspect(env, base, &who, encoded).await, None)
-        }
-        (GatewayRoute::Stats, Ok(base)) => {
-            count_replays(base, &who.tenant, cache).await;
-            (reads::stats(env, base, &who).await, None)
-        }
-        (GatewayRoute::KeyIntrospection(_) | GatewayRoute::Stats, Err(e)) => {
-            (store_unavailable(e), None)
-        }
-        (GatewayRoute::Health | GatewayRoute::OpenApi | GatewayRoute::Application, _) => {
-            application(&req, env, ctx, &who, &method, &target).await
-        }
+        GatewayRoute::Health => (http::json(200, &serde_json::json!({"status": "ok"})), None),
+        GatewayRoute::OpenApi => (http::app(admission::openapi()), None),
+        GatewayRoute::KeyIntrospection(encoded) => match admit() {
+            Ok(who) => (reads::introspect(env, &who, encoded).await, None),
+            Err(refused) => (refused, None),
+        },
+        GatewayRoute::Stats => match admit() {
+            Ok(who) => (reads::stats(env, &who).await, None),
+            Err(refused) => (refused, None),
+        },
+        GatewayRoute::Application => match admit() {
+            Ok(who) => application(&req, env, ctx, &who, &method, &target).await,
+            Err(refused) => (refused, None),
+        },
     }
 }
 
@@ -284,7 +274,7 @@ async fn protect(
     });
     if let Some(stored) = cached {
         // A completed record, immutable until it expires: no hop needed.
-        return (http::replay(stored), Disposition::Replayed);
+        return (http::app(answer::replay(stored)), Disposition::Replayed);
     }
     // How long this request may wait if its key is in flight (a cached
     // replay above never does).

@@ -12,6 +12,7 @@
 
 use worker::{Env, Response};
 
+use super::replays::count_replays;
 use super::settings::Tenancy;
 use crate::config::shards::Layout;
 use crate::contract::{admission, answer};
@@ -52,8 +53,32 @@ pub fn key_homes(
     Ok((current, previous))
 }
 
-/// `GET /v1/idempotency-keys/{key}`: the record, or `404`.
-pub async fn introspect(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &str) -> Response {
+/// `GET /v1/idempotency-keys/{key}`. Replays answered by this isolate are
+/// counted before any read.
+pub async fn introspect(env: &Env, who: &Tenancy, encoded: &str) -> Response {
+    match &who.base {
+        Ok(base) => {
+            count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
+            introspect_at(env, base, who, encoded).await
+        }
+        Err(e) => store_unavailable(e),
+    }
+}
+
+/// `GET /v1/idempotency/stats`, after the replays this isolate answered
+/// are counted.
+pub async fn stats(env: &Env, who: &Tenancy) -> Response {
+    match &who.base {
+        Ok(base) => {
+            count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
+            stats_at(env, base, who).await
+        }
+        Err(e) => store_unavailable(e),
+    }
+}
+
+/// The record, or `404`.
+async fn introspect_at(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &str) -> Response {
     let key = match admission::introspection_key(encoded) {
         Ok(k) => k,
         Err(p) => return http::problem(&p),
@@ -75,9 +100,9 @@ pub async fn introspect(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: 
     http::app(answer::lookup_answer(None))
 }
 
-/// `GET /v1/idempotency/stats`: its one object's, or the sum over every
-/// object of its current (and previous) layout.
-pub async fn stats(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
+/// A tenant's stats: its one object's, or the sum over every object of its
+/// current (and previous) layout.
+async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
     if !who.layout.is_sharded() {
         return match base.stats().await {
             Ok(stats) => http::json(200, &stats),

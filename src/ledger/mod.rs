@@ -23,10 +23,12 @@
 
 mod claim;
 mod counters;
+mod execute;
 pub mod outcome;
 pub mod pending;
 pub mod record;
 pub mod schema;
+mod settle;
 pub mod stats;
 pub mod store;
 pub mod sweep;
@@ -37,7 +39,6 @@ pub mod rusqlite_store;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
 pub use outcome::{
     ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,
     ReleaseOutcome,
@@ -346,176 +347,6 @@ impl<S: SqlStore> Ledger<S> {
             state: r.state,
             generation: r.generation,
         }))
-    }
-
-    /// Records the response of the owner at `generation`: it is kept for the
-    /// retention from now. Its `sweep_at` (the claim time + the claim's
-    /// retention) is left as it is — one row written — unless this
-    /// completion's retention is shorter than the claim's.
-    pub fn complete(
-        &self,
-        key: &str,
-        generation: i64,
-        response: &StoredResponse,
-        retention_ms: Millis,
-        now: Millis,
-    ) -> Result<CompleteOutcome, StoreError> {
-        let expires_at = now.saturating_add(retention_ms);
-        let out = self.transaction(|| {
-            if !self.store_completion(key, generation, response, expires_at, now)? {
-                self.tally().count(Counter::FencedOut, None, now);
-                return Ok(CompleteOutcome::FencedOut {
-                    current: self.current_state(key)?,
-                });
-            }
-            // Guard: the record this owner just completed, if its claim's
-            // retention was longer than this completion's (rare: a caller
-            // chose both). Keeps sweep_at <= expires_at, so the sweep is
-            // never late; otherwise it matches nothing and writes nothing.
-            self.store.execute(
-                "UPDATE idempotency_records SET sweep_at = ?
-                 WHERE key = ? AND generation = ? AND sweep_at > ?",
-                &[
-                    expires_at.into(),
-                    key.into(),
-                    generation.into(),
-                    expires_at.into(),
-                ],
-            )?;
-            Ok(CompleteOutcome::Stored)
-        })?;
-        self.flush_after_commit(now);
-        Ok(out)
-    }
-
-    /// Stores `response` as the answer of the owner at `generation`, if
-    /// the record is still in flight at that generation (`false`: it is
-    /// not, the owner was fenced out), and counts the move.
-    fn store_completion(
-        &self,
-        key: &str,
-        generation: i64,
-        response: &StoredResponse,
-        expires_at: Millis,
-        now: Millis,
-    ) -> Result<bool, StoreError> {
-        let headers = serde_json::to_string(&response.headers)
-            .map_err(|e| StoreError::Decode(e.to_string()))?;
-        // Guard: in flight at the caller's generation. A late completion
-        // with no takeover since is still accepted: nobody else ran.
-        let changed = self.store.update(
-            "UPDATE idempotency_records
-             SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
-                 expires_at = ?, response_status = ?, response_headers = ?,
-                 response_body = ?, retained = ?
-             WHERE key = ? AND state = 'in_flight' AND generation = ?",
-            &[
-                now.into(),
-                expires_at.into(),
-                i64::from(response.status).into(),
-                headers.into(),
-                response.body.clone().into(),
-                i64::from(response.retained()).into(),
-                key.into(),
-                generation.into(),
-            ],
-        )?;
-        if changed {
-            self.tally()
-                .moved(Some(Counter::InFlight), Counter::Completed, now);
-            self.note_expiry(expires_at, now)?;
-        }
-        Ok(changed)
-    }
-
-    /// Gives the key back so the next claim runs again (at generation+1).
-    /// Never deletes the record and never resets its generation.
-    pub fn release(
-        &self,
-        key: &str,
-        generation: i64,
-        now: Millis,
-    ) -> Result<ReleaseOutcome, StoreError> {
-        let out = self.transaction(|| {
-            // Guard: in flight at the caller's generation.
-            let changed = self.store.update(
-                "UPDATE idempotency_records
-                 SET state = 'released', lease_expires_at = NULL
-                 WHERE key = ? AND state = 'in_flight' AND generation = ?",
-                &[key.into(), generation.into()],
-            )?;
-            if changed {
-                self.tally()
-                    .moved(Some(Counter::InFlight), Counter::Released, now);
-                return Ok(ReleaseOutcome::Released);
-            }
-            self.tally().count(Counter::FencedOut, None, now);
-            Ok(ReleaseOutcome::FencedOut {
-                current: self.current_state(key)?,
-            })
-        })?;
-        self.flush_after_commit(now);
-        Ok(out)
-    }
-
-    /// Claim, run `app` and complete, in one transaction: a tenant-local
-    /// mutation and its ledger record commit together or not at all. A key
-    /// never seen is written once, already completed (one row and its index
-    /// entry); any other goes through the claim it needs.
-    pub fn execute<E: From<StoreError>>(
-        &self,
-        key: &str,
-        fp: &Fingerprint,
-        policy: &ClaimPolicy,
-        capture: &CapturePolicy,
-        now: Millis,
-        app: impl FnOnce(&S) -> Result<AppResponse, E>,
-    ) -> Result<ExecuteOutcome, E> {
-        let out = self.transaction(|| -> Result<ExecuteOutcome, E> {
-            let record = self.read(key)?;
-            if record.is_none() {
-                if let Some(full) = self.ledger_full(policy, now)? {
-                    return Ok(ExecuteOutcome::Refused(full));
-                }
-                let response = app(&self.store)?;
-                let stored = StoredResponse::capture(&response, capture);
-                let generation = self.insert_completed(key, fp, &stored, policy, now)?;
-                return Ok(ExecuteOutcome::Ran {
-                    generation,
-                    takeover: false,
-                    retained: stored.retained(),
-                    response,
-                });
-            }
-            let (generation, takeover) = match self.claim_record(record, key, fp, policy, now)? {
-                ClaimOutcome::Claimed {
-                    generation,
-                    takeover,
-                } => (generation, takeover),
-                ClaimOutcome::Refused(refusal) => return Ok(ExecuteOutcome::Refused(refusal)),
-            };
-            let response = app(&self.store)?;
-            let stored = StoredResponse::capture(&response, capture);
-            // Completed at the claim's own `now` and retention: its sweep_at
-            // already equals the expiry, so no fix-up as in `complete`.
-            let expires_at = now.saturating_add(policy.retention_ms);
-            if !self.store_completion(key, generation, &stored, expires_at, now)? {
-                // Impossible inside one transaction; refuse loudly and roll back
-                // the application's writes rather than let them stand unrecorded.
-                return Err(StoreError::Sql(
-                    "completion fenced out inside its own transaction".into(),
-                )
-                .into());
-            }
-            Ok(ExecuteOutcome::Ran {
-                generation,
-                takeover,
-                retained: stored.retained(),
-                response,
-            })
-        })?;
-        self.flush_after_commit(now);
-        Ok(out)
     }
 
     /// The record for `key`, unless absent or past its retention window.

@@ -35,6 +35,25 @@ use crate::ledger::sweep::alarm_for;
 use crate::ledger::{rfc3339, Millis};
 use crate::platform::{log, now_ms};
 
+/// What this instance believes of its alarm, as it last read or set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlarmBelief {
+    /// Not read yet, or forgotten: after a failed sweep or alarm set, and
+    /// while a set is awaiting the platform (the next write reads it).
+    Unknown,
+    /// Known: no alarm is set.
+    Unset,
+    /// Known: the alarm is set for this epoch millisecond.
+    At(Millis),
+}
+
+impl AlarmBelief {
+    /// The belief once the alarm is known to be `alarm` (none: unset).
+    fn known(alarm: Option<Millis>) -> AlarmBelief {
+        alarm.map_or(AlarmBelief::Unset, AlarmBelief::At)
+    }
+}
+
 /// An absolute alarm time (epoch milliseconds on the object's clock).
 fn at_epoch_ms(ms: i64) -> ScheduledTime {
     ScheduledTime::new(js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(
@@ -61,7 +80,7 @@ impl TenantLedger {
             Err(e) => {
                 // The platform retries this alarm; if it gives up, the next
                 // write finds no alarm and sets one.
-                self.alarm_at.set(None);
+                self.alarm_at.set(AlarmBelief::Unknown);
                 log::error(
                     "idempotency.sweep_failed",
                     fields! {"error" => e.to_string()},
@@ -74,7 +93,7 @@ impl TenantLedger {
         // Until the platform confirms the next alarm, this instance knows
         // nothing of it: a failed set must leave no belief that an alarm is
         // armed (the next write reads the alarm again and arms it).
-        self.alarm_at.set(None);
+        self.alarm_at.set(AlarmBelief::Unknown);
         let set = match next {
             Some(at) => storage.set_alarm(at_epoch_ms(at)).await,
             None => storage.delete_alarm().await,
@@ -86,7 +105,7 @@ impl TenantLedger {
             );
             return Err(e);
         }
-        self.alarm_at.set(Some(next));
+        self.alarm_at.set(AlarmBelief::known(next));
         log::info(
             "idempotency.sweep",
             fields! {"deleted" => outcome.deleted, "batch_full" => outcome.batch_full},
@@ -106,8 +125,9 @@ impl TenantLedger {
         };
         let storage = self.state.storage();
         let known = match self.alarm_at.get() {
-            Some(known) => known,
-            None => match storage.get_alarm().await {
+            AlarmBelief::At(current) => Some(current),
+            AlarmBelief::Unset => None,
+            AlarmBelief::Unknown => match storage.get_alarm().await {
                 Ok(current) => current,
                 Err(e) => {
                     log::warn(
@@ -120,16 +140,16 @@ impl TenantLedger {
         };
         let target = alarm_for(at, now_ms(), self.interval_ms());
         if known.is_some_and(|current| current <= target) {
-            self.alarm_at.set(Some(known));
+            self.alarm_at.set(AlarmBelief::known(known));
             return;
         }
         match storage.set_alarm(at_epoch_ms(target)).await {
             Ok(()) => {
-                self.alarm_at.set(Some(Some(target)));
+                self.alarm_at.set(AlarmBelief::At(target));
                 log::info("idempotency.alarm_armed", fields! {"at" => rfc3339(target)});
             }
             Err(e) => {
-                self.alarm_at.set(None);
+                self.alarm_at.set(AlarmBelief::Unknown);
                 log::error(
                     "idempotency.alarm_set_failed",
                     fields! {"error" => e.to_string()},
@@ -160,7 +180,7 @@ impl TenantLedger {
         match self.ledger.continue_upgrade(steps) {
             Ok(true) => {
                 self.upgrading.set(false);
-                self.alarm_at.set(None);
+                self.alarm_at.set(AlarmBelief::Unknown);
                 log::warn(
                     "idempotency.schema_upgrade_done",
                     fields! {"from" => 1, "to" => crate::ledger::schema::SCHEMA_VERSION},
@@ -184,7 +204,7 @@ impl TenantLedger {
 
     /// The alarm that carries an upgrade on: 100 ms from now.
     async fn upgrade_later(&self) {
-        self.alarm_at.set(None);
+        self.alarm_at.set(AlarmBelief::Unknown);
         let at = now_ms().saturating_add(100);
         if let Err(e) = self.state.storage().set_alarm(at_epoch_ms(at)).await {
             log::error(

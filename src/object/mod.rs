@@ -2,11 +2,12 @@
 //! ledger and the embedded orders table in its own SQLite database.
 //!
 //! The rooms:
-//! - [`tenant_ledger`] — the class: what the object holds and its
-//!   `fetch` / `alarm` entry points.
-//! - [`dispatch`] — the one request path: the embedded application's
-//!   unprotected requests, and every RPC v1 call parsed → validated →
-//!   applied.
+//! - [`tenant_ledger`] — the class: what the object holds, its `fetch` /
+//!   `alarm` entry points, and the one request path (fetch → serve →
+//!   route → call): the embedded application's unprotected requests, and
+//!   every RPC v1 call parsed → validated → applied.
+//! - `calls` — one file per RPC call (beside `rpc/<call>.rs`): what it
+//!   does to this object once validated.
 //! - [`alarm`] — the sweep and the alarm that drives it.
 //! - [`place`] — the object's name and its role in its tenant's layout,
 //!   recorded once so it never depends on the runtime handing it over.
@@ -39,7 +40,7 @@ pub mod do_store;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod alarm;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
-pub mod dispatch;
+mod calls;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod place;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]

@@ -16,7 +16,7 @@
 //! an object of a deployment that shards tenants refuses keyed calls
 //! (`503`): it cannot tell whether it is retired.
 
-use super::dispatch::store_unavailable;
+use super::calls::store_unavailable;
 use super::TenantLedger;
 use crate::config::shards::{parse_object_name, Role};
 use crate::config::Config;

@@ -20,7 +20,7 @@
 //!   expires. Each object keeps its horizon for expiries beyond its window
 //!   (every expiry once it is retired; see `Ledger::track_expiries_beyond`).
 
-use super::dispatch::store_unavailable;
+use super::calls::store_unavailable;
 use super::TenantLedger;
 use crate::config::reshard::{decide, Evidence, LayoutDecision};
 use crate::config::shards::{object_name, Layout};

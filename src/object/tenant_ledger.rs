@@ -1,32 +1,48 @@
-//! The `TenantLedger` class: what one object holds, and its entry points.
+//! The `TenantLedger` class: what one object holds, its entry points, and
+//! its one request path.
 //!
 //! Role: build the object (its ledger over its own SQLite, its schema, its
-//! configuration, its waiters, its place in the tenant's shard layout) and
-//! hand each `fetch` to [`super::dispatch`] and each `alarm` to
+//! configuration, its waiters, its place in the tenant's shard layout);
+//! carry each `fetch` down one path read top to bottom — `fetch` →
+//! [`TenantLedger::serve`] (ready? the embedded application's unprotected
+//! `/app` requests, or an RPC v1 call) → [`TenantLedger::route`] (the
+//! route list, written once in `rpc`) → [`TenantLedger::call`] (parse,
+//! validate) → the call's apply in `calls/<call>.rs`; hand each `alarm` to
 //! [`super::alarm`].
 //!
-//! What must stay true here: a schema or configuration that cannot be used
-//! refuses every call (loudly, in the log and the answer); nothing else is
-//! decided here.
+//! What must stay true here:
+//! - A schema or configuration that cannot be used refuses every call
+//!   (loudly, in the log and the answer).
+//! - Nothing is written before the call is parsed and validated; a bad
+//!   call is a 400/404/405 problem and changes nothing.
+//! - The application's target comes from the `x-ledger-app-target` header,
+//!   never from the URL.
 
 use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 
+use serde::de::DeserializeOwned;
+use worker::wasm_bindgen_futures::JsFuture;
 use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
 
+use super::alarm::AlarmBelief;
+use super::calls::{bad_call, store_unavailable, Apply};
 use super::do_store::DoSqlStore;
 use super::place::Place;
 use super::waiting::Waiters;
 use crate::config::{Config, ConfigError};
+use crate::fields;
 use crate::ledger::Ledger;
 use crate::orders;
-use crate::platform::{load_config, log};
+use crate::platform::{http, load_config, log, misconfigured, now_ms};
+use crate::protocol::{path_of, target_of, Problem, ProblemKind};
+use crate::rpc::{rpc_v1_calls, Call, Route, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER};
 
 /// Upgrade steps (each at most 2,000 records or 8 MiB of bodies) an
 /// instance takes as it starts, by each request while an upgrade from
 /// schema 1 is under way, and by each alarm (bounded CPU each).
 const UPGRADE_STEPS_ON_START: u32 = 16;
-pub(super) const UPGRADE_STEPS_PER_REQUEST: u32 = 4;
+const UPGRADE_STEPS_PER_REQUEST: u32 = 4;
 const UPGRADE_STEPS_PER_ALARM: u32 = 64;
 
 #[durable_object]
@@ -42,9 +58,8 @@ pub struct TenantLedger {
     /// `Ledger::continue_upgrade`): calls are answered `503` with
     /// `Retry-After` while each request and alarm takes a few more steps.
     pub(super) upgrading: Cell<bool>,
-    /// The alarm as this instance last read or set it: `None` until
-    /// checked (and again after a failed alarm), `Some(None)` for no alarm.
-    pub(super) alarm_at: Cell<Option<Option<i64>>>,
+    /// The alarm as this instance last read or set it (see [`AlarmBelief`]).
+    pub(super) alarm_at: Cell<AlarmBelief>,
     /// A flush of the pending counts is scheduled on a timer.
     pub(super) flush_armed: Rc<Cell<bool>>,
     /// False until this instance's first request has checked the alarm: a
@@ -106,7 +121,7 @@ impl DurableObject for TenantLedger {
             config,
             ready,
             upgrading,
-            alarm_at: Cell::new(None),
+            alarm_at: Cell::new(AlarmBelief::Unknown),
             flush_armed: Rc::new(Cell::new(false)),
             started: Cell::new(false),
         }
@@ -121,5 +136,145 @@ impl DurableObject for TenantLedger {
             return Response::ok("upgrading");
         }
         self.sweep().await
+    }
+}
+
+/// A request's whole body (callers are Workers sending one JSON call).
+async fn whole_body(req: &Request) -> Result<Vec<u8>, wasm_bindgen::JsValue> {
+    let buffer = JsFuture::from(req.inner().array_buffer()?).await?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}
+
+/// [`TenantLedger::route`]: one arm per call in the route list.
+macro_rules! route_to_call {
+    ($($route:ident => $path:literal, $call:ty;)*) => {
+        impl TenantLedger {
+            /// Sends the body down the one path of the routed call.
+            async fn route(
+                &self,
+                route: Route,
+                config: &Config,
+                body: &[u8],
+            ) -> Result<Response, Problem> {
+                match route {
+                    $(Route::$route => self.call::<$call>(config, body).await,)*
+                }
+            }
+        }
+    };
+}
+rpc_v1_calls!(route_to_call);
+
+impl TenantLedger {
+    /// Routes one request: the embedded application, or an RPC v1 call.
+    async fn serve(&self, req: Request) -> Response {
+        let config = match self.ready().await {
+            Ok(config) => config,
+            Err(refused) => return refused,
+        };
+        // The path from the raw URL string: `Request::path()` would parse it
+        // with the `url` crate, which alone adds IDNA tables to the bundle.
+        let url = req.inner().url();
+        let path = path_of(target_of(&url)).to_string();
+        let method = req.inner().method();
+        // One `arrayBuffer()` and one copy into wasm (worker 0.8.7's
+        // `Request::bytes` drains a stream reader, a crossing per chunk).
+        let body = match whole_body(&req).await {
+            Ok(b) => b,
+            Err(_) => return http::problem(&bad_call("the request body could not be read")),
+        };
+        if path == APP_PATH {
+            return self.app(&req, &method, &body);
+        }
+        let Some(route) = Route::from_path(&path) else {
+            return http::problem(&Problem::new(
+                ProblemKind::NotFound,
+                "no such ledger route; RPC v1 lives under /rpc/v1/",
+            ));
+        };
+        if method != "POST" {
+            return http::problem(
+                &Problem::new(ProblemKind::MethodNotAllowed, "ledger RPC calls are POST")
+                    .with_header("allow", "POST"),
+            );
+        }
+        let answer = self.route(route, config, &body).await;
+        // Counts the call left in memory are written by a timer if no
+        // later call writes them first.
+        self.flush_later();
+        answer.unwrap_or_else(|p| http::problem(&p))
+    }
+
+    /// The object's configuration once it can take calls, or the refusal:
+    /// a schema that failed, an upgrade from schema 1 still under way (a
+    /// few more bounded steps each request), an invalid variable. An
+    /// instance's first call also recounts and checks the alarm.
+    async fn ready(&self) -> Result<&Config, Response> {
+        if let Err(e) = &self.ready {
+            log::error("idempotency.schema_error", fields! {"error" => e});
+            return Err(http::problem(&Problem::of(ProblemKind::StoreUnavailable)));
+        }
+        if self.upgrading.get() && !self.continue_upgrade(UPGRADE_STEPS_PER_REQUEST).await {
+            return Err(http::problem(
+                &Problem::new(
+                    ProblemKind::StoreUnavailable,
+                    "the ledger is upgrading its schema in place; retry in a moment",
+                )
+                .with_header("retry-after", "1"),
+            ));
+        }
+        let config = match &self.config {
+            Ok(c) => c,
+            Err(e) => return Err(misconfigured(&e.variable, &e.message)),
+        };
+        if !self.started.replace(true) {
+            if let Err(e) = self.ledger.recount_on_start(now_ms()) {
+                log::warn(
+                    "idempotency.recount_failed",
+                    fields! {"error" => e.to_string()},
+                );
+            }
+            self.check_alarm().await;
+        }
+        Ok(config)
+    }
+
+    /// The embedded application's unprotected requests; the target comes
+    /// from a header, never from the URL.
+    fn app(&self, req: &Request, method: &str, body: &[u8]) -> Response {
+        let target = req
+            .headers()
+            .get(APP_TARGET_HEADER)
+            .ok()
+            .flatten()
+            .filter(|t| t.starts_with('/'))
+            .unwrap_or_default();
+        match orders::handle(
+            self.ledger.store(),
+            method,
+            path_of(&target),
+            body,
+            now_ms(),
+        ) {
+            Ok(r) => http::app(r),
+            Err(e) => http::problem(&store_unavailable(&e)),
+        }
+    }
+
+    /// The one path of every RPC call: parse, validate, apply (its file in
+    /// `calls/`), answer (with `ledger-waited-ms` when the call was parked).
+    async fn call<C>(&self, config: &Config, body: &[u8]) -> Result<Response, Problem>
+    where
+        C: Call + DeserializeOwned,
+        Self: Apply<C>,
+    {
+        let call = C::parse(body).map_err(bad_call)?;
+        call.validate().map_err(bad_call)?;
+        let (answer, report) = self.apply(config, call).await?;
+        let response = http::json(200, &answer);
+        if let Some(ms) = report.waited_ms {
+            let _ = response.headers().set(WAITED_HEADER, &ms.to_string());
+        }
+        Ok(response)
     }
 }

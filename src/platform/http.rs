@@ -13,9 +13,7 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Headers, Request, Response};
 
-use crate::contract::answer;
-use crate::ledger::Refusal;
-use crate::protocol::{is_null_body_status, AppResponse, Problem, StoredResponse};
+use crate::protocol::{is_null_body_status, AppResponse, Problem};
 
 fn build(status: u16, headers: &[(String, String)], body: Vec<u8>) -> Response {
     // A status the Fetch API cannot carry (1xx, outside 200–599) must never
@@ -58,18 +56,6 @@ pub fn problem(p: &Problem) -> Response {
 /// A JSON document.
 pub fn json<T: Serialize>(status: u16, value: &T) -> Response {
     app(AppResponse::json(status, value))
-}
-
-/// A replay of a stored response (a tombstone replays as a loud 500); see
-/// [`answer::replay`].
-pub fn replay(stored: StoredResponse) -> Response {
-    app(answer::replay(stored))
-}
-
-/// The answer to a refused claim or execute (replay, 409, 422, 429); see
-/// [`answer::refusal_answer`].
-pub fn refusal(refusal: Refusal) -> Response {
-    app(answer::refusal_answer(refusal).0)
 }
 
 /// Builds an outbound request that carries `method` **verbatim** and,

@@ -5,7 +5,8 @@
 //! RFC 9457 problem. Pure: both the object and the typed client use these.
 //! Each call has one home (the `tokio-rs/mini-redis` `cmd/` shape): its file
 //! holds the call, its validation, its answer type and its route
-//! ([`Call`]); [`ROUTES`] is the one route table.
+//! ([`Call`]); `rpc_v1_calls!` is the one list of routes, from which
+//! [`Route`], [`ROUTES`] and the object's dispatch are generated.
 //!
 //! May call: `protocol`, `ledger`'s outcome types. Never workers-rs.
 //!
@@ -134,32 +135,50 @@ pub(crate) fn check_wait(wait_ms: Option<u64>) -> Result<(), String> {
     }
 }
 
-/// The v1 operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    Claim,
-    Complete,
-    Release,
-    Lookup,
-    Stats,
-    Execute,
-    Replayed,
-    Layout,
-    Horizon,
+/// The one list of v1 calls: each route, its path under [`RPC_V1_PREFIX`]
+/// and the call sent there. Everything that names every route is generated
+/// from it: [`Route`] and [`ROUTES`] here, the object's dispatch
+/// (`object::tenant_ledger`). `$then` is a macro that receives the list.
+macro_rules! rpc_v1_calls {
+    ($then:ident) => {
+        $then! {
+            Claim => "/rpc/v1/claim", $crate::rpc::ClaimCall;
+            Complete => "/rpc/v1/complete", $crate::rpc::CompleteCall;
+            Release => "/rpc/v1/release", $crate::rpc::ReleaseCall;
+            Lookup => "/rpc/v1/lookup", $crate::rpc::LookupCall;
+            Stats => "/rpc/v1/stats", $crate::rpc::StatsCall;
+            Execute => "/rpc/v1/execute", $crate::rpc::ExecuteCall;
+            Replayed => "/rpc/v1/replayed", $crate::rpc::ReplayedCall;
+            Layout => "/rpc/v1/layout", $crate::rpc::LayoutCall;
+            Horizon => "/rpc/v1/horizon", $crate::rpc::HorizonCall;
+        }
+    };
 }
+#[allow(unused_imports)] // used by the object (wasm32 only)
+pub(crate) use rpc_v1_calls;
 
-/// The one route table: each operation and its path under [`RPC_V1_PREFIX`].
-pub const ROUTES: [(Route, &str); 9] = [
-    (Route::Claim, "/rpc/v1/claim"),
-    (Route::Complete, "/rpc/v1/complete"),
-    (Route::Release, "/rpc/v1/release"),
-    (Route::Lookup, "/rpc/v1/lookup"),
-    (Route::Stats, "/rpc/v1/stats"),
-    (Route::Execute, "/rpc/v1/execute"),
-    (Route::Replayed, "/rpc/v1/replayed"),
-    (Route::Layout, "/rpc/v1/layout"),
-    (Route::Horizon, "/rpc/v1/horizon"),
-];
+/// [`Route`] and [`ROUTES`] from the list.
+macro_rules! route_table {
+    ($($route:ident => $path:literal, $call:ty;)*) => {
+        /// The v1 operations.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Route {
+            $($route,)*
+        }
+
+        /// The one route table: each operation and its path under
+        /// [`RPC_V1_PREFIX`].
+        pub const ROUTES: [(Route, &str); [$(Route::$route),*].len()] =
+            [$((Route::$route, $path)),*];
+
+        // Each call's own `Call::ROUTE` agrees with the list (checked at
+        // compile time).
+        const _: () = {
+            $(assert!(matches!(<$call as Call>::ROUTE, Route::$route));)*
+        };
+    };
+}
+rpc_v1_calls!(route_table);
 
 impl Route {
     /// Resolves a request path such as `/rpc/v1/claim`.

@@ -8,6 +8,7 @@
 //!   calls a deployed `TenantLedger` through `LedgerClient`, getting the
 //!   core's closed outcome enums back, with no JSON written by hand.
 
+use idempotency_ledger::contract::answer;
 use idempotency_ledger::ledger::{
     ClaimPolicy, ExecuteOutcome, Ledger, RowExt, SqlStore, StoreError,
 };
@@ -129,7 +130,7 @@ impl DurableObject for Wallet {
         Ok(match outcome {
             Ok(ExecuteOutcome::Ran { response, .. }) => http::app(response),
             // Replay, 409, 422 or 429: the contract's answer for each.
-            Ok(ExecuteOutcome::Refused(refusal)) => http::refusal(refusal),
+            Ok(ExecuteOutcome::Refused(refusal)) => http::app(answer::refusal_answer(refusal).0),
             Err(e) => http::problem(&Problem::new(ProblemKind::StoreUnavailable, e.to_string())),
         })
     }

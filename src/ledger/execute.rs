@@ -1,0 +1,78 @@
+//! Execute: claim, run the embedded application and complete, in one
+//! transaction.
+//!
+//! Role: library mode's exactly-once — a tenant-local mutation and its
+//! ledger record commit together or not at all.
+//!
+//! What must stay true here:
+//! - The application runs only under a grant (a new key, or the claim it
+//!   needs), inside the same transaction as its completion.
+//! - An application error, or a completion fenced out inside its own
+//!   transaction (impossible), rolls everything back.
+
+use super::outcome::{ClaimOutcome, ExecuteOutcome};
+use super::store::{SqlStore, StoreError};
+use super::{ClaimPolicy, Ledger, Millis};
+use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
+
+impl<S: SqlStore> Ledger<S> {
+    /// Claim, run `app` and complete, in one transaction: a tenant-local
+    /// mutation and its ledger record commit together or not at all. A key
+    /// never seen is written once, already completed (one row and its index
+    /// entry); any other goes through the claim it needs.
+    pub fn execute<E: From<StoreError>>(
+        &self,
+        key: &str,
+        fp: &Fingerprint,
+        policy: &ClaimPolicy,
+        capture: &CapturePolicy,
+        now: Millis,
+        app: impl FnOnce(&S) -> Result<AppResponse, E>,
+    ) -> Result<ExecuteOutcome, E> {
+        let out = self.transaction(|| -> Result<ExecuteOutcome, E> {
+            let record = self.read(key)?;
+            if record.is_none() {
+                if let Some(full) = self.ledger_full(policy, now)? {
+                    return Ok(ExecuteOutcome::Refused(full));
+                }
+                let response = app(&self.store)?;
+                let stored = StoredResponse::capture(&response, capture);
+                let generation = self.insert_completed(key, fp, &stored, policy, now)?;
+                return Ok(ExecuteOutcome::Ran {
+                    generation,
+                    takeover: false,
+                    retained: stored.retained(),
+                    response,
+                });
+            }
+            let (generation, takeover) = match self.claim_record(record, key, fp, policy, now)? {
+                ClaimOutcome::Claimed {
+                    generation,
+                    takeover,
+                } => (generation, takeover),
+                ClaimOutcome::Refused(refusal) => return Ok(ExecuteOutcome::Refused(refusal)),
+            };
+            let response = app(&self.store)?;
+            let stored = StoredResponse::capture(&response, capture);
+            // Completed at the claim's own `now` and retention: its sweep_at
+            // already equals the expiry, so no fix-up as in `complete`.
+            let expires_at = now.saturating_add(policy.retention_ms);
+            if !self.store_completion(key, generation, &stored, expires_at, now)? {
+                // Impossible inside one transaction; refuse loudly and roll back
+                // the application's writes rather than let them stand unrecorded.
+                return Err(StoreError::Sql(
+                    "completion fenced out inside its own transaction".into(),
+                )
+                .into());
+            }
+            Ok(ExecuteOutcome::Ran {
+                generation,
+                takeover,
+                retained: stored.retained(),
+                response,
+            })
+        })?;
+        self.flush_after_commit(now);
+        Ok(out)
+    }
+}

@@ -1,0 +1,131 @@
+//! Settle: the owner of a claim records its response (`complete`) or gives
+//! the key back (`release`).
+//!
+//! Role: the two moves out of `in_flight`, each one guarded statement in
+//! its own transaction; `execute` completes through the same
+//! [`Ledger::store_completion`].
+//!
+//! What must stay true here:
+//! - Both succeed only while the record is in flight at the caller's
+//!   generation (the guard is in the `WHERE`); otherwise the caller is
+//!   fenced out, counted in memory, and told the current state.
+//! - A completed record's response is never replaced; a release never
+//!   deletes the record nor resets its generation.
+//! - A completion's `sweep_at` never stays after its `expires_at`.
+
+use super::outcome::{CompleteOutcome, Counter, ReleaseOutcome};
+use super::store::{SqlStore, StoreError};
+use super::{Ledger, Millis};
+use crate::protocol::StoredResponse;
+
+impl<S: SqlStore> Ledger<S> {
+    /// Records the response of the owner at `generation`: it is kept for the
+    /// retention from now. Its `sweep_at` (the claim time + the claim's
+    /// retention) is left as it is — one row written — unless this
+    /// completion's retention is shorter than the claim's.
+    pub fn complete(
+        &self,
+        key: &str,
+        generation: i64,
+        response: &StoredResponse,
+        retention_ms: Millis,
+        now: Millis,
+    ) -> Result<CompleteOutcome, StoreError> {
+        let expires_at = now.saturating_add(retention_ms);
+        let out = self.transaction(|| {
+            if !self.store_completion(key, generation, response, expires_at, now)? {
+                self.tally().count(Counter::FencedOut, None, now);
+                return Ok(CompleteOutcome::FencedOut {
+                    current: self.current_state(key)?,
+                });
+            }
+            // Guard: the record this owner just completed, if its claim's
+            // retention was longer than this completion's (rare: a caller
+            // chose both). Keeps sweep_at <= expires_at, so the sweep is
+            // never late; otherwise it matches nothing and writes nothing.
+            self.store.execute(
+                "UPDATE idempotency_records SET sweep_at = ?
+                 WHERE key = ? AND generation = ? AND sweep_at > ?",
+                &[
+                    expires_at.into(),
+                    key.into(),
+                    generation.into(),
+                    expires_at.into(),
+                ],
+            )?;
+            Ok(CompleteOutcome::Stored)
+        })?;
+        self.flush_after_commit(now);
+        Ok(out)
+    }
+
+    /// Stores `response` as the answer of the owner at `generation`, if
+    /// the record is still in flight at that generation (`false`: it is
+    /// not, the owner was fenced out), and counts the move.
+    pub(super) fn store_completion(
+        &self,
+        key: &str,
+        generation: i64,
+        response: &StoredResponse,
+        expires_at: Millis,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let headers = serde_json::to_string(&response.headers)
+            .map_err(|e| StoreError::Decode(e.to_string()))?;
+        // Guard: in flight at the caller's generation. A late completion
+        // with no takeover since is still accepted: nobody else ran.
+        let changed = self.store.update(
+            "UPDATE idempotency_records
+             SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
+                 expires_at = ?, response_status = ?, response_headers = ?,
+                 response_body = ?, retained = ?
+             WHERE key = ? AND state = 'in_flight' AND generation = ?",
+            &[
+                now.into(),
+                expires_at.into(),
+                i64::from(response.status).into(),
+                headers.into(),
+                response.body.clone().into(),
+                i64::from(response.retained()).into(),
+                key.into(),
+                generation.into(),
+            ],
+        )?;
+        if changed {
+            self.tally()
+                .moved(Some(Counter::InFlight), Counter::Completed, now);
+            self.note_expiry(expires_at, now)?;
+        }
+        Ok(changed)
+    }
+
+    /// Gives the key back so the next claim runs again (at generation+1).
+    /// Never deletes the record and never resets its generation.
+    pub fn release(
+        &self,
+        key: &str,
+        generation: i64,
+        now: Millis,
+    ) -> Result<ReleaseOutcome, StoreError> {
+        let out = self.transaction(|| {
+            // Guard: in flight at the caller's generation.
+            let changed = self.store.update(
+                "UPDATE idempotency_records
+                 SET state = 'released', lease_expires_at = NULL
+                 WHERE key = ? AND state = 'in_flight' AND generation = ?",
+                &[key.into(), generation.into()],
+            )?;
+            if changed {
+                self.tally()
+                    .moved(Some(Counter::InFlight), Counter::Released, now);
+                return Ok(ReleaseOutcome::Released);
+            }
+            self.tally().count(Counter::FencedOut, None, now);
+            Ok(ReleaseOutcome::FencedOut {
+                current: self.current_state(key)?,
+            })
+        })?;
+        self.flush_after_commit(now);
+        Ok(out)
+    }
+}

@@ -1,0 +1,44 @@
+//! `claim` applied: take the key for a request, or learn why not (wire
+//! shape: `rpc/claim.rs`).
+//!
+//! What must stay true here: a claim runs in the key's home and may wait
+//! for an in-flight key (see [`TenantLedger::keyed`]); a granted claim
+//! arms the alarm by the time its record may expire.
+
+use super::{bad_call, Apply};
+use crate::config::Config;
+use crate::ledger::ClaimOutcome;
+use crate::object::waiting::WaitReport;
+use crate::object::TenantLedger;
+use crate::platform::now_ms;
+use crate::protocol::Problem;
+use crate::rpc::{check_claim_windows, ClaimCall};
+
+impl Apply<ClaimCall> for TenantLedger {
+    async fn apply(
+        &self,
+        config: &Config,
+        call: ClaimCall,
+    ) -> Result<(ClaimOutcome, WaitReport), Problem> {
+        self.check_layout(config).await?;
+        let policy = self.policy(config, call.lease_seconds, call.retention_seconds)?;
+        check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
+        let claim = |now| {
+            self.ledger
+                .claim(&call.key, &call.fingerprint, &policy, now)
+        };
+        let (out, report) = self
+            .keyed(
+                config,
+                &call.key,
+                call.wait_ms,
+                claim,
+                ClaimOutcome::refusal,
+            )
+            .await?;
+        if let ClaimOutcome::Claimed { .. } = out {
+            self.arm_by(policy.sweep_at(now_ms())).await;
+        }
+        Ok((out, report))
+    }
+}

@@ -1,0 +1,52 @@
+//! `execute` applied: claim, run the embedded orders application and
+//! complete, in one transaction (wire shape: `rpc/execute.rs`).
+//!
+//! What must stay true here: an execute runs in the key's home and may
+//! wait as a claim does; a run wakes the key's waiters (parked behind an
+//! RPC claim, they replay it) and arms the alarm by its expiry.
+
+use super::Apply;
+use crate::config::Config;
+use crate::ledger::ExecuteOutcome;
+use crate::object::do_store::DoSqlStore;
+use crate::object::waiting::WaitReport;
+use crate::object::TenantLedger;
+use crate::orders;
+use crate::platform::now_ms;
+use crate::protocol::Problem;
+use crate::rpc::ExecuteCall;
+
+impl Apply<ExecuteCall> for TenantLedger {
+    async fn apply(
+        &self,
+        config: &Config,
+        call: ExecuteCall,
+    ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
+        self.check_layout(config).await?;
+        let policy = self.policy(config, None, None)?;
+        let capture = config.capture_policy();
+        let request = &call.request;
+        let execute = |now| {
+            let app = |store: &DoSqlStore| {
+                orders::handle(store, &request.method, request.path(), &request.body, now)
+            };
+            self.ledger
+                .execute(&call.key, &call.fingerprint, &policy, &capture, now, app)
+        };
+        let (out, report) = self
+            .keyed(
+                config,
+                &call.key,
+                call.wait_ms,
+                execute,
+                ExecuteOutcome::refusal,
+            )
+            .await?;
+        if matches!(out, ExecuteOutcome::Ran { .. }) {
+            // Waiters parked on this key (behind an RPC claim) replay it.
+            self.waiters.wake(&call.key);
+            self.arm_by(policy.sweep_at(now_ms())).await;
+        }
+        Ok((out, report))
+    }
+}

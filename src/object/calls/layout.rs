@@ -1,0 +1,47 @@
+//! `layout` and `horizon` applied: the tenant's registry accepting (or
+//! refusing) a configured layout, and an object's expiry horizon (wire
+//! shape: `rpc/layout.rs`; the registry's rule: [`crate::object::reshard`]).
+//!
+//! What must stay true here: only the tenant's registry (the object named
+//! by the tenant alone) keeps a layout history; any other object refuses
+//! `layout` as `400 invalid-rpc`.
+
+use super::{answered, bad_call, store_unavailable, Apply};
+use crate::config::Config;
+use crate::object::waiting::WaitReport;
+use crate::object::TenantLedger;
+use crate::protocol::Problem;
+use crate::rpc::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
+
+impl Apply<LayoutCall> for TenantLedger {
+    async fn apply(
+        &self,
+        config: &Config,
+        call: LayoutCall,
+    ) -> Result<(LayoutOutcome, WaitReport), Problem> {
+        // Only the tenant's registry keeps its layout history.
+        let place = self.place(config)?;
+        if !place.tenant.as_ref().is_some_and(|(_, registry)| *registry) {
+            return Err(bad_call(
+                "layout goes to the tenant's registry: the object named by the tenant",
+            ));
+        }
+        let tenant = place.tenant.clone().map(|(t, _)| t).unwrap_or_default();
+        self.decide_layout(&tenant, &call).await?;
+        Ok(answered(LayoutOutcome::Accepted))
+    }
+}
+
+impl Apply<HorizonCall> for TenantLedger {
+    async fn apply(
+        &self,
+        _: &Config,
+        _: HorizonCall,
+    ) -> Result<(HorizonAnswer, WaitReport), Problem> {
+        let expires_by = self
+            .ledger
+            .expires_by()
+            .map_err(|e| store_unavailable(&e))?;
+        Ok(answered(HorizonAnswer { expires_by }))
+    }
+}

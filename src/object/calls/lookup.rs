@@ -1,0 +1,27 @@
+//! `lookup` applied: one key's record, or none (wire shape:
+//! `rpc/lookup.rs`).
+//!
+//! What must stay true here: a lookup only reads; it writes nothing, not
+//! even a count.
+
+use super::{answered, store_unavailable, Apply};
+use crate::config::Config;
+use crate::object::waiting::WaitReport;
+use crate::object::TenantLedger;
+use crate::platform::now_ms;
+use crate::protocol::Problem;
+use crate::rpc::{LookupAnswer, LookupCall};
+
+impl Apply<LookupCall> for TenantLedger {
+    async fn apply(
+        &self,
+        _: &Config,
+        call: LookupCall,
+    ) -> Result<(LookupAnswer, WaitReport), Problem> {
+        let record = self
+            .ledger
+            .lookup(&call.key, now_ms())
+            .map_err(|e| store_unavailable(&e))?;
+        Ok(answered(LookupAnswer { record }))
+    }
+}

@@ -1,0 +1,39 @@
+//! `release` applied: give the key back after a run that produced no
+//! response (wire shape: `rpc/release.rs`).
+//!
+//! What must stay true here: only a key this shard holds is released; a
+//! release wakes the key's waiters (the next claim runs it again), a
+//! fenced-out one is logged and changes nothing.
+
+use super::{answered, store_unavailable, Apply};
+use crate::config::Config;
+use crate::ledger::ReleaseOutcome;
+use crate::object::waiting::WaitReport;
+use crate::object::TenantLedger;
+use crate::platform::{log, now_ms};
+use crate::protocol::Problem;
+use crate::rpc::ReleaseCall;
+
+impl Apply<ReleaseCall> for TenantLedger {
+    async fn apply(
+        &self,
+        config: &Config,
+        call: ReleaseCall,
+    ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
+        self.check_layout(config).await?;
+        self.check_home(config, &call.key, now_ms())?;
+        let out = self
+            .ledger
+            .release(&call.key, call.generation, now_ms())
+            .map_err(|e| store_unavailable(&e))?;
+        match &out {
+            ReleaseOutcome::FencedOut { current } => {
+                log::fenced_out("release", &call.key, call.generation, current)
+            }
+            ReleaseOutcome::Released => {
+                self.waiters.wake(&call.key);
+            }
+        }
+        Ok(answered(out))
+    }
+}

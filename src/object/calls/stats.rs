@@ -1,0 +1,25 @@
+//! `stats` applied: the object's counts, and how many requests are parked
+//! on it now (wire shape: `rpc/stats.rs`).
+//!
+//! What must stay true here: `waiting` is this instance's registry (in
+//! memory), every other count comes from the ledger.
+
+use super::{answered, store_unavailable, Apply};
+use crate::config::Config;
+use crate::ledger::Stats;
+use crate::object::waiting::WaitReport;
+use crate::object::TenantLedger;
+use crate::platform::now_ms;
+use crate::protocol::Problem;
+use crate::rpc::StatsCall;
+
+impl Apply<StatsCall> for TenantLedger {
+    async fn apply(&self, _: &Config, _: StatsCall) -> Result<(Stats, WaitReport), Problem> {
+        let mut stats = self
+            .ledger
+            .stats(now_ms())
+            .map_err(|e| store_unavailable(&e))?;
+        stats.waiting = self.waiters.parked() as i64;
+        Ok(answered(stats))
+    }
+}
