@@ -136,14 +136,8 @@ fn the_order_list_is_newest_first_and_at_most_100() {
 
 #[test]
 fn a_counts_flush_that_fails_after_the_commit_never_fails_the_execute_and_the_counts_are_kept() {
-    use idempotency_ledger::ledger::{Ledger, SqlStore};
-    let l = Ledger::new(CountsFail {
-        inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore::in_memory()
-            .expect("sqlite"),
-        failing: std::cell::Cell::new(false),
-    });
-    l.migrate().expect("migrate");
-    orders::migrate(l.store()).expect("orders schema");
+    use idempotency_ledger::ledger::SqlStore;
+    let l = counts_fail_ledger();
     let exec = |key: &str, now: i64| {
         l.execute(key, &fp(ORDER), &policy(), &capture(), now, |store| {
             orders::create(store, ORDER.as_bytes(), now)
@@ -183,14 +177,7 @@ fn a_counts_flush_that_fails_after_the_commit_never_fails_the_execute_and_the_co
 
 #[test]
 fn replays_reported_by_a_gateway_are_counted_once_when_their_write_fails_and_is_sent_again() {
-    use idempotency_ledger::ledger::Ledger;
-    let l = Ledger::new(CountsFail {
-        inner: idempotency_ledger::ledger::rusqlite_store::RusqliteStore::in_memory()
-            .expect("sqlite"),
-        failing: std::cell::Cell::new(false),
-    });
-    l.migrate().expect("migrate");
-    orders::migrate(l.store()).expect("orders schema");
+    let l = counts_fail_ledger();
     let ran = l
         .execute("k", &fp(ORDER), &policy(), &capture(), 1_000, |store| {
             orders::create(store, ORDER.as_bytes(), 1_000)

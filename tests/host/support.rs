@@ -137,13 +137,25 @@ impl LedgerFile {
     /// The database opened (and migrated) anew over a store whose counters
     /// row can be made to fail ([`CountsFail`]).
     pub fn open_failing(&self) -> Ledger<CountsFail> {
-        let ledger = Ledger::new(CountsFail {
-            inner: RusqliteStore::new(
-                rusqlite::Connection::open(&self.0).expect("open sqlite file"),
-            ),
-            failing: std::cell::Cell::new(false),
-        });
-        ledger.migrate().expect("migrate");
-        ledger
+        counts_fail_over(RusqliteStore::new(
+            rusqlite::Connection::open(&self.0).expect("open sqlite file"),
+        ))
     }
+}
+
+/// A migrated ledger, with the orders table, over `inner` behind a
+/// [`CountsFail`] (not failing yet).
+fn counts_fail_over(inner: RusqliteStore) -> Ledger<CountsFail> {
+    let ledger = Ledger::new(CountsFail {
+        inner,
+        failing: std::cell::Cell::new(false),
+    });
+    ledger.migrate().expect("migrate");
+    idempotency_ledger::orders::migrate(ledger.store()).expect("orders schema");
+    ledger
+}
+
+/// [`counts_fail_over`] an in-memory database.
+pub fn counts_fail_ledger() -> Ledger<CountsFail> {
+    counts_fail_over(RusqliteStore::in_memory().expect("open sqlite"))
 }
