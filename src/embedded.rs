@@ -34,9 +34,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::State;
 
+use crate::config::{SWEEP_BATCH, SWEEP_INTERVAL_SECONDS};
 use crate::ledger::pending::FLUSH_AFTER_MS;
 use crate::ledger::sweep::alarm_for;
-use crate::ledger::{ClaimPolicy, ExecuteOutcome, Ledger, StoreError, STORED_BODY_CEILING};
+use crate::ledger::{
+    earliest, ClaimPolicy, ExecuteOutcome, Ledger, StoreError, STORED_BODY_CEILING,
+};
 use crate::object::do_store::DoSqlStore;
 use crate::platform::env::now_ms;
 use crate::protocol::target::target_of;
@@ -54,12 +57,6 @@ struct Options {
     max_stored_body_bytes: usize,
     sweep_interval_seconds: u64,
 }
-
-/// The sweep grid's bounds, as `SWEEP_INTERVAL_SECONDS` has them.
-const SWEEP_INTERVAL_SECONDS: std::ops::RangeInclusive<u64> = 1..=3_600;
-
-/// The sweep batch's bounds, as `SWEEP_BATCH` has them.
-const SWEEP_BATCH: std::ops::RangeInclusive<u32> = 1..=10_000;
 
 /// The key and fingerprint of one call, as RPC v1 `execute` carries them.
 #[derive(Debug, Deserialize)]
@@ -233,7 +230,7 @@ impl EmbeddedLedger {
     /// `next_alarm_at` is where the object's alarm goes next (the rule of
     /// `TenantLedger`'s alarm, on this ledger's sweep grid), or null.
     pub fn sweep(&self, batch: u32) -> Result<String, JsValue> {
-        if !SWEEP_BATCH.contains(&batch) {
+        if !SWEEP_BATCH.contains(&u64::from(batch)) {
             return Err(refuse(format!(
                 "sweep(batch): batch must be {}..{}",
                 SWEEP_BATCH.start(),
@@ -271,12 +268,10 @@ impl EmbeddedLedger {
         let now = now_ms();
         let next = self.ledger.next_sweep_at(now).map_err(store_failed)?;
         let recount = self.ledger.next_recount_at(now).map_err(store_failed)?;
-        let due = match (next, recount) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        serde_json::to_string(&due.map(|at| alarm_for(at, now, self.sweep_interval_ms)))
-            .map_err(refuse)
+        serde_json::to_string(
+            &earliest(next, recount).map(|at| alarm_for(at, now, self.sweep_interval_ms)),
+        )
+        .map_err(refuse)
     }
 
     /// `sweepIntervalMs`: the sweep grid, in milliseconds.

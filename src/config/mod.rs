@@ -100,6 +100,13 @@ pub const PLATFORM_DB_BYTES: u64 = 10_000_000_000;
 /// the journal) always fits under the platform's limit.
 pub const DEFAULT_MAX_DB_BYTES: u64 = 9_000_000_000;
 
+/// `SWEEP_BATCH`'s bounds (also the embedded ledger's `sweep(batch)`).
+pub const SWEEP_BATCH: std::ops::RangeInclusive<u64> = 1..=10_000;
+
+/// `SWEEP_INTERVAL_SECONDS`'s bounds (also the embedded ledger's
+/// `sweepIntervalSeconds`).
+pub const SWEEP_INTERVAL_SECONDS: std::ops::RangeInclusive<u64> = 1..=3_600;
+
 /// The smallest byte quota accepted (64 KiB: an empty ledger is ~40 KiB).
 pub const MIN_MAX_DB_BYTES: u64 = 65_536;
 
@@ -204,8 +211,20 @@ impl Config {
             lease_seconds,
             max_request_body_bytes,
             max_stored_body_bytes,
-            sweep_batch: number(get, "SWEEP_BATCH", 500, 1, 10_000)? as usize,
-            sweep_interval_seconds: number(get, "SWEEP_INTERVAL_SECONDS", 60, 1, 3_600)?,
+            sweep_batch: number(
+                get,
+                "SWEEP_BATCH",
+                500,
+                *SWEEP_BATCH.start(),
+                *SWEEP_BATCH.end(),
+            )? as usize,
+            sweep_interval_seconds: number(
+                get,
+                "SWEEP_INTERVAL_SECONDS",
+                60,
+                *SWEEP_INTERVAL_SECONDS.start(),
+                *SWEEP_INTERVAL_SECONDS.end(),
+            )?,
             idempotency_required: boolean(get, "IDEMPOTENCY_REQUIRED", true)?,
             protected_methods,
             fingerprint_headers,

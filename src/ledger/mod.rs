@@ -58,6 +58,11 @@ pub type Millis = i64;
 /// `MAX_STORED_BODY_BYTES` and RPC `complete` are both bounded by it.
 pub const STORED_BODY_CEILING: usize = 1_900_000;
 
+/// The earlier of two times that may each be absent (none: the other).
+pub fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    a.into_iter().chain(b).min()
+}
+
 /// The limits a claim is made under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimPolicy {

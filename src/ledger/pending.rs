@@ -183,9 +183,6 @@ impl Pending {
             self.raise_horizon(h);
         }
         self.events = self.events.saturating_add(other.events);
-        self.since = match (self.since, other.since) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.since = super::earliest(self.since, other.since);
     }
 }

@@ -91,10 +91,8 @@ impl Stats {
             *mine += theirs;
         }
         // RFC 3339 UTC strings of one format order as their times do.
-        self.next_sweep_at = match (self.next_sweep_at.take(), other.next_sweep_at.clone()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.next_sweep_at =
+            super::earliest(self.next_sweep_at.take(), other.next_sweep_at.clone());
     }
 
     fn slot(&mut self, counter: Counter) -> &mut i64 {

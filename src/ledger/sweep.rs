@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::outcome::{Counter, KeyState};
 use super::store::{RowExt, SqlStore, StoreError};
-use super::{Ledger, Millis};
+use super::{earliest, Ledger, Millis};
 
 /// How often the alarm recounts the records per state (one read per
 /// record): the per-state counts are otherwise kept by counting.
@@ -56,11 +56,8 @@ impl SweepOutcome {
         if self.batch_full {
             return Some(now.saturating_add(FULL_BATCH_REARM_MS));
         }
-        let due = match (self.next_expires_at, self.next_recount_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        due.map(|at| alarm_for(at, now, interval_ms))
+        earliest(self.next_expires_at, self.next_recount_at)
+            .map(|at| alarm_for(at, now, interval_ms))
     }
 }
 
@@ -106,10 +103,7 @@ impl<S: SqlStore> Ledger<S> {
         } else {
             row.opt_int(0)?
         };
-        Ok(match (due, row.opt_int(2)?) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
+        Ok(earliest(due, row.opt_int(2)?))
     }
 
     /// Deletes at most `batch` records with `expires_at <= now`, found
