@@ -236,13 +236,8 @@ export class Ledger {
    */
   async handle(request, run) {
     if (typeof run !== "function") throw new TypeError("idempotency-ledger: handle(request, run) needs a function");
-    if (!this.#methods.has(request.method.toUpperCase())) {
-      const read = await requestBody(request, this.#maxBodyBytes);
-      if ("answer" in read) return read.answer;
-      const { given, headers } = this.#unprotected(() => run(handled(null, read.body)));
-      return ranResponse(given, headers);
-    }
-    const keyed = requestKey(request, this.#required);
+    // A method not protected is run as a request without a key is: its key never read.
+    const keyed = this.#methods.has(request.method.toUpperCase()) ? requestKey(request, this.#required) : null;
     if (keyed !== null && "answer" in keyed) return keyed.answer;
     const read = await requestBody(request, this.#maxBodyBytes);
     if ("answer" in read) return read.answer;
