@@ -44,9 +44,14 @@ export const CLIENT_MODULES = [
   "index", "defaults", "bytes", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "request", "options", "claim", "capture", "settlement", "contract",
 ].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
 
-/** The deployed script's modules: the entry (Rust build + JS RPC entrypoint), the wasm, the client. */
+/** The console's modules (worker/console.mjs and the files it serves), imported by the entry. */
+export const CONSOLE_MODULES = ["console.mjs", "console/app.mjs", "console/page.mjs", "console/style.mjs"]
+  .map((name) => ({ type: "ESModule", path: `${ROOT}worker/${name}` }));
+
+/** The deployed script's modules: the entry (Rust build + JS RPC entrypoint + console), the wasm, the client. */
 export const GATEWAY_MODULES = [
   { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
+  ...CONSOLE_MODULES,
   { type: "ESModule", path: `${ROOT}build/index.js` },
   { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
   ...CLIENT_MODULES,

@@ -18,12 +18,26 @@
 // the current layout; while resharding, every keyed call goes first to the
 // key's object in the previous layout, and its 421 idempotency-key-moved
 // sends the call to the key's object in the current layout.
+//
+// The operator console (/console, ./console.mjs) is answered here, before
+// the Rust gateway: static files that need no wasm. The default export is
+// worker-build's gateway class extended by that one route, so `wrangler
+// deploy`, `export { default } from "idempotency-ledger/worker"` and
+// fetchGateway all serve it.
 import { WorkerEntrypoint } from "cloudflare:workers";
-import gateway, { TenantLedger } from "../build/index.js";
+import RustGateway, { TenantLedger } from "../build/index.js";
 import { TenantLedgers, parseTenantShards } from "../client/index.js";
+import { consoleResponse, isConsolePath } from "./console.mjs";
 
 export { TenantLedger };
-export default gateway;
+
+/** The gateway (docs/contract.md §2), and the console's files under /console. */
+export default class Gateway extends RustGateway {
+  async fetch(request) {
+    if (isConsolePath(new URL(request.url).pathname)) return consoleResponse(request);
+    return super.fetch(request);
+  }
+}
 
 /**
  * The gateway's answer to `request` from inside another fetch handler (a
@@ -32,7 +46,7 @@ export default gateway;
  * the runtime would (ctx, env) keeps its wasm re-initialisation guard.
  */
 export function fetchGateway(request, env, ctx) {
-  return new gateway(ctx, env).fetch(request);
+  return new Gateway(ctx, env).fetch(request);
 }
 
 let shardMap = null; // parsed once per isolate (variables never change within one)

@@ -30,12 +30,15 @@ function packagedVars() {
  */
 export function ledgerWorker({ name = "idempotency-ledger", compatibilityDate = DEFAULT_DATE, vars = {} } = {}) {
   const client = readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js")).sort();
+  const consoleFiles = readdirSync(`${ROOT}worker/console`).filter((f) => f.endsWith(".mjs")).sort();
   return {
     name,
     compatibilityDate,
     modulesRoot: ROOT,
     modules: [
       { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
+      { type: "ESModule", path: `${ROOT}worker/console.mjs` },
+      ...consoleFiles.map((f) => ({ type: "ESModule", path: `${ROOT}worker/console/${f}` })),
       { type: "ESModule", path: `${ROOT}worker/wasm.mjs` },
       { type: "ESModule", path: `${ROOT}build/index.js` },
       { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },

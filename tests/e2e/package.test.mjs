@@ -201,6 +201,10 @@ test("npm pack ships exactly the client, its types, the built Worker, the docs, 
     "docs/sharding.md",
     "docs/typescript.md",
     "package.json",
+    "worker/console.mjs",
+    "worker/console/app.mjs",
+    "worker/console/page.mjs",
+    "worker/console/style.mjs",
     "worker/entry.d.mts",
     "worker/entry.mjs",
     "worker/testing.d.mts",
@@ -372,6 +376,15 @@ test("the packaged gateway answers with the ledger bound in this Worker", async 
   const other = await json(await request("/v1/orders", { ...init, body: '{"sku":"SKU-2","quantity":2}' }));
   assert.equal(other.status, 422);
   assert.equal(slug(other.json), "idempotency-key-reused");
+});
+
+test("the packaged gateway serves the console, bundled by wrangler with no rule of the app's", async () => {
+  for (const path of ["/console", "/console/app.js", "/console/style.css"]) {
+    const r = await read(await request(path, { headers: { "x-app": "gateway" } }));
+    assert.equal(r.status, 200, path);
+    assert.match(r.headers["content-security-policy"], /^default-src 'none'; script-src 'self'/, path);
+    assert.equal(r.headers["x-content-type-options"], "nosniff", path);
+  }
 });
 
 test("own Durable Object: a 32-way burst on one key writes one row, every answer byte-identical", async () => {

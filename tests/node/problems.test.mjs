@@ -90,6 +90,7 @@ test("no JS module writes a problem type or base of its own: they come from the 
   const sources = [
     ...readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js") && f !== "problems.js").map((f) => `client/${f}`),
     "worker/entry.mjs",
+    "worker/console.mjs",
   ];
   for (const path of sources) {
     const text = readFileSync(`${ROOT}${path}`, "utf8");

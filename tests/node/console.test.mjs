@@ -1,0 +1,92 @@
+// The operator console's files and headers (worker/console.mjs), in plain
+// Node: the script parses, the page and script use no inline code and no
+// HTML sink, every answer carries the security headers, and only GET and
+// HEAD are served. The page in a real browser: tests/e2e/console.test.mjs.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Script } from "node:vm";
+import { CONSOLE_CSP, consoleResponse, isConsolePath } from "../../worker/console.mjs";
+import { CONSOLE_SCRIPT } from "../../worker/console/app.mjs";
+import { CONSOLE_PAGE } from "../../worker/console/page.mjs";
+import { CONSOLE_STYLE } from "../../worker/console/style.mjs";
+
+const get = (path, method = "GET") => consoleResponse(new Request(`https://gw.test${path}`, { method }));
+
+test("the console's script parses as a script", () => {
+  assert.doesNotThrow(() => new Script(CONSOLE_SCRIPT, { filename: "console/app.js" }));
+});
+
+test("the console's script renders through the DOM only: no HTML sink, no eval", () => {
+  for (const sink of [/innerHTML/, /outerHTML/, /insertAdjacentHTML/, /document\.write/, /\beval\s*\(/, /new Function/, /srcdoc/, /createContextualFragment/]) {
+    assert.doesNotMatch(CONSOLE_SCRIPT, sink);
+  }
+  // The token never goes into a URL (only into the Authorization header and sessionStorage).
+  assert.doesNotMatch(CONSOLE_SCRIPT, /[?&]token=|location\.(hash|search)/);
+});
+
+test("the console's page has no inline script or style, and names its files by absolute path", () => {
+  const scripts = [...CONSOLE_PAGE.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+  assert.equal(scripts.length, 1);
+  assert.match(scripts[0][1], /\ssrc="\/console\/app\.js"/);
+  assert.equal(scripts[0][2], "");
+  assert.doesNotMatch(CONSOLE_PAGE, /<style\b|\sstyle=|\son[a-z]+=|javascript:/i);
+  assert.match(CONSOLE_PAGE, /<link rel="stylesheet" href="\/console\/style\.css">/);
+  assert.doesNotMatch(CONSOLE_STYLE, /@import|url\(/, "the stylesheet loads nothing");
+});
+
+test("every console file is served with its type and the security headers", async () => {
+  for (const [path, type] of [
+    ["/console", "text/html; charset=utf-8"],
+    ["/console/", "text/html; charset=utf-8"],
+    ["/console/app.js", "text/javascript; charset=utf-8"],
+    ["/console/style.css", "text/css; charset=utf-8"],
+    ["/console/favicon.svg", "image/svg+xml"],
+  ]) {
+    const res = get(path);
+    assert.equal(res.status, 200, path);
+    assert.equal(res.headers.get("content-type"), type, path);
+    assert.equal(res.headers.get("content-security-policy"), CONSOLE_CSP, path);
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff", path);
+    assert.equal(res.headers.get("referrer-policy"), "no-referrer", path);
+    assert.equal(res.headers.get("cache-control"), "no-cache", path);
+    assert.equal(res.headers.get("access-control-allow-origin"), null, path);
+    assert.ok((await res.text()).length > 0, path);
+  }
+  assert.equal(await get("/console/app.js").text(), CONSOLE_SCRIPT);
+});
+
+test("the console's CSP allows this origin's files and API only, and no inline code", () => {
+  const directives = Object.fromEntries(CONSOLE_CSP.split("; ").map((d) => [d.split(" ")[0], d.split(" ").slice(1).join(" ")]));
+  assert.deepEqual(directives, {
+    "default-src": "'none'", "script-src": "'self'", "style-src": "'self'", "connect-src": "'self'", "img-src": "'self'",
+    "base-uri": "'none'", "form-action": "'none'", "frame-ancestors": "'none'",
+    "require-trusted-types-for": "'script'", "trusted-types": "'none'",
+  });
+});
+
+test("HEAD answers the headers without a body; other methods get the gateway's 405 problem", async () => {
+  const head = get("/console", "HEAD");
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get("content-type"), "text/html; charset=utf-8");
+  assert.equal(await head.text(), "");
+  for (const method of ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"]) {
+    const res = get("/console/app.js", method);
+    assert.equal(res.status, 405, method);
+    assert.equal(res.headers.get("allow"), "GET, HEAD");
+    assert.equal(res.headers.get("content-type"), "application/problem+json");
+    assert.equal(res.headers.get("content-security-policy"), CONSOLE_CSP);
+    const doc = await res.json();
+    assert.equal(doc.type, "https://idempotency-ledger.dev/problems/method-not-allowed");
+    assert.equal(doc.detail, `${method} is not allowed here`);
+  }
+});
+
+test("an unknown file under /console is a 404 problem; /console is matched as a path segment", async () => {
+  const res = get("/console/admin");
+  assert.equal(res.status, 404);
+  assert.equal((await res.json()).type, "https://idempotency-ledger.dev/problems/not-found");
+  assert.equal(isConsolePath("/console"), true);
+  assert.equal(isConsolePath("/console/app.js"), true);
+  assert.equal(isConsolePath("/consoles"), false);
+  assert.equal(isConsolePath("/v1/console"), false);
+});
