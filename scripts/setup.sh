@@ -5,7 +5,10 @@
 #   - the wasm32-unknown-unknown Rust target: `rustup target add` first, and
 #     where that fails (no route to the rustup host) Debian's rustc-web with
 #     std built for wasm32 once, linked as the `debian-system` toolchain;
-#   - worker-build and wasm-bindgen-cli at pinned versions, cached in $TOOLS.
+#   - worker-build and wasm-bindgen-cli at pinned versions, cached in $TOOLS;
+#   - with --with-browser (scripts/test.sh): a Chromium for the console's
+#     browser test (tests/e2e/console.test.mjs), Debian's `chromium` package
+#     when we are root with apt-get, or the one CHROMIUM names.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
@@ -91,5 +94,18 @@ fi
 if ! "$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
   say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 5 minutes, once)"
   cargo install wasm-bindgen-cli --version "=$WASM_BINDGEN_VERSION" --root "$TOOLS" -q
+fi
+# 4. A headless Chromium, only for the tests (npm run dev never needs one).
+if [ "${1:-}" = "--with-browser" ]; then
+  browser="${CHROMIUM:-/usr/bin/chromium}"
+  if [ ! -x "$browser" ] && [ -z "${CHROMIUM:-}" ] && command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
+    say "installing Debian's chromium (the console's browser test; about a minute, once)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
+  fi
+  if [ ! -x "$browser" ]; then
+    echo "[setup] no Chromium at $browser (tests/e2e/console.test.mjs drives one): as root on Debian/Ubuntu this script installs it with apt-get; elsewhere install Chromium or Chrome and set CHROMIUM=/path/to/it" >&2
+    exit 1
+  fi
 fi
 say "ready ($(rustc --version), node $(node --version), wrangler $(wrangler --version 2>/dev/null | tail -1))"

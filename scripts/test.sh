@@ -5,7 +5,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
-bash scripts/setup.sh
+bash scripts/setup.sh --with-browser
 echo "== lint (cargo fmt --check; cargo clippy -D warnings, host with every target and the wasm32 library)"
 cargo fmt --check
 if cargo clippy --version > /dev/null 2>&1; then

@@ -1,0 +1,305 @@
+// The operator console (GET /console, worker/console.mjs) in a real
+// browser: Debian's Chromium, headless, driven by puppeteer-core, against
+// the built Worker in workerd (proxy mode, a real origin on 127.0.0.1 that
+// can hold a request in flight). The page loads under its CSP with no
+// console error and no CSP violation; a missing or wrong token shows the
+// 401's detail and nothing else; the right token shows the numbers the API
+// returns; hostile keys, created with real POSTs, render as text and fire
+// no dialog; the key list pages as the API pages. A screenshot is left in
+// target/test-artifacts/console.png. Chromium: `bash scripts/setup.sh
+// --with-browser` (as root on Debian) or CHROMIUM=/path/to/chrome.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import puppeteer from "puppeteer-core";
+import { ROOT, ACME, startGateway, startOrigin, json, read, deferred, eventually } from "./harness.mjs";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const ARTIFACTS = `${ROOT}target/test-artifacts`;
+const WAIT = { timeout: 90_000 }; // a loaded 2-core machine: generous deadlines, never bare sleeps
+const tid = (id) => `[data-testid="${id}"]`;
+const NONE = "\u2014";
+
+/** Keys that would run script if rendered as HTML (the `field` is how the client sends each). */
+const HOSTILE = [
+  { key: "<img src=x onerror=alert(1)>", field: "<img src=x onerror=alert(1)>" },
+  { key: "</script><script>alert(2)</script>", field: "</script><script>alert(2)</script>" },
+  { key: "\"><svg onload=alert(3)>", field: "\"\\\"><svg onload=alert(3)>\"" },
+];
+const PLAIN = Array.from({ length: 23 }, (_, i) => `console-key-${String(i + 1).padStart(2, "0")}`);
+const HELD_KEY = "console-held-<b>in flight</b>";
+
+let origin, gw, base, browser, page, held, heldAnswer;
+const dialogs = [];
+const problems = []; // console errors, page errors and CSP violations
+let lastStats = null; // the last stats document the page itself received
+
+/** A read of the gateway: status, headers and the body's JSON (null if it is not JSON: a page, the origin's text). */
+async function api(path, auth = ACME, headers = {}) {
+  const r = await read(await gw.request(path, { headers: { ...(auth === null ? {} : { authorization: auth }), ...headers } }));
+  try { return { ...r, json: JSON.parse(r.text) }; } catch { return { ...r, json: null }; }
+}
+const post = (field, headers = {}) =>
+  gw.request("/charges", { method: "POST", headers: { authorization: ACME, "idempotency-key": field, "content-type": "application/json", ...headers }, body: "{}" }).then(read);
+
+/** Does the list API exist on this build? (It lands separately: issue 27.) */
+async function listApiAnswers() {
+  const r = await api("/v1/idempotency-keys?limit=1");
+  return r.status === 200 && Array.isArray(r.json?.keys);
+}
+
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: run \`bash scripts/setup.sh --with-browser\` as root (Debian), or set CHROMIUM`);
+  held = deferred();
+  origin = await startOrigin((req) => {
+    if (req.method !== "POST") return { status: 404, headers: { "content-type": "text/plain" }, body: "the origin serves POST only" };
+    if (req.headers["x-hold"]) return held.promise;
+    return { status: 201, headers: { "content-type": "application/json", location: "/charges/<script>alert(4)</script>" }, body: '{"id":"ch_1"}' };
+  });
+  gw = await startGateway({ vars: { ORIGIN_URL: origin.url, LEASE_SECONDS: "600", ORIGIN_TIMEOUT_SECONDS: "590" } });
+  base = (await gw.mf.ready).href.replace(/\/$/, "");
+  for (const key of PLAIN) assert.equal((await post(key)).status, 201, key);
+  for (const { field } of HOSTILE) assert.equal((await post(field)).status, 201, field);
+  const replay = await post(PLAIN[0]);
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  heldAnswer = post(HELD_KEY, { "x-hold": "1" });
+  await origin.waitForRequests(PLAIN.length + HOSTILE.length + 1);
+
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--headless=new"] });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  page.on("dialog", async (d) => { dialogs.push(d.message()); await d.dismiss(); });
+  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() !== "error" && m.type() !== "warn") return;
+    const url = m.location()?.url ?? "";
+    // The API's own refusals the page asked for (a 401 for a wrong token, a 404 while the list API is absent) are answers, not faults.
+    if (/^Failed to load resource: the server responded with a status of (401|404)\b/.test(m.text()) && new URL(url, base).pathname.startsWith("/v1/")) return;
+    problems.push(`console ${m.type()}: ${m.text()} (${url})`);
+  });
+  page.on("response", async (res) => {
+    if (new URL(res.url()).pathname !== "/v1/idempotency/stats" || res.status() !== 200) return;
+    try { lastStats = await res.json(); } catch { /* the page navigated away */ }
+  });
+  await page.evaluateOnNewDocument(() => {
+    document.addEventListener("securitypolicyviolation", (e) => {
+      (globalThis.__violations ??= []).push(`${e.violatedDirective} ${e.blockedURI}`);
+    });
+  });
+});
+
+after(async () => {
+  held?.resolve({ status: 201, headers: { "content-type": "application/json" }, body: "{}" });
+  await heldAnswer?.catch(() => {});
+  await browser?.close();
+  await gw?.dispose();
+  await origin?.close();
+});
+
+const text = (id) => page.$eval(tid(id), (e) => e.textContent);
+const visible = (id) => page.waitForSelector(`${tid(id)}:not([hidden])`, { ...WAIT, visible: true });
+const violations = () => page.evaluate(() => globalThis.__violations ?? []);
+
+/** Pastes `token` into the form and waits for the page to act on it. */
+async function useToken(token) {
+  await page.$eval(tid("token-input"), (e) => { e.value = ""; });
+  await page.type(tid("token-input"), token);
+  await page.click(tid("token-use"));
+}
+
+/**
+ * Polls `pair` (→ [actual, expected]) until both are deeply equal; past the
+ * deadline, fails with the last difference.
+ */
+async function settles(pair, message) {
+  let last;
+  try {
+    await eventually(async () => {
+      last = await pair();
+      return JSON.stringify(last[0]) === JSON.stringify(last[1]);
+    }, { ms: 60_000, every: 250 });
+  } catch {
+    assert.deepEqual(last[0], last[1], message);
+  }
+}
+
+/** The scalar stats the page shows, by name. */
+const shownStats = () => page.$$eval('[data-testid^="stat-"]', (els) => Object.fromEntries(els.map((e) => [e.dataset.testid.slice(5), e.textContent])));
+const shown = (v) => (v === null ? NONE : String(v));
+
+test("the console is served with its security headers, GET and HEAD only, never forwarded to the origin", async () => {
+  for (const path of ["/console", "/console/app.js", "/console/style.css", "/console/favicon.svg"]) {
+    const r = await read(await gw.request(path));
+    assert.equal(r.status, 200, path);
+    assert.match(r.headers["content-security-policy"], /^default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'/);
+    assert.equal(r.headers["x-content-type-options"], "nosniff");
+    assert.equal(r.headers["referrer-policy"], "no-referrer");
+    assert.equal(r.headers["cache-control"], "no-cache");
+  }
+  const head = await read(await gw.request("/console", { method: "HEAD" }));
+  assert.equal(head.status, 200);
+  assert.equal(head.text, "");
+  const refused = await json(await gw.request("/console", { method: "POST", body: "x" }));
+  assert.equal(refused.status, 405);
+  assert.equal(refused.headers.allow, "GET, HEAD");
+  assert.equal(refused.json.type.split("/").pop(), "method-not-allowed");
+  assert.ok(!origin.requests.some((r) => r.url.startsWith("/console")), "the origin never sees /console");
+});
+
+test("the API adds no CORS: a page of another origin cannot read it", async () => {
+  const evil = { origin: "https://evil.example" };
+  for (const [path, auth] of [["/v1/idempotency/stats", ACME], ["/v1/idempotency/stats", null], [`/v1/idempotency-keys/${encodeURIComponent(PLAIN[0])}`, ACME], ["/console", null]]) {
+    const r = await api(path, auth, evil);
+    assert.equal(r.headers["access-control-allow-origin"], undefined, path);
+    assert.equal(r.headers["access-control-allow-credentials"], undefined, path);
+  }
+});
+
+test("without a token the page loads under its CSP and shows the 401's detail only", async () => {
+  const missing = await api("/v1/idempotency/stats", null);
+  assert.equal(missing.status, 401);
+  await page.goto(`${base}/console`, { waitUntil: "load", ...WAIT });
+  await visible("problem");
+  assert.equal(await text("problem"), missing.json.detail);
+  assert.equal(await page.$eval(tid("dashboard"), (e) => e.hidden), true);
+  assert.deepEqual(await violations(), []);
+  assert.deepEqual(problems, []);
+  // The CSP the browser enforces is the served one, and the stylesheet applied (no inline style needed it).
+  assert.equal(await page.$eval(tid("problem"), (e) => getComputedStyle(e).fontWeight), "600");
+});
+
+test("a wrong token shows the 401's detail and nothing else", async () => {
+  const wrong = await api("/v1/idempotency/stats", "Bearer not-a-token");
+  assert.equal(wrong.status, 401);
+  await useToken("not-a-token");
+  await page.waitForFunction((sel, detail) => document.querySelector(sel)?.textContent === detail, WAIT, tid("problem"), wrong.json.detail);
+  assert.equal(await page.$$eval('[data-testid^="stat-"]', (els) => els.length), 0);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("idempotency-ledger.console.token")), "not-a-token");
+  assert.ok(!page.url().includes("token"), "the token is never in the URL");
+});
+
+test("the right token shows the numbers the API returns", async () => {
+  await useToken("dev-token-acme");
+  await visible("dashboard");
+  // Every scalar the page shows is what its own last stats answer said (its polling moves sql_rows_read).
+  const received = () => Object.fromEntries(Object.entries(lastStats ?? {}).filter(([, v]) => v === null || typeof v !== "object").map(([k, v]) => [k, shown(v)]));
+  await settles(async () => [await shownStats(), received()], "the shown stats are the page's last stats answer");
+  // And the counts no read changes equal a stats read of our own.
+  const stats = (await api("/v1/idempotency/stats")).json;
+  const got = await shownStats();
+  for (const name of ["records", "in_flight", "completed", "released", "claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"]) {
+    assert.equal(got[name], String(stats[name]), name);
+  }
+  assert.equal(got.records, String(PLAIN.length + HOSTILE.length + 1));
+  assert.equal(got.in_flight, "1");
+  assert.equal(got.replays, "1");
+  assert.ok(got.sql_rows_written !== undefined && got.sql_rows_read !== undefined, "the billed rows are shown");
+  assert.ok(await page.$(`${tid("billed")} ${tid("stat-sql_rows_written")}`), "in the billed-rows panel");
+
+  if (stats.limits) {
+    assert.match(await text("quota-records"), new RegExp(`^${stats.records} of ${stats.limits.max_keys} `));
+    assert.match(await text("quota-db-bytes"), new RegExp(`^\\d+ of ${stats.limits.max_db_bytes} `));
+  } else {
+    assert.equal(await text("quota-unavailable"), "not available");
+  }
+  if (Array.isArray(stats.trend)) {
+    assert.equal(stats.trend.length, 60);
+    for (const name of ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"]) {
+      const total = stats.trend.reduce((sum, m) => sum + m[name], 0);
+      assert.equal(await text(`trend-total-${name}`), String(total), name);
+      assert.ok(await page.$(`${tid("trend-chart")} ${tid(`trend-line-${name}`)}`), name);
+    }
+  } else {
+    assert.equal(await text("trend-unavailable"), "not available");
+  }
+  assert.deepEqual(await violations(), []);
+  assert.deepEqual(problems, []);
+});
+
+test("hostile keys render as text: no element they describe appears, no dialog fires", async () => {
+  for (const { key } of [...HOSTILE, { key: HELD_KEY }]) {
+    await page.$eval(tid("lookup-input"), (e) => { e.value = ""; });
+    await page.type(tid("lookup-input"), key);
+    await page.click(tid("lookup-submit"));
+    await page.waitForFunction((sel, k) => document.querySelector(sel)?.textContent === k, WAIT, tid("lookup-key"), key);
+    const record = (await api(`/v1/idempotency-keys/${encodeURIComponent(key)}`)).json;
+    assert.equal(await text("lookup-state"), record.state);
+    assert.equal(await text("lookup-replays"), String(record.replays));
+    assert.equal(await text("lookup-response_status"), shown(record.response_status));
+  }
+  const listed = await listApiAnswers();
+  if (listed) {
+    const keys = await page.$$eval(`${tid("recent")} ${tid("cell-key")}`, (els) => els.map((e) => e.textContent));
+    for (const { key } of HOSTILE) assert.ok(keys.includes(key), `${key} is listed as text`);
+  }
+  assert.equal(await page.$$eval("img, iframe, object, embed", (els) => els.length), 0);
+  assert.equal(await page.$$eval("script", (els) => els.map((e) => e.getAttribute("src")).join()), "/console/app.js");
+  assert.equal(await page.$$eval("svg [onload], [onerror]", (els) => els.length), 0);
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(await violations(), []);
+  assert.deepEqual(problems, []);
+});
+
+test("in-flight keys and the paged list match the API (when the list API answers)", async (t) => {
+  // Issue 27's list API lands separately: until GET /v1/idempotency-keys answers, the page says "not available".
+  if (!(await listApiAnswers())) {
+    assert.equal(await text("recent-unavailable"), "not available");
+    assert.equal(await text("in-flight-unavailable"), "not available");
+    t.skip("GET /v1/idempotency-keys does not answer yet");
+    return;
+  }
+  await page.waitForSelector(`${tid("in-flight")} ${tid("in-flight-row")}`, WAIT);
+  const inFlight = await page.$$eval(`${tid("in-flight")} ${tid("in-flight-row")}`, (rows) => rows.map((r) => ({
+    key: r.querySelector('[data-testid="cell-key"]').textContent,
+    lease: r.querySelector('[data-testid="cell-lease_left"]').textContent,
+  })));
+  assert.deepEqual(inFlight.map((r) => r.key), [HELD_KEY]);
+  assert.match(inFlight[0].lease, /^([1-9]\d*) s$/);
+  assert.ok(Number.parseInt(inFlight[0].lease, 10) <= 600);
+
+  // The API's pages, walked by next_cursor as the page walks them.
+  const pages = [];
+  for (let cursor = null; ;) {
+    const r = await api(`/v1/idempotency-keys?limit=20${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`);
+    assert.equal(r.status, 200);
+    pages.push(r.json.keys.map((k) => ({ key: k.key, state: k.state, replays: String(k.replays) })));
+    if (r.json.next_cursor === null) break;
+    cursor = r.json.next_cursor;
+  }
+  assert.equal(pages.flat().length, PLAIN.length + HOSTILE.length + 1);
+  assert.ok(pages.length >= 2, "more keys than one page");
+  const domPage = () => page.$$eval(`${tid("recent")} ${tid("recent-row")}`, (rows) => rows.map((r) => ({
+    key: r.querySelector('[data-testid="cell-key"]').textContent,
+    state: r.querySelector('[data-testid="cell-state"]').textContent,
+    replays: r.querySelector('[data-testid="cell-replays"]').textContent,
+  })));
+  const samePage = async (expected, n) => {
+    await page.waitForFunction((sel, label) => document.querySelector(sel)?.textContent === label, WAIT, tid("recent-page"), `page ${n}`);
+    await settles(async () => [await domPage(), expected], `page ${n}`);
+  };
+  for (let i = 0; i < pages.length; i++) {
+    await samePage(pages[i], i + 1);
+    assert.equal(await page.$eval(tid("recent-older"), (b) => b.disabled), i === pages.length - 1);
+    if (i < pages.length - 1) await page.click(tid("recent-older"));
+  }
+  await page.click(tid("recent-newer"));
+  await samePage(pages[pages.length - 2], pages.length - 1);
+  assert.deepEqual(problems, []);
+});
+
+test("a screenshot of the console is kept as a test artifact", async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: `${ARTIFACTS}/console.png`, fullPage: true });
+  assert.ok(existsSync(`${ARTIFACTS}/console.png`));
+});
+
+test("switching to a wrong token leaves nothing of the previous tenant on the page", async () => {
+  const wrong = await api("/v1/idempotency/stats", "Bearer dev-token-wrong");
+  await useToken("dev-token-wrong");
+  await page.waitForFunction((sel, detail) => document.querySelector(sel)?.textContent === detail, WAIT, tid("problem"), wrong.json.detail);
+  const body = await page.evaluate(() => document.body.innerText);
+  for (const key of [PLAIN[0], ...HOSTILE.map((h) => h.key), HELD_KEY]) assert.ok(!body.includes(key), `${key} is gone`);
+  assert.equal(await page.$$eval('[data-testid^="stat-"], [data-testid="lookup-record"]', (els) => els.length), 0);
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(await violations(), []);
+});
