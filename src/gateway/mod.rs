@@ -48,7 +48,7 @@ use crate::contract::{Disposition, GatewayRoute, Protection, Rejection, RequestH
 use crate::fields;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{self, body_reader, body_within, drain, header, Body};
-use crate::platform::{log, now_ms};
+use crate::platform::{analytics, log, now_ms};
 use crate::protocol::{path_of, target_of, Fingerprint, RequestParts};
 use origin::{Forward, Origin, Signer};
 use protected::Protected;
@@ -61,6 +61,9 @@ struct RequestLog {
     outcome: Disposition,
     tenant: String,
     key: Option<String>,
+    /// Rows the tenant's objects reported writing for it (metered only
+    /// with the `ANALYTICS` binding).
+    rows_written: Option<u64>,
 }
 
 /// An answer, and the log line it owes if the request was protected.
@@ -70,7 +73,22 @@ type Answered = (Response, Option<RequestLog>);
 pub async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<Response> {
     log::install_panic_hook();
     let started = now_ms();
+    let metered = settings::settings(&env).is_ok_and(|s| s.analytics);
+    let method = metered.then(|| req.method());
     let (response, line) = handle(req, &env, &ctx).await;
+    if let (Some(line), Some(method)) = (&line, &method) {
+        analytics::write(
+            &env,
+            &analytics::DataPoint {
+                tenant_hash: &log::short_hash(&line.tenant),
+                outcome: line.outcome.as_str(),
+                method,
+                status: response.status_code(),
+                duration_ms: now_ms() - started,
+                rows_written: line.rows_written.unwrap_or(0),
+            },
+        );
+    }
     if let Some(line) = line.filter(|_| log::info_enabled()) {
         log::info(
             "idempotency.request",
@@ -128,6 +146,7 @@ async fn application(
             outcome: rejection.outcome,
             tenant: who.tenant.clone(),
             key,
+            rows_written: None,
         });
         (http::problem(&rejection.problem), line)
     };
@@ -190,6 +209,7 @@ async fn application(
         outcome,
         tenant: who.tenant.clone(),
         key: Some(key),
+        rows_written: who.base.as_ref().ok().and_then(|b| b.rows_written()),
     };
     (response, Some(line))
 }
@@ -240,6 +260,7 @@ fn unprotected_line(who: &Tenancy, protection: &Protection) -> Option<RequestLog
         outcome: Disposition::UnprotectedNoKey,
         tenant: who.tenant.clone(),
         key: None,
+        rows_written: None,
     })
 }
 

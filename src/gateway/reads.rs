@@ -45,10 +45,18 @@ pub fn key_homes(
     if !layout.is_sharded() {
         return base.cloned().map_err(Clone::clone).map(|c| (c, None));
     }
-    let current = LedgerClient::for_object(env, LEDGER_BINDING, &layout.home(tenant, key))?;
+    let like = |client: LedgerClient| match base {
+        Ok(base) => client.metered_like(base),
+        Err(_) => client,
+    };
+    let current = like(LedgerClient::for_object(
+        env,
+        LEDGER_BINDING,
+        &layout.home(tenant, key),
+    )?);
     let previous = layout
         .previous_home(tenant, key)
-        .map(|name| LedgerClient::for_object(env, LEDGER_BINDING, &name))
+        .map(|name| LedgerClient::for_object(env, LEDGER_BINDING, &name).map(like))
         .transpose()?;
     Ok((current, previous))
 }

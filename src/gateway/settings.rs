@@ -23,6 +23,7 @@ use crate::config::shards::{object_name, Layout};
 use crate::config::{Config, ConfigError};
 use crate::contract::auth::{self, TokenMap};
 use crate::fields;
+use crate::platform::analytics;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{self, header};
 use crate::platform::{config_lookup, load_config, log, misconfigured, LEDGER_BINDING};
@@ -31,6 +32,9 @@ use crate::platform::{config_lookup, load_config, log, misconfigured, LEDGER_BIN
 pub struct Settings {
     pub config: Config,
     tokens: Option<TokenMap>,
+    /// The script has an `ANALYTICS` dataset: one data point per protected
+    /// request (`platform::analytics`).
+    pub analytics: bool,
 }
 
 thread_local! {
@@ -46,7 +50,12 @@ fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
         .as_deref()
         .map(TokenMap::parse)
         .transpose()?;
-    Ok(Settings { config, tokens })
+    let analytics = analytics::configured(env)?;
+    Ok(Settings {
+        config,
+        tokens,
+        analytics,
+    })
 }
 
 /// The isolate's settings, parsed on first use.
@@ -97,7 +106,10 @@ impl Tenancy {
             return Err(misconfigured("TENANT_SHARDS", message));
         }
         let base_name = object_name(&tenant, 0, layout.shards);
-        let base = LedgerClient::for_object(env, LEDGER_BINDING, &base_name);
+        let mut base = LedgerClient::for_object(env, LEDGER_BINDING, &base_name);
+        if settings.analytics {
+            base = base.map(LedgerClient::metered);
+        }
         Ok(Tenancy {
             settings: settings.clone(),
             tenant,

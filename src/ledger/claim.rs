@@ -104,8 +104,8 @@ impl<S: SqlStore> Ledger<S> {
     ) -> Result<Option<Refusal>, StoreError> {
         let too_big = self
             .store
-            .database_size()
-            .is_some_and(|bytes| bytes >= policy.max_db_bytes);
+            .database_reached(policy.max_db_bytes)
+            .unwrap_or(false);
         let room = |held: i64| held < 0 || (held as u64) < policy.max_keys;
         if room(self.held_records()?) && !too_big {
             return Ok(None);

@@ -47,7 +47,7 @@ use pending::Pending;
 pub use record::{rfc3339, RecordView};
 use record::{Record, SELECT_RECORD};
 pub use stats::Stats;
-pub use store::{Row, RowExt, SqlStore, SqlValue, StoreError};
+pub use store::{Row, RowExt, SizeEstimate, SqlStore, SqlValue, StoreError};
 pub use sweep::SweepOutcome;
 
 /// Epoch milliseconds on the object's clock.

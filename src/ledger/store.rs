@@ -97,6 +97,15 @@ pub trait SqlStore {
         None
     }
 
+    /// Whether the database has reached `limit` bytes (the byte quota's
+    /// question for every new key), when the engine can tell. The default
+    /// measures each time; an engine whose measurement costs may answer
+    /// from its last one while what it wrote since cannot have closed the
+    /// gap (the Durable Object store: `DoSqlStore`).
+    fn database_reached(&self, limit: u64) -> Option<bool> {
+        self.database_size().map(|bytes| bytes >= limit)
+    }
+
     /// Rows written and read so far, as the platform bills them (Durable
     /// Object cursors report both), when the engine can tell.
     fn billed_rows(&self) -> Option<(u64, u64)> {
@@ -161,5 +170,59 @@ impl RowExt for Row {
                 "column {i}: expected blob, got {other:?}"
             ))),
         }
+    }
+}
+
+/// What a store that pays for each size measurement knows of its
+/// database's bytes between two (see [`SqlStore::database_reached`]): the
+/// last size measured, and an upper bound of what the statements since may
+/// have added — twice the text and blob bytes they bound, plus
+/// [`SizeEstimate::GROWTH_PER_ROW`] for each row they wrote (a b-tree
+/// insert splits at most one page per level). It answers "not reached"
+/// without measuring only while that bound stays below seven eighths of
+/// the limit and fewer than [`SizeEstimate::WRITES_BETWEEN_CHECKS`]
+/// writing statements ran since (rows written outside the store — your
+/// own in the embedded ledger — are seen at the next measurement). Rolled
+/// back writes still count: the bound only errs high.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SizeEstimate {
+    measured: Option<u64>,
+    grown: u64,
+    writes: u32,
+}
+
+impl SizeEstimate {
+    /// Bytes one written row may add beyond twice its bound bytes.
+    pub const GROWTH_PER_ROW: u64 = 32 * 1024;
+    /// Writing statements after which the size is measured again anyway.
+    pub const WRITES_BETWEEN_CHECKS: u32 = 64;
+
+    /// A statement ran that bound `bound_bytes` of text and blobs and wrote `rows`.
+    pub fn wrote(&mut self, bound_bytes: u64, rows: u64) {
+        if rows == 0 {
+            return;
+        }
+        self.grown = self
+            .grown
+            .saturating_add(bound_bytes.saturating_mul(2))
+            .saturating_add(rows.saturating_mul(Self::GROWTH_PER_ROW));
+        self.writes = self.writes.saturating_add(1);
+    }
+
+    /// The database measured `bytes` now.
+    pub fn measured(&mut self, bytes: u64) {
+        *self = SizeEstimate {
+            measured: Some(bytes),
+            grown: 0,
+            writes: 0,
+        };
+    }
+
+    /// `Some(false)`: the database cannot have reached `limit` since the
+    /// last measurement; `None`: measure it.
+    pub fn reached_without_measuring(&self, limit: u64) -> Option<bool> {
+        let bytes = self.measured?;
+        let bound = bytes.saturating_add(self.grown);
+        (self.writes < Self::WRITES_BETWEEN_CHECKS && bound < limit - limit / 8).then_some(false)
     }
 }

@@ -21,14 +21,14 @@
 //! `transactionSync` (a savepoint when nested), exactly like the rusqlite
 //! store's savepoints: a nested level that fails takes back its own writes.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 
 use js_sys::Function;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::{SqlStorage, SqlStorageValue, State};
 
-use crate::ledger::{Row, SqlStore, SqlValue, StoreError};
+use crate::ledger::{Row, SizeEstimate, SqlStore, SqlValue, StoreError};
 use crate::platform::env::js_message;
 
 /// The ledger's view of one object's SQLite database.
@@ -39,6 +39,12 @@ pub struct DoSqlStore {
     /// Rows written and read by every statement so far (the cursors' own
     /// billing figures, read once each cursor is drained).
     billed: Cell<(u64, u64)>,
+    /// `storage.transactionSync`, looked up once.
+    transaction_sync: OnceCell<Function>,
+    /// The database's size as last measured, and a bound of what was
+    /// written since (`sql.databaseSize` is a crossing into JS per call;
+    /// the quota asks on every new key).
+    size: Cell<SizeEstimate>,
 }
 
 impl DoSqlStore {
@@ -48,14 +54,20 @@ impl DoSqlStore {
             sql: storage.sql(),
             storage: AsRef::<JsValue>::as_ref(storage.as_raw()).clone(),
             billed: Cell::new((0, 0)),
+            transaction_sync: OnceCell::new(),
+            size: Cell::new(SizeEstimate::default()),
         }
     }
 
-    fn transaction_sync(&self) -> Result<Function, StoreError> {
-        js_sys::Reflect::get(&self.storage, &JsValue::from_str("transactionSync"))
+    fn transaction_sync(&self) -> Result<&Function, StoreError> {
+        if let Some(f) = self.transaction_sync.get() {
+            return Ok(f);
+        }
+        let f = js_sys::Reflect::get(&self.storage, &JsValue::from_str("transactionSync"))
             .ok()
             .and_then(|f| f.dyn_into::<Function>().ok())
-            .ok_or_else(|| StoreError::Sql("storage.transactionSync is not available".into()))
+            .ok_or_else(|| StoreError::Sql("storage.transactionSync is not available".into()))?;
+        Ok(self.transaction_sync.get_or_init(|| f))
     }
 }
 
@@ -94,6 +106,19 @@ impl DoSqlStore {
             rows.push(row.into_iter().map(from_storage_value).collect());
         }
         let written = cursor.rows_written() as u64;
+        if written > 0 {
+            let bound: usize = params
+                .iter()
+                .map(|p| match p {
+                    SqlValue::Text(s) => s.len(),
+                    SqlValue::Blob(b) => b.len(),
+                    _ => 8,
+                })
+                .sum();
+            let mut size = self.size.get();
+            size.wrote(bound as u64, written);
+            self.size.set(size);
+        }
         let (all_written, all_read) = self.billed.get();
         self.billed
             .set((all_written + written, all_read + cursor.rows_read() as u64));
@@ -113,7 +138,20 @@ impl SqlStore for DoSqlStore {
     }
 
     fn database_size(&self) -> Option<u64> {
-        Some(self.sql.database_size() as u64)
+        let bytes = self.sql.database_size() as u64;
+        let mut size = self.size.get();
+        size.measured(bytes);
+        self.size.set(size);
+        Some(bytes)
+    }
+
+    /// Measured only when what was written since the last measurement
+    /// could have closed the gap (see [`SizeEstimate`]).
+    fn database_reached(&self, limit: u64) -> Option<bool> {
+        if let Some(answer) = self.size.get().reached_without_measuring(limit) {
+            return Some(answer);
+        }
+        self.database_size().map(|bytes| bytes >= limit)
     }
 
     fn billed_rows(&self) -> Option<(u64, u64)> {

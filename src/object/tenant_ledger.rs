@@ -32,8 +32,9 @@ use super::place::Place;
 use super::waiting::Waiters;
 use crate::config::{Config, ConfigError};
 use crate::fields;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, SqlStore};
 use crate::orders;
+use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::{http, load_config, log, misconfigured, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
 use crate::rpc::{rpc_v1_calls, Call, Route, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER};
@@ -74,6 +75,9 @@ pub struct TenantLedger {
     pub(super) layout_accepted: Cell<bool>,
     /// The object's bindings (to verify its name against its id).
     pub(super) env: Env,
+    /// The script has an `ANALYTICS` dataset: each RPC answer says the rows
+    /// its call wrote (`ledger-rows-written`, for the gateway's data point).
+    pub(super) metered: bool,
 }
 
 impl DurableObject for TenantLedger {
@@ -111,7 +115,10 @@ impl DurableObject for TenantLedger {
             ledger.track_expiries_beyond(Some(super::reshard::window_ms(config)));
         }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
+        // An unusable binding is the gateway's misconfiguration to answer.
+        let metered = crate::platform::analytics::configured(&env).unwrap_or(false);
         TenantLedger {
+            metered,
             place: OnceCell::new(),
             layout_accepted: Cell::new(false),
             env,
@@ -270,8 +277,15 @@ impl TenantLedger {
     {
         let call = C::parse(body).map_err(bad_call)?;
         call.validate().map_err(bad_call)?;
+        let before = self.metered.then(|| self.ledger.store().billed_rows());
         let (answer, report) = self.apply(config, call).await?;
         let response = http::json(200, &answer);
+        if let Some(Some((written, _))) = before {
+            let now = self.ledger.store().billed_rows().map_or(written, |r| r.0);
+            let _ = response
+                .headers()
+                .set(ROWS_WRITTEN_HEADER, &(now - written).to_string());
+        }
         if let Some(ms) = report.waited_ms {
             let _ = response.headers().set(WAITED_HEADER, &ms.to_string());
         }

@@ -19,6 +19,9 @@
 //! `web_sys::Request` built directly, `stub.fetch(request)`, the status and
 //! one `arrayBuffer()`.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
@@ -26,6 +29,7 @@ use worker::worker_sys::web_sys;
 use worker::{Env, Headers, ObjectNamespace, Stub};
 
 use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
+use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::env::js_message;
 use crate::rpc::{
     Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, LookupAnswer, LookupCall,
@@ -47,6 +51,9 @@ pub struct Waited<T> {
 pub struct LedgerClient {
     /// The JS stub object (`stub.fetch(request)`).
     stub: JsValue,
+    /// Rows the objects reported writing for this client's calls (and its
+    /// clones' and [`LedgerClient::metered_like`]'s), when metered.
+    meter: Option<Rc<Cell<u64>>>,
 }
 
 /// A failure before the request left: the object was certainly not reached.
@@ -94,7 +101,31 @@ impl LedgerClient {
     pub fn from_stub(stub: Stub) -> LedgerClient {
         LedgerClient {
             stub: stub.into_rpc::<JsValue>(),
+            meter: None,
         }
+    }
+
+    /// This client, adding up the rows each answer says its call wrote
+    /// (`ledger-rows-written`, sent by objects with the `ANALYTICS`
+    /// binding); clones share the sum.
+    pub fn metered(self) -> LedgerClient {
+        LedgerClient {
+            meter: Some(Rc::default()),
+            ..self
+        }
+    }
+
+    /// This client, adding to `other`'s sum if `other` is metered.
+    pub fn metered_like(self, other: &LedgerClient) -> LedgerClient {
+        LedgerClient {
+            meter: other.meter.clone(),
+            ..self
+        }
+    }
+
+    /// The rows reported so far, if metered.
+    pub fn rows_written(&self) -> Option<u64> {
+        self.meter.as_ref().map(|m| m.get())
     }
 
     /// `stub.fetch(request)` on the raw stub.
@@ -161,6 +192,16 @@ impl LedgerClient {
         if status != 200 {
             let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
             return Err(LedgerError::Refused { status, problem });
+        }
+        if let Some(meter) = &self.meter {
+            let rows: u64 = response
+                .headers()
+                .get(ROWS_WRITTEN_HEADER)
+                .ok()
+                .flatten()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            meter.set(meter.get().saturating_add(rows));
         }
         let waited_ms = if read_waited {
             response

@@ -9,6 +9,7 @@
 //! What must stay true here: nothing decides idempotency semantics; it
 //! carries requests and renders values that were decided elsewhere.
 
+pub mod analytics;
 pub mod client;
 pub mod env;
 pub mod http;

@@ -83,3 +83,91 @@ fn a_sharded_tenants_stats_are_the_sum_of_its_objects() {
         Some("2026-12-01T00:00:01.000Z")
     );
 }
+
+#[test]
+fn the_size_estimate_measures_first_then_after_64_writes_or_near_the_limit() {
+    use idempotency_ledger::ledger::SizeEstimate;
+    let mut e = SizeEstimate::default();
+    assert_eq!(e.reached_without_measuring(1 << 30), None, "never measured");
+    e.measured(1 << 20);
+    assert_eq!(e.reached_without_measuring(1 << 30), Some(false));
+    // Far from the limit, but 64 writing statements since: measure again.
+    for _ in 0..SizeEstimate::WRITES_BETWEEN_CHECKS {
+        e.wrote(100, 1);
+    }
+    assert_eq!(e.reached_without_measuring(1 << 30), None);
+    e.measured(1 << 20);
+    // Statements that wrote nothing do not move the bound.
+    for _ in 0..1_000 {
+        e.wrote(1 << 20, 0);
+    }
+    assert_eq!(e.reached_without_measuring(1 << 30), Some(false));
+    // One large write brings the bound within an eighth of the limit.
+    e.wrote(450 << 20, 1);
+    assert_eq!(e.reached_without_measuring(1 << 30), None);
+    // Already past seven eighths when measured: every key measures.
+    e.measured(950 << 20);
+    assert_eq!(e.reached_without_measuring(1 << 30), None);
+    // Absurd sizes saturate instead of wrapping.
+    e.measured(1);
+    e.wrote(u64::MAX, u64::MAX);
+    assert_eq!(e.reached_without_measuring(u64::MAX), None);
+}
+
+/// The estimate's bound holds against real SQLite growth: rows of every
+/// size inserted into the records table (row + its sweep_at index entry),
+/// the database never grows past the last measurement plus the bound.
+#[test]
+fn the_size_estimate_bounds_real_sqlite_growth() {
+    use idempotency_ledger::ledger::{SizeEstimate, SqlValue};
+    let l = ledger();
+    let store = l.store();
+    let mut e = SizeEstimate::default();
+    e.measured(store.database_size().unwrap());
+    let mut state = 0x2545_f491_u64;
+    for i in 0..3_000u64 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let len = match state % 10 {
+            0 => (state % 200_000) as usize,
+            1..=3 => (state % 8_000) as usize,
+            _ => (state % 300) as usize,
+        };
+        let key = format!("size-{i}-{}", "k".repeat((state % 200) as usize));
+        let params = [
+            SqlValue::Text(key.clone()),
+            SqlValue::Text("f".repeat(64)),
+            SqlValue::Blob(vec![7u8; len]),
+            SqlValue::Integer(i as i64),
+        ];
+        let bound: usize = params
+            .iter()
+            .map(|p| match p {
+                SqlValue::Text(s) => s.len(),
+                SqlValue::Blob(b) => b.len(),
+                _ => 8,
+            })
+            .sum();
+        store
+            .execute(
+                "INSERT INTO idempotency_records (key, state, generation, fingerprint, components, \
+                 created_at, claimed_at, expires_at, sweep_at, response_body, retained) \
+                 VALUES (?1, 'completed', 1, ?2, '[]', 0, 0, ?4, ?4, ?3, 1)",
+                &params,
+            )
+            .unwrap();
+        e.wrote(bound as u64, 2);
+        let now = store.database_size().unwrap();
+        // What the estimate allows without measuring: the limit `now` must
+        // not be answered "not reached" while it has been.
+        assert_ne!(
+            e.reached_without_measuring(now),
+            Some(false),
+            "row {i} ({len} bytes): grew to {now}, past the estimate"
+        );
+        if i % 37 == 0 {
+            e.measured(now);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+// Cold start: the first answer of a new isolate, product against the floor.
+//
+//   npm run bench:cold [-- --runs 5]
+//
+// What a cold isolate pays is the script's own work before it can answer:
+// parse the JS, compile and instantiate the wasm, construct the Durable
+// Object (its schema, the ledger's start), then serve one request. Each
+// Worker is bundled as `wrangler deploy --dry-run` bundles it (the bytes a
+// deploy uploads), then, `runs` times, a new workerd is started on that
+// bundle (Miniflare, fresh state) and timed:
+// - `start`: `new Miniflare` → ready (workerd's process, the script's
+//   top-level evaluation and the wasm compile);
+// - `first`: the first fresh POST (the Durable Object's construction, the
+//   wasm instantiated where it is lazy, the schema created, one key);
+// - `warm`: the next fresh POST on the same isolate, for comparison.
+// Medians are printed, and each product's ratio to the floor's (floor ÷
+// product: 1.0 = as cheap). `compile` is V8's own `WebAssembly.compile` of
+// the bundle's wasm in this Node (the same engine), median of `runs`.
+//
+// The Workers: the floor (bench/floor: a bare JS Worker + SQLite Durable
+// Object doing the order INSERT), the gateway (the deployed entry,
+// wrangler.toml), and a TypeScript-style Worker that only embeds
+// `idempotency-ledger/ledger` in its own object (bench/embedded/worker.mjs,
+// whose `Bare` object is its own floor).
+import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { parseArgs } from "node:util";
+import { DEMO_TOKENS, wranglerVars } from "../tests/workerd.mjs";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const { values: opts } = parseArgs({ options: { runs: { type: "string", default: "5" } } });
+const RUNS = Number(opts.runs);
+if (!Number.isInteger(RUNS) || RUNS < 1 || RUNS > 100) throw new Error("--runs: 1..100");
+
+const work = mkdtempSync(join(tmpdir(), "bench-cold-"));
+const EMBEDDED_CONFIG = join(work, "embedded.toml");
+writeFileSync(EMBEDDED_CONFIG, `name = "bench-cold-embedded"
+main = "${ROOT}bench/embedded/worker.mjs"
+compatibility_date = "2026-11-01"
+[[durable_objects.bindings]]
+name = "BARE"
+class_name = "Bare"
+[[durable_objects.bindings]]
+name = "EMBEDDED"
+class_name = "Embedded"
+[[migrations]]
+tag = "v1"
+new_sqlite_classes = ["Bare", "Embedded"]
+`);
+
+const ORDER = { method: "POST", headers: { authorization: "Bearer dev-token-acme", "content-type": "application/json" }, body: '{"sku":"COLD-1","quantity":1}' };
+const CHARGE = { method: "POST", headers: { "content-type": "text/plain" }, body: "500" };
+let n = 0;
+const keyed = (init) => ({ ...init, headers: { ...init.headers, "idempotency-key": `cold-${process.pid}-${n++}` } });
+
+const workers = [
+  {
+    name: "floor (JS Worker + SQLite DO, no idempotency)",
+    config: join(ROOT, "bench/floor/wrangler.toml"),
+    durableObjects: { ORDERS: { className: "Orders", useSQLite: true } },
+    bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS) },
+    path: "/v1/orders", init: () => ORDER, status: 201,
+  },
+  {
+    name: "gateway (wrangler.toml)",
+    config: join(ROOT, "wrangler.toml"),
+    durableObjects: { TENANT_LEDGER: { className: "TenantLedger", useSQLite: true } },
+    bindings: { ...wranglerVars(), LOG_LEVEL: "warn", API_TOKENS: JSON.stringify(DEMO_TOKENS) },
+    path: "/v1/orders", init: () => keyed(ORDER), status: 201,
+  },
+  {
+    name: "own DO, bare INSERT (bench/embedded Bare)",
+    config: EMBEDDED_CONFIG,
+    durableObjects: { BARE: { className: "Bare", useSQLite: true }, EMBEDDED: { className: "Embedded", useSQLite: true } },
+    bindings: {},
+    path: "/bare", init: () => CHARGE, status: 201,
+  },
+  {
+    name: "own DO + idempotency-ledger/ledger (Embedded)",
+    config: EMBEDDED_CONFIG,
+    durableObjects: { BARE: { className: "Bare", useSQLite: true }, EMBEDDED: { className: "Embedded", useSQLite: true } },
+    bindings: {},
+    path: "/embedded", init: () => keyed(CHARGE), status: 201,
+  },
+];
+
+/** The Worker bundled as a deploy uploads it: its modules and their sizes. */
+function bundle(worker, i) {
+  const outdir = join(work, `bundle-${i}`);
+  execFileSync(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "-c", worker.config, "--outdir", outdir], {
+    cwd: ROOT, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+  });
+  const modules = [];
+  let raw = 0;
+  let gzip = 0;
+  for (const f of readdirSync(outdir).sort()) {
+    if (f.endsWith(".map") || f === "README.md") continue;
+    const path = join(outdir, f);
+    if (!statSync(path).isFile()) continue;
+    const bytes = readFileSync(path);
+    raw += bytes.length;
+    gzip += gzipSync(bytes, { level: 9 }).length;
+    if (f.endsWith(".wasm")) modules.push({ type: "CompiledWasm", path });
+    else if (f.endsWith(".js") || f.endsWith(".mjs")) modules.push({ type: "ESModule", path });
+  }
+  // The entry first: Miniflare takes the first module as the main one.
+  modules.sort((a, b) => Number(b.path.endsWith("entry.js") || b.path.endsWith("worker.js")) - Number(a.path.endsWith("entry.js") || a.path.endsWith("worker.js")));
+  return { modules, modulesRoot: outdir, raw, gzip };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (t) => Number(t) / 1e6;
+
+async function once(worker, built) {
+  const t0 = process.hrtime.bigint();
+  const mf = new Miniflare(convertV4MiniflareOptions({
+    workers: [{
+      name: "cold",
+      modules: built.modules,
+      modulesRoot: built.modulesRoot,
+      compatibilityDate: "2026-11-01",
+      durableObjects: worker.durableObjects,
+      bindings: worker.bindings,
+    }],
+  }));
+  try {
+    const base = await mf.ready;
+    const t1 = process.hrtime.bigint();
+    const first = await mf.dispatchFetch(new URL(worker.path, base), worker.init());
+    await first.arrayBuffer();
+    const t2 = process.hrtime.bigint();
+    const warm = await mf.dispatchFetch(new URL(worker.path, base), worker.init());
+    await warm.arrayBuffer();
+    const t3 = process.hrtime.bigint();
+    if (first.status !== worker.status || warm.status !== worker.status) {
+      throw new Error(`${worker.name}: answered ${first.status}, ${warm.status}; expected ${worker.status}`);
+    }
+    return { start: ms(t1 - t0), first: ms(t2 - t1), warm: ms(t3 - t2) };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+async function compileMs(built) {
+  const wasm = built.modules.find((m) => m.type === "CompiledWasm");
+  if (!wasm) return null;
+  const bytes = readFileSync(wasm.path);
+  const times = [];
+  for (let r = 0; r < RUNS; r++) {
+    const t0 = process.hrtime.bigint();
+    await WebAssembly.compile(bytes);
+    times.push(ms(process.hrtime.bigint() - t0));
+  }
+  return median(times);
+}
+
+try {
+  const built = workers.map(bundle);
+  const results = workers.map(() => ({ start: [], first: [], warm: [] }));
+  // Runs alternate the Workers, so a noisy minute hits all of them.
+  for (let r = 0; r < RUNS; r++) {
+    for (const [i, worker] of workers.entries()) {
+      const t = await once(worker, built[i]);
+      for (const k of ["start", "first", "warm"]) results[i][k].push(t[k]);
+    }
+  }
+  const rows = [];
+  for (const [i, worker] of workers.entries()) {
+    rows.push({
+      worker: worker.name,
+      kib: `${(built[i].raw / 1024).toFixed(1)} / ${(built[i].gzip / 1024).toFixed(1)}`,
+      compile: await compileMs(built[i]),
+      start: median(results[i].start),
+      first: median(results[i].first),
+      warm: median(results[i].warm),
+    });
+  }
+  const fmt = (x) => (x === null ? "—" : x.toFixed(1));
+  console.log(`\ncold start, median of ${RUNS} new workerd processes per Worker (ms)\n`);
+  console.log("| Worker | bundle KiB (raw / gzip) | wasm compile (V8, Node) | start → ready | first answer | next answer | first answer, floor ÷ this |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const [i, row] of rows.entries()) {
+    // The gateway against the floor; the embedded object against its bare twin.
+    const reference = i <= 1 ? rows[0] : rows[2];
+    console.log(`| ${row.worker} | ${row.kib} | ${fmt(row.compile)} | ${fmt(row.start)} | ${fmt(row.first)} | ${fmt(row.warm)} | ${(reference.first / row.first).toFixed(2)} |`);
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
