@@ -52,9 +52,17 @@ const FILES = new Map([
   ["/console/favicon.svg", [CONSOLE_ICON, "image/svg+xml"]],
 ]);
 
-/** Is `pathname` the console's (so the gateway never sees it)? */
-export function isConsolePath(pathname) {
-  return pathname === "/console" || pathname.startsWith("/console/");
+/**
+ * Is `url` (a request's absolute URL) one of the console's? Read from the
+ * string, without parsing it into a URL: every request of the gateway
+ * asks this first.
+ */
+export function isConsoleUrl(url) {
+  const scheme = url.indexOf("//");
+  const path = scheme < 0 ? -1 : url.indexOf("/", scheme + 2);
+  if (path < 0 || !url.startsWith("/console", path)) return false;
+  const next = url.charAt(path + "/console".length);
+  return next === "" || next === "/" || next === "?" || next === "#";
 }
 
 /** The console's answer to `request`, whose path is the console's. */

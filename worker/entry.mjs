@@ -27,14 +27,14 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import RustGateway, { TenantLedger } from "../build/index.js";
 import { TenantLedgers, parseTenantShards } from "../client/index.js";
-import { consoleResponse, isConsolePath } from "./console.mjs";
+import { consoleResponse, isConsoleUrl } from "./console.mjs";
 
 export { TenantLedger };
 
 /** The gateway (docs/contract.md §2), and the console's files under /console. */
 export default class Gateway extends RustGateway {
   async fetch(request) {
-    if (isConsolePath(new URL(request.url).pathname)) return consoleResponse(request);
+    if (isConsoleUrl(request.url)) return consoleResponse(request);
     return super.fetch(request);
   }
 }

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Script } from "node:vm";
-import { CONSOLE_CSP, consoleResponse, isConsolePath } from "../../worker/console.mjs";
+import { CONSOLE_CSP, consoleResponse, isConsoleUrl } from "../../worker/console.mjs";
 import { CONSOLE_SCRIPT } from "../../worker/console/app.mjs";
 import { CONSOLE_PAGE } from "../../worker/console/page.mjs";
 import { CONSOLE_STYLE } from "../../worker/console/style.mjs";
@@ -85,8 +85,10 @@ test("an unknown file under /console is a 404 problem; /console is matched as a 
   const res = get("/console/admin");
   assert.equal(res.status, 404);
   assert.equal((await res.json()).type, "https://idempotency-ledger.dev/problems/not-found");
-  assert.equal(isConsolePath("/console"), true);
-  assert.equal(isConsolePath("/console/app.js"), true);
-  assert.equal(isConsolePath("/consoles"), false);
-  assert.equal(isConsolePath("/v1/console"), false);
+  for (const url of ["https://h/console", "https://h/console/", "https://h/console/app.js", "https://h/console?x=1", "https://h:8787/console#top", "http://127.0.0.1:8787/console"]) {
+    assert.equal(isConsoleUrl(url), true, url);
+  }
+  for (const url of ["https://h/consoles", "https://h/v1/console", "https://h/", "https://h", "https://h/v1/orders?next=/console", "https://console/", "not a url"]) {
+    assert.equal(isConsoleUrl(url), false, url);
+  }
 });
