@@ -33,15 +33,15 @@ export declare class LedgerService extends WorkerEntrypoint<LedgerEnv> {
 }
 
 /**
- * The gateway, as worker-build makes it: an entrypoint class (authenticates,
- * derives the tenant, protects the origin: docs/contract.md). Re-export it
- * as your Worker's default (`export { default } from "idempotency-ledger/worker"`),
+ * The gateway Worker's handler (authenticates, derives the tenant, protects
+ * the origin: docs/contract.md; and the console under /console). Re-export
+ * it as your Worker's default (`export { default } from "idempotency-ledger/worker"`),
  * or call it from your own fetch handler with `fetchGateway`.
  */
-declare class Gateway extends WorkerEntrypoint<LedgerEnv> {
-  fetch(request: Request): Promise<Response>;
-}
-export default Gateway;
+declare const gateway: ExportedHandler<LedgerEnv> & {
+  fetch(request: Request, env: LedgerEnv, ctx: ExecutionContext): Promise<Response>;
+};
+export default gateway;
 
 /** The gateway's answer to `request`, from inside your own fetch handler. */
 export declare function fetchGateway(request: Request, env: LedgerEnv, ctx: ExecutionContext): Promise<Response>;

@@ -20,10 +20,18 @@
 // sends the call to the key's object in the current layout.
 //
 // The operator console (/console, ./console.mjs) is answered here, before
-// the Rust gateway: static files that need no wasm. The default export is
-// worker-build's gateway class extended by that one route, so `wrangler
-// deploy`, `export { default } from "idempotency-ledger/worker"` and
-// fetchGateway all serve it.
+// the Rust gateway: static files that need no wasm.
+//
+// The default export is a handler object, not worker-build's entrypoint
+// class. What we learned reading build/index.js (worker-build 0.8.7's
+// shim): the class is wrapped in a Proxy whose `construct` and method
+// `get` traps re-instantiate the wasm module after a critical error (a
+// panic sets `globalThis.__worker_init_state.criticalError`), at the
+// price of a WorkerEntrypoint, two Proxies and an async wrapper per
+// request (~5 % of a cached replay's CPU, docs/development.md "CPU per
+// request"). The handler calls the class's own `fetch` (it reads only
+// `this.env` and `this.ctx`) and takes the proxied path only once that
+// flag is up, so a panicked module is still re-instantiated first.
 import { WorkerEntrypoint } from "cloudflare:workers";
 import RustGateway, { TenantLedger } from "../build/index.js";
 import { TenantLedgers, parseTenantShards } from "../client/index.js";
@@ -31,23 +39,32 @@ import { consoleResponse, isConsoleUrl } from "./console.mjs";
 
 export { TenantLedger };
 
-/** The gateway (docs/contract.md §2), and the console's files under /console. */
-export default class Gateway extends RustGateway {
-  async fetch(request) {
-    if (isConsoleUrl(request.url)) return consoleResponse(request);
-    return super.fetch(request);
+const rustFetch = RustGateway.prototype.fetch;
+
+/**
+ * The gateway's answer to `request` (docs/contract.md §2), or the
+ * console's files under /console; also from inside another fetch handler
+ * (a Worker that routes some paths to the gateway).
+ */
+export function fetchGateway(request, env, ctx) {
+  if (isConsoleUrl(request.url)) return Promise.resolve(consoleResponse(request));
+  const state = globalThis.__worker_init_state;
+  if (state?.criticalError) return new RustGateway(ctx, env).fetch(request);
+  // As the shim's proxy does: a trap (WebAssembly.RuntimeError) marks the
+  // module for re-instantiation on the next request.
+  const critical = (error) => {
+    if (error instanceof WebAssembly.RuntimeError && state) state.criticalError = true;
+    throw error;
+  };
+  try {
+    return rustFetch.call({ env, ctx }, request).then(undefined, critical);
+  } catch (error) {
+    return critical(error);
   }
 }
 
-/**
- * The gateway's answer to `request` from inside another fetch handler (a
- * Worker that routes some paths to the gateway). worker-build's default
- * export is an entrypoint class, not a handler object: constructing it as
- * the runtime would (ctx, env) keeps its wasm re-initialisation guard.
- */
-export function fetchGateway(request, env, ctx) {
-  return new Gateway(ctx, env).fetch(request);
-}
+/** The gateway Worker: `export { default } from "idempotency-ledger/worker"`. */
+export default { fetch: fetchGateway };
 
 let shardMap = null; // parsed once per isolate (variables never change within one)
 
