@@ -209,7 +209,7 @@ async fn application(
         outcome,
         tenant: who.tenant.clone(),
         key: Some(key),
-        rows_written: who.base.as_ref().ok().and_then(|b| b.rows_written()),
+        rows_written: who.base().ok().and_then(|b| b.rows_written()),
     };
     (response, Some(line))
 }
@@ -289,7 +289,7 @@ async fn protect(
         body: &forward.body,
     });
     let cache = config.replay_cache_bytes;
-    count_replays_when_due(ctx, who.base.as_ref().ok(), tenant, cache);
+    count_replays_when_due(ctx, || who.base().ok(), tenant, cache);
     let cached = with_replays(cache, |c| {
         c.serve(tenant, key, &fingerprint.digest, now_ms())
     });
@@ -302,7 +302,7 @@ async fn protect(
     let prefer = header(req, "prefer");
     let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
     // The key's object (and, while resharding, its object in the previous layout).
-    let step = match key_homes(env, who.base.as_ref(), tenant, who.layout, key) {
+    let step = match key_homes(env, who.base(), tenant, who.layout, key) {
         Err(e) => Err(e),
         Ok((client, previous)) => {
             let protected = Protected {
@@ -366,7 +366,7 @@ async fn ledger_failed(
 async fn run_unprotected(who: &Tenancy, fwd: &Forward) -> Response {
     match &who.origin {
         Some(origin) => forward_unprotected(origin, who.config(), &who.tenant, fwd).await,
-        None => match &who.base {
+        None => match who.base() {
             Ok(client) => embedded_unprotected(client, fwd).await,
             // The embedded application lives in the object itself.
             Err(e) => store_unavailable(e),

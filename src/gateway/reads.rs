@@ -64,7 +64,7 @@ pub fn key_homes(
 /// `GET /v1/idempotency-keys/{key}`. Replays answered by this isolate are
 /// counted before any read.
 pub async fn introspect(env: &Env, who: &Tenancy, encoded: &str) -> Response {
-    match &who.base {
+    match who.base() {
         Ok(base) => {
             count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
             introspect_at(env, base, who, encoded).await
@@ -76,7 +76,7 @@ pub async fn introspect(env: &Env, who: &Tenancy, encoded: &str) -> Response {
 /// `GET /v1/idempotency/stats`, after the replays this isolate answered
 /// are counted.
 pub async fn stats(env: &Env, who: &Tenancy) -> Response {
-    match &who.base {
+    match who.base() {
         Ok(base) => {
             count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
             stats_at(env, base, who).await

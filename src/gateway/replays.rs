@@ -76,16 +76,16 @@ pub async fn count_replays(client: &LedgerClient, tenant: &str, capacity: usize)
 /// Writes `tenant`'s cache-served replays after the response, when they are due.
 /// `base` is the tenant's object that takes its counts (shard 0 when sharded;
 /// `None`: not reachable, the counts wait).
-pub fn count_replays_when_due(
+pub fn count_replays_when_due<'a>(
     ctx: &Context,
-    base: Option<&LedgerClient>,
+    base: impl FnOnce() -> Option<&'a LedgerClient>,
     tenant: &str,
     capacity: usize,
 ) {
-    let Some(client) = base else { return };
     if !with_replays(capacity, |c| c.is_due(tenant, now_ms())) {
         return;
     }
+    let Some(client) = base() else { return };
     let (client, tenant) = (client.clone(), tenant.to_string());
     ctx.wait_until(async move {
         count_replays(&client, &tenant, capacity).await;

@@ -12,7 +12,7 @@
 //! - An unusable configuration answers `500 misconfigured` naming the
 //!   variable, for every request but `/health` and `/openapi.json`.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use worker::worker_sys::web_sys;
@@ -76,14 +76,32 @@ pub struct Tenancy {
     /// The tenant's objects: one, or a shard layout (`TENANT_SHARDS`).
     pub layout: Layout,
     /// The object that takes the tenant's counts (its only object, or shard
-    /// 0); an `Err` is a ledger that was certainly not reached.
-    pub base: Result<LedgerClient, LedgerError>,
+    /// 0), made on first use ([`Tenancy::base`]): a replay this isolate
+    /// answers from its cache needs no stub.
+    base: OnceCell<Result<LedgerClient, LedgerError>>,
+    base_name: String,
+    env: Env,
 }
 
 impl Tenancy {
     /// The isolate's configuration.
     pub fn config(&self) -> &Config {
         &self.settings.config
+    }
+
+    /// The client of the tenant's base object; an `Err` is a ledger that
+    /// was certainly not reached.
+    pub fn base(&self) -> Result<&LedgerClient, &LedgerError> {
+        self.base
+            .get_or_init(|| {
+                let base = LedgerClient::for_object(&self.env, LEDGER_BINDING, &self.base_name);
+                if self.settings.analytics {
+                    base.map(LedgerClient::metered)
+                } else {
+                    base
+                }
+            })
+            .as_ref()
     }
 
     /// Authenticates `req` and gathers its tenant's layout, origin and base
@@ -106,16 +124,14 @@ impl Tenancy {
             return Err(misconfigured("TENANT_SHARDS", message));
         }
         let base_name = object_name(&tenant, 0, layout.shards);
-        let mut base = LedgerClient::for_object(env, LEDGER_BINDING, &base_name);
-        if settings.analytics {
-            base = base.map(LedgerClient::metered);
-        }
         Ok(Tenancy {
             settings: settings.clone(),
             tenant,
             origin,
             layout,
-            base,
+            base: OnceCell::new(),
+            base_name,
+            env: env.clone(),
         })
     }
 }
