@@ -57,7 +57,7 @@ pub fn set_hash_key(key: Option<&str>) {
 pub fn short_hash(value: &str) -> String {
     let mut hex = HASH_KEY.with(|k| match k.borrow().as_deref() {
         Some(key) => crate::protocol::digest::hmac_hex(key.as_bytes(), value.as_bytes()),
-        None => hex::encode(Sha256::digest(value.as_bytes())),
+        None => crate::protocol::digest::to_hex(&Sha256::digest(value.as_bytes())),
     });
     hex.truncate(12);
     hex

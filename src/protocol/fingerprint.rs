@@ -51,7 +51,7 @@ fn component_digest(value: Option<&[u8]>) -> String {
             h.update(bytes);
         }
     }
-    hex::encode(h.finalize())
+    super::digest::to_hex(&h.finalize())
 }
 
 impl Fingerprint {
@@ -92,7 +92,7 @@ impl Fingerprint {
             h.update(c.digest.as_bytes());
         }
         Fingerprint {
-            digest: hex::encode(h.finalize()),
+            digest: super::digest::to_hex(&h.finalize()),
             components,
         }
     }

@@ -240,3 +240,12 @@ fn a_lease_and_a_retention_are_held_to_one_rule_in_rpc_and_configuration() {
         }
     }
 }
+
+#[test]
+fn to_hex_is_lowercase_hex_of_every_byte() {
+    use idempotency_ledger::protocol::digest::to_hex;
+    let all: Vec<u8> = (0..=255).collect();
+    let expected: String = all.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(to_hex(&all), expected);
+    assert_eq!(to_hex(&[]), "");
+}
