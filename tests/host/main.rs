@@ -8,6 +8,7 @@ mod contract;
 mod execute;
 mod fencing;
 mod fuzz;
+mod gen_v3;
 mod horizon;
 mod ledger;
 mod migration;
