@@ -1,4 +1,4 @@
-//! The ledger state machine: claim, complete, release, lookup, stats, sweep.
+//! The ledger state machine: claim, complete, release, lookup, list, stats, sweep.
 //!
 //! Role: the product's heart. Runs on any [`SqlStore`] (Durable Object SQLite
 //! in workerd, rusqlite on the host) and knows nothing of HTTP or workers-rs.
@@ -24,6 +24,7 @@
 mod claim;
 mod counters;
 mod execute;
+pub mod list;
 pub mod outcome;
 pub mod pending;
 pub mod record;
@@ -39,6 +40,7 @@ pub mod rusqlite_store;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+pub use list::{ListPage, ListQuery, ListedKey, ObjectPage, Position, Walk};
 pub use outcome::{
     ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,
     ReleaseOutcome,
