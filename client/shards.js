@@ -7,7 +7,8 @@ import { encoder, sha256 } from "./bytes.js";
 import { LedgerClient, LedgerError } from "./rpc.js";
 /**
  * @import { LedgerNamespace, LedgerServiceRpc, LedgerStats, ClaimCall, CompleteCall, ReleaseCall,
- *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer } from "./rpc.js"
+ *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer,
+ *   ListCall, ListPage, ListPosition, ListedRecord } from "./rpc.js"
  */
 
 /** The most objects one tenant may be spread over. */
@@ -179,6 +180,64 @@ function sumStats(all) {
   return /** @type {LedgerStats} */ (/** @type {unknown} */ (sum));
 }
 
+// ---- a sharded tenant's listing (the one rule, as the gateway's) ----
+
+/** Keys a listing page holds when the call names no `limit`, and the most it may hold (tests/fixtures/limits.json). */
+export const LIST_DEFAULT_LIMIT = 20;
+export const LIST_MAX_LIMIT = 100;
+
+/**
+ * Which way a listing walks: `in_flight` oldest first, every other newest first.
+ * @typedef {"newest_first" | "oldest_first"} ListWalk
+ */
+
+/**
+ * `a` against `b` in walk order (negative: `a` comes first), by `sweep_at`, then key.
+ * @param {ListWalk} walk
+ * @param {ListPosition} a
+ * @param {ListPosition} b
+ * @returns {number}
+ */
+function walkOrder(walk, a, b) {
+  const index = a.sweep_at !== b.sweep_at ? (a.sweep_at < b.sweep_at ? -1 : 1) : a.key === b.key ? 0 : a.key < b.key ? -1 : 1;
+  return walk === "oldest_first" ? index : -index;
+}
+
+/**
+ * A sharded tenant's listing page from each object's page for the same call (src/ledger/list.rs
+ * `ListPage::merge`; vectors: tests/fixtures/list-merge.json): the keys up to the earliest position
+ * an object that is not done stopped at, in walk order, at most `limit`, one record per key (the
+ * current layout's while resharding); `next` is that position, or the last key's when the page is full.
+ * @param {readonly { page: ListPage; current: boolean }[]} pages
+ * @param {number} limit
+ * @param {ListWalk} walk
+ * @returns {ListPage}
+ */
+export function mergeListPages(pages, limit, walk) {
+  /** @type {ListPosition | null} */
+  let bound = null;
+  for (const { page } of pages) {
+    if (page.next !== null && (bound === null || walkOrder(walk, page.next, bound) < 0)) bound = page.next;
+  }
+  /** @type {Map<string, { record: ListedRecord; current: boolean }>} */
+  const chosen = new Map();
+  for (const { page, current } of pages) {
+    for (const record of page.keys) {
+      if (bound !== null && walkOrder(walk, record, bound) > 0) continue;
+      const held = chosen.get(record.key);
+      if (held === undefined || (current && !held.current)) chosen.set(record.key, { record, current });
+    }
+  }
+  const keys = [...chosen.values()].map((c) => c.record).sort((a, b) => walkOrder(walk, a, b));
+  const max = Math.min(Math.max(1, limit), LIST_MAX_LIMIT);
+  if (keys.length > max) {
+    keys.length = max;
+    const last = keys[max - 1];
+    return { keys, next: { sweep_at: last.sweep_at, key: last.key } };
+  }
+  return { keys, next: bound };
+}
+
 /**
  * Every tenant's ledger behind one TenantLedger namespace binding, routed
  * as the gateway routes it: `new TenantLedgers(env.TENANT_LEDGER,
@@ -187,7 +246,7 @@ function sumStats(all) {
  * the tenant id (a TypeError otherwise); keyed calls follow
  * {@link routeKeyed}; `lookup` answers the previous layout's record if it
  * has one, else the current's; `stats` is summed over every object of both
- * layouts. `LedgerService` of the deployed script is this class over RPC.
+ * layouts; `list` merges every object's page ({@link mergeListPages}). `LedgerService` of the deployed script is this class over RPC.
  * @implements {LedgerServiceRpc}
  */
 export class TenantLedgers {
@@ -250,15 +309,38 @@ export class TenantLedgers {
     return (previous === null ? null : await previous.lookup(key)) ?? current.lookup(key);
   }
 
+  /**
+   * One page of the tenant's keys, merged over its objects in one order; pass its `next` as `after`
+   * (with the same `state`) for the next page.
+   * @param {string} tenant @param {ListCall} [call] @returns {Promise<ListPage>}
+   */
+  async list(tenant, call = {}) {
+    const objects = this.#objects(tenant);
+    if (objects.length === 1) return this.#object(objects[0].name).list(call);
+    const pages = await Promise.all(objects.map(async ({ name, current }) => ({ page: await this.#object(name).list(call), current })));
+    return mergeListPages(pages, call.limit ?? LIST_DEFAULT_LIMIT, call.state === "in_flight" ? "oldest_first" : "newest_first");
+  }
+
   /** @param {string} tenant @returns {Promise<LedgerStats>} */
   async stats(tenant) {
+    const objects = this.#objects(tenant);
+    if (objects.length === 1) return this.#object(objects[0].name).stats();
+    return sumStats(await Promise.all(objects.map(({ name }) => this.#object(name).stats())));
+  }
+
+  /**
+   * Every object of the tenant's current layout and, while resharding, of its previous one.
+   * @param {string} tenant
+   * @returns {{ name: string; current: boolean }[]}
+   */
+  #objects(tenant) {
     const { shards, previous } = this.layout(tenant);
-    if (shards <= 1 && previous === null) return this.#object(tenant).stats();
-    const names = [];
-    for (const n of [shards, previous]) {
-      if (n !== null) for (let i = 0; i < n; i++) names.push(shardObjectName(tenant, i, n));
+    if (shards <= 1 && previous === null) return [{ name: tenant, current: true }];
+    const objects = [];
+    for (const [n, current] of /** @type {const} */ ([[shards, true], [previous, false]])) {
+      if (n !== null) for (let i = 0; i < n; i++) objects.push({ name: shardObjectName(tenant, i, n), current });
     }
-    return sumStats(await Promise.all(names.map((name) => this.#object(name).stats())));
+    return objects;
   }
 
   /**
