@@ -59,6 +59,7 @@ export { withIdempotency, idempotencyContract } from "./contract.js";
  * @typedef {import("./rpc.js").ReleaseOutcome} ReleaseOutcome
  * @typedef {import("./rpc.js").RecordView} RecordView
  * @typedef {import("./rpc.js").LedgerStats} LedgerStats
+ * @typedef {import("./rpc.js").TrendMinute} TrendMinute
  * @typedef {import("./rpc.js").ListCall} ListCall
  * @typedef {import("./rpc.js").ListPage} ListPage
  * @typedef {import("./rpc.js").ListPosition} ListPosition

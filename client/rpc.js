@@ -127,6 +127,22 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * @property {number} sql_rows_written SQLite rows the object instance has written since it started (billed rows).
  * @property {number} sql_rows_read SQLite rows the object instance has read since it started.
  * @property {string | null} next_sweep_at
+ * @property {TrendMinute[]} trend The last hour minute by minute: 60 entries, oldest first, the last the
+ *   current minute (summed minute by minute for a sharded tenant).
+ */
+
+/**
+ * One minute of the trend: the outcomes counted in it (replays a gateway's cache answered count in the
+ * minute they were reported to the object).
+ * @typedef {object} TrendMinute
+ * @property {string} minute RFC 3339 UTC, the minute's start
+ * @property {number} claims
+ * @property {number} replays
+ * @property {number} in_use
+ * @property {number} reused
+ * @property {number} takeovers
+ * @property {number} fenced_out
+ * @property {number} swept
  */
 
 /**

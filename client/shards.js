@@ -8,7 +8,7 @@ import { LedgerClient, LedgerError } from "./rpc.js";
 /**
  * @import { LedgerNamespace, LedgerServiceRpc, LedgerStats, ClaimCall, CompleteCall, ReleaseCall,
  *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer,
- *   ListCall, ListPage, ListPosition, ListedRecord } from "./rpc.js"
+ *   ListCall, ListPage, ListPosition, ListedRecord, TrendMinute } from "./rpc.js"
  */
 
 /** The most objects one tenant may be spread over. */
@@ -161,22 +161,48 @@ function earlier(a, b) {
   return tb < ta ? b : a;
 }
 
+/** Minutes a stats trend shows (src/ledger/trend.rs TREND_MINUTES). */
+const TREND_MINUTES = 60;
+
+/**
+ * A sharded tenant's trend: the objects' trends summed minute by minute, the latest 60 minutes
+ * (objects that answered either side of a minute's turn agree on all but its edge).
+ * @param {readonly LedgerStats[]} all
+ * @returns {TrendMinute[]}
+ */
+function sumTrends(all) {
+  /** @type {Map<string, TrendMinute>} */
+  const byMinute = new Map();
+  for (const stats of all) {
+    for (const m of stats.trend ?? []) {
+      const held = byMinute.get(m.minute);
+      if (held === undefined) { byMinute.set(m.minute, { ...m }); continue; }
+      for (const name of /** @type {const} */ (["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"])) held[name] += m[name];
+    }
+  }
+  // RFC 3339 UTC strings of one format order as their times do.
+  const minutes = [...byMinute.values()].sort((a, b) => (a.minute < b.minute ? -1 : a.minute > b.minute ? 1 : 0));
+  return minutes.slice(Math.max(0, minutes.length - TREND_MINUTES));
+}
+
 /**
  * A sharded tenant's stats: every count added up, `next_sweep_at` the
- * earliest of the objects' (null when none has one).
+ * earliest of the objects' (null when none has one), the trend summed
+ * minute by minute.
  * @param {readonly LedgerStats[]} all
  * @returns {LedgerStats}
  */
 function sumStats(all) {
-  /** @type {Record<string, number | string | null>} */
+  /** @type {Record<string, number | string | null | TrendMinute[]>} */
   const sum = {};
   for (const stats of all) {
     for (const [name, value] of Object.entries(stats)) {
       if (typeof value === "number") sum[name] = /** @type {number} */ (sum[name] ?? 0) + value;
-      else if (name === "next_sweep_at") sum[name] = earlier(/** @type {string | null} */ (sum[name] ?? null), value);
+      else if (name === "next_sweep_at") sum[name] = earlier(/** @type {string | null} */ (sum[name] ?? null), /** @type {string | null} */ (value));
     }
   }
   sum.next_sweep_at ??= null;
+  sum.trend = sumTrends(all);
   return /** @type {LedgerStats} */ (/** @type {unknown} */ (sum));
 }
 

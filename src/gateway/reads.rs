@@ -162,9 +162,10 @@ async fn introspect_at(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &
 /// A tenant's stats: its one object's, or the sum over every object of its
 /// current (and previous) layout.
 async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
+    let limits = answer::Limits::of(who.config());
     if !who.layout.is_sharded() {
         return match base.stats().await {
-            Ok(stats) => http::json(200, &stats),
+            Ok(stats) => http::app(answer::stats_answer(&stats, limits)),
             Err(e) => store_unavailable(&e),
         };
     }
@@ -183,5 +184,5 @@ async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
             Err(e) => return store_unavailable(&e),
         }
     }
-    http::json(200, &total)
+    http::app(answer::stats_answer(&total, limits))
 }

@@ -33,6 +33,7 @@ mod settle;
 pub mod stats;
 pub mod store;
 pub mod sweep;
+pub mod trend;
 
 #[cfg(feature = "host-sqlite")]
 pub mod rusqlite_store;
@@ -51,6 +52,7 @@ use record::{Record, SELECT_RECORD};
 pub use stats::Stats;
 pub use store::{Row, RowExt, SqlStore, SqlValue, StoreError};
 pub use sweep::SweepOutcome;
+pub use trend::TrendMinute;
 
 /// Epoch milliseconds on the object's clock.
 pub type Millis = i64;
@@ -118,6 +120,8 @@ pub(crate) struct Stored {
     pub expires_by: Millis,
     /// When this object's ledger was upgraded from schema 1, if it was.
     pub v1_upgraded_at: Option<Millis>,
+    /// The per-minute trend as written (see [`trend`]).
+    pub trend: trend::Trend,
 }
 
 /// How far past a grant's expiry a raised horizon is set, so a steady

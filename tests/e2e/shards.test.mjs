@@ -90,6 +90,11 @@ test("a sharded tenant: keys spread over its objects, every guarantee holds, sta
     assert.equal(s.completed, 40);
     assert.equal(s.replays, 10);
     assert.ok(s.db_bytes > 0);
+    // The trend is summed minute by minute over the four objects.
+    assert.equal(s.trend.length, 60);
+    assert.equal(s.trend.reduce((n, m) => n + m.claims, 0), s.claims);
+    assert.equal(s.trend.reduce((n, m) => n + m.replays, 0), 10);
+    assert.equal(s.limits.max_keys, Number(wranglerVars().MAX_KEYS_PER_TENANT ?? 1_000_000));
     // 409, 422 and waiting on a sharded key.
     const first = gw.request("/charges", post("busy")).then(read);
     await origin.waitForRequests(41);
@@ -281,7 +286,10 @@ test("JS RPC routes a sharded tenant's keys like the gateway (claim, complete, l
     const viaGateway = await read(await gw.request("/charges", post("rpc-1")));
     assert.equal(viaGateway.headers["idempotent-replayed"], "true");
     assert.equal(viaGateway.text, "via rpc");
-    assert.equal((await rpc("stats", "acme")).completed, 1);
+    const summed = await rpc("stats", "acme");
+    assert.equal(summed.completed, 1);
+    assert.equal(summed.trend.length, 60, "TenantLedgers sums the trend minute by minute");
+    assert.equal(summed.trend.reduce((n, m) => n + m.claims, 0), 1);
     assert.match((await rpc("execute", "acme", {})).error, /sharded tenant/);
   } finally { await gw.dispose(); await origin.close(); }
 });

@@ -21,4 +21,5 @@ mod replay_cache;
 mod rpc;
 mod signature;
 mod sweep;
+mod trend;
 mod vectors;
