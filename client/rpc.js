@@ -99,6 +99,7 @@ export const WAITED_HEADER = "ledger-waited-ms";
 /**
  * One page of a listing. A page scans at most 4 × `limit` records, so a filtered page may hold fewer
  * than `limit` keys (even none) while `next` is not null; `next: null` means nothing is left.
+ * Pass `next` as `after` (with the same `state`) for the next page.
  * @typedef {object} ListPage
  * @property {ListedRecord[]} keys
  * @property {ListPosition | null} next

@@ -8,11 +8,14 @@
 //! walk is claim order whenever the retention is the configured one.
 //!
 //! What must stay true here:
-//! - Read-only, and bounded by the page: one statement that scans at most
+//! - Read-only, and bounded by the page: a page scans at most
 //!   [`SCAN_FACTOR`] × `limit` index entries (a state filter, or expired
 //!   records the sweep has not reached, may leave a page short of `limit`
-//!   while the walk goes on), never an `OFFSET`: a page costs the same
-//!   rows deep in the walk as at its start.
+//!   while the walk goes on), stopping as soon as it holds `limit` keys;
+//!   a window that held no key at all is read twice to find its end. The
+//!   cursor is a position, never an offset: a page costs the same rows deep
+//!   in the walk as at its start. (No window function: its temporary rows
+//!   are billed as rows read, three per entry.)
 //! - A page shows exactly what `lookup` would show of each key (records
 //!   past their window are left out; pending replays are added), and it
 //!   says where its walk stopped: every record between the page's start and
@@ -180,38 +183,63 @@ impl ListPage {
     }
 }
 
-/// One statement per walk: the window of at most `?3` index entries after
-/// the position (`?1`, `?2`), numbered; of it, the records listed (`hit`:
-/// inside their window at `?4`, in state `?5` when one is asked for) and
-/// the window's last entry, at most `?6` rows. The outer `LIMIT` stops the
-/// scan as soon as enough keys are found. Columns: key, sweep_at, rn, hit,
-/// then [`VIEW_COLUMNS`]. Public for the host tests that read its plan.
-pub fn walk_sql(walk: Walk) -> String {
-    let (cmp, dir) = match walk {
-        Walk::NewestFirst => ("<", "DESC"),
-        Walk::OldestFirst => (">", "ASC"),
-    };
-    format!(
-        "SELECT key, sweep_at, rn, hit, {VIEW_COLUMNS}
-         FROM (SELECT key, sweep_at, {VIEW_COLUMNS},
-                      expires_at > ?4 AND (?5 IS NULL OR state = ?5) AS hit,
-                      row_number() OVER (ORDER BY sweep_at {dir}, key {dir}) AS rn
-               FROM idempotency_records
-               WHERE (sweep_at, key) {cmp} (?1, ?2)
-               ORDER BY sweep_at {dir}, key {dir}
-               LIMIT ?3)
-         WHERE hit OR rn = ?3
-         LIMIT ?6"
-    )
+/// The statements of one walk, by their role in a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalkSql {
+    /// The page's keys: of the window of at most `?3` index entries after
+    /// the position (`?1`, `?2`), the records listed — inside their window
+    /// at `?4`, in state `?5` when one is asked for — at most `?6` of them.
+    /// The outer `LIMIT` stops the scan as soon as enough are found.
+    /// Columns: key, sweep_at, then [`VIEW_COLUMNS`].
+    pub keys: String,
+    /// Is there any entry after the position (`?1`, `?2`)? One entry read.
+    pub any_after: String,
+    /// The window's last entry (the `?3`-th after the position), read
+    /// only when the window held no key: a bounded skip inside one window,
+    /// never a page's offset.
+    pub window_end: String,
+}
+
+impl WalkSql {
+    /// The statements of `walk`. Public for the host tests that read their
+    /// plans.
+    pub fn of(walk: Walk) -> WalkSql {
+        let (cmp, dir) = match walk {
+            Walk::NewestFirst => ("<", "DESC"),
+            Walk::OldestFirst => (">", "ASC"),
+        };
+        let after = format!("FROM idempotency_records WHERE (sweep_at, key) {cmp} (?1, ?2)");
+        let order = format!("ORDER BY sweep_at {dir}, key {dir}");
+        WalkSql {
+            keys: format!(
+                "SELECT key, sweep_at, {VIEW_COLUMNS}
+                 FROM (SELECT key, sweep_at, {VIEW_COLUMNS},
+                              expires_at > ?4 AND (?5 IS NULL OR state = ?5) AS hit
+                       {after} {order} LIMIT ?3)
+                 WHERE hit LIMIT ?6"
+            ),
+            any_after: format!("SELECT 1 {after} LIMIT 1"),
+            window_end: format!("SELECT key, sweep_at {after} {order} LIMIT 1 OFFSET ?3 - 1"),
+        }
+    }
 }
 
 impl<S: SqlStore> Ledger<S> {
     /// One page of this object's records (see the module doc). Read-only:
     /// replays not yet written are added from memory, as `lookup` does.
+    ///
+    /// Where the walk goes on (`next`): after the page's last key when the
+    /// page is full; after its last key too when the window held fewer
+    /// (the window's entries past it, none listed, are looked at again by
+    /// the next page: nothing is skipped) unless no entry follows it; and
+    /// when the window held no key at all, after the window's last entry
+    /// (its reads are then the window's twice, the most a page costs),
+    /// unless the window was the rest of the walk.
     pub fn list(&self, query: &ListQuery, now: Millis) -> Result<ListPage, StoreError> {
         let walk = Walk::of(query.state);
-        let limit = query.limit.clamp(1, MAX_LIST_LIMIT);
-        let budget = query.scan_budget();
+        let sql = WalkSql::of(walk);
+        let limit = query.limit.clamp(1, MAX_LIST_LIMIT) as usize;
+        let budget = i64::from(query.scan_budget());
         // The walk's beginning: before every position a record can hold.
         let start = match walk {
             Walk::NewestFirst => MAX_POSITION_MS,
@@ -222,51 +250,51 @@ impl<S: SqlStore> Ledger<S> {
             None => (start, ""),
         };
         let rows = self.store.query(
-            &walk_sql(walk),
+            &sql.keys,
             &[
                 after_ms.into(),
                 after_key.into(),
-                i64::from(budget).into(),
+                budget.into(),
                 now.into(),
                 query.state.map(KeyState::as_str).into(),
-                i64::from(limit + 1).into(),
+                (limit as i64 + 1).into(),
             ],
         )?;
+        let mut keys = Vec::with_capacity(rows.len().min(limit));
         let pending = self.pending.borrow();
-        let mut keys: Vec<ListedKey> = Vec::new();
-        let mut window_end = None;
-        for row in &rows {
-            let position = Position {
-                key: row.text(0)?,
-                sweep_at: row.int(1)?,
-            };
-            let last_of_window = row.int(2)? == i64::from(budget);
-            if row.int(3)? == 0 {
-                // Not listed: only the window's end comes back this way.
-                window_end = Some(position);
-                continue;
-            }
-            if keys.len() == limit as usize {
-                // One key more than the page holds: the walk goes on after
-                // the page's last key.
-                let next = keys.last().map(ListedKey::position);
-                return Ok(ListPage { keys, next });
-            }
-            if last_of_window {
-                window_end = Some(position.clone());
-            }
-            let mut record = view_from_row(row, 4, position.key)?;
+        for row in rows.iter().take(limit) {
+            let key = row.text(0)?;
+            let sweep_at = row.int(1)?;
+            let mut record = view_from_row(row, 2, key)?;
             record.replays += pending.record_replays(&record.key, record.generation);
-            keys.push(ListedKey {
-                record,
-                sweep_at: position.sweep_at,
-            });
+            keys.push(ListedKey { record, sweep_at });
         }
-        // Fewer keys than asked: the window was scanned to its end (the
-        // walk goes on from there), or the walk is done.
-        Ok(ListPage {
-            keys,
-            next: window_end,
-        })
+        drop(pending);
+        let next = match keys.last().map(ListedKey::position) {
+            // One key more than the page holds: the walk goes on.
+            Some(last) if rows.len() > limit => Some(last),
+            Some(last) => {
+                let more = self.store.query(
+                    &sql.any_after,
+                    &[last.sweep_at.into(), last.key.as_str().into()],
+                )?;
+                (!more.is_empty()).then_some(last)
+            }
+            None => self
+                .store
+                .query(
+                    &sql.window_end,
+                    &[after_ms.into(), after_key.into(), budget.into()],
+                )?
+                .first()
+                .map(|row| {
+                    Ok::<_, StoreError>(Position {
+                        key: row.text(0)?,
+                        sweep_at: row.int(1)?,
+                    })
+                })
+                .transpose()?,
+        };
+        Ok(ListPage { keys, next })
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use crate::support::*;
 use idempotency_ledger::config::shards::shard_of;
-use idempotency_ledger::ledger::list::{walk_sql, MAX_POSITION_MS, SCAN_FACTOR};
+use idempotency_ledger::ledger::list::{WalkSql, MAX_POSITION_MS, SCAN_FACTOR};
 use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
 use idempotency_ledger::ledger::{
     KeyState, Ledger, ListPage, ListQuery, ListedKey, ObjectPage, Position, RecordView, Walk,
@@ -283,32 +283,35 @@ fn a_listing_writes_nothing() {
 }
 
 #[test]
-fn both_walks_use_the_sweep_at_index_and_sort_nothing() {
+fn every_statement_of_both_walks_seeks_the_sweep_at_index_and_sorts_nothing() {
     let l = ledger();
+    let conn = l.store().connection();
     for walk in [Walk::NewestFirst, Walk::OldestFirst] {
-        let conn = l.store().connection();
-        let mut stmt = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", walk_sql(walk)))
-            .unwrap();
-        let plan: Vec<String> = stmt
-            .query_map(
-                rusqlite::params![0, "", 80, 0, Option::<String>::None, 21],
-                |r| r.get::<_, String>(3),
-            )
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let plan = plan.join(" | ");
-        assert!(
-            plan.contains("USING INDEX idempotency_records_sweep_at")
-                || plan.contains("USING COVERING INDEX idempotency_records_sweep_at"),
-            "{walk:?}: {plan}"
-        );
-        assert!(
-            plan.contains("(sweep_at,key)"),
-            "a range on the index: {plan}"
-        );
-        assert!(!plan.contains("TEMP B-TREE"), "{walk:?} sorts: {plan}");
+        let sql = WalkSql::of(walk);
+        for (name, statement, params) in [
+            ("keys", sql.keys, 6),
+            ("any_after", sql.any_after, 2),
+            ("window_end", sql.window_end, 3),
+        ] {
+            let all: [&dyn rusqlite::ToSql; 6] = [&0, &"", &80, &0, &Option::<String>::None, &21];
+            let mut stmt = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {statement}"))
+                .unwrap();
+            let plan: Vec<String> = stmt
+                .query_map(&all[..params], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let plan = plan.join(" | ");
+            assert!(
+                plan.contains("INDEX idempotency_records_sweep_at ((sweep_at,key)"),
+                "{walk:?} {name}: a range on the index: {plan}"
+            );
+            assert!(
+                !plan.contains("TEMP B-TREE"),
+                "{walk:?} {name} sorts: {plan}"
+            );
+        }
     }
 }
 
