@@ -53,6 +53,14 @@ const BOUNDS = {
   "stats, 1,000 records expired and unswept": { written: 0.05, read: 36 },
   "lookup, 1,000 records expired and unswept": { written: 0.05, read: 1.05 },
   "sweep, per record (steady arrival)": { written: 1.2, read: 8, alarmsPerRecord: 0.1 },
+  // A page reads the entries it scans (until it holds `limit` keys and one
+  // more), at most SCAN_FACTOR (4) × limit and one probe, however deep in
+  // the walk; a window that held no key is read twice to find its end (the
+  // most a page costs: 2 × 4 × limit).
+  "list, 10,000 records: every state, limit 20 (newest first)": { written: 0.05, read: 23 },
+  "list, 10,000 records: completed (9 in 10), limit 100": { written: 0.05, read: 120 },
+  "list, 10,000 records: in_flight (1 in 20), limit 20 (oldest first)": { written: 0.05, read: 85 },
+  "list, 10,000 records: in_flight (1 in 20), limit 1 (most windows hold none)": { written: 0.05, read: 10 },
 };
 
 const encode = (s) => Buffer.from(s).toString("base64");
@@ -250,6 +258,43 @@ const settle = () => new Promise((r) => setTimeout(r, 2_500));
   for (let i = 0; i < N; i++) await p.ledger.lookup(`backlog-${i}`);
   await settle();
   record("lookup, 1,000 records expired and unswept", await p.meter(), N);
+  await p.mf.dispose();
+}
+
+// ---- listing with 10,000 records held ---------------------------------------------
+{
+  const p = await start();
+  const f = await fp("listed");
+  const stored = { status: 201, headers: [["content-type", "text/plain"]], body: encode("ok") };
+  // 9,000 completed, 500 released and 500 in flight (every 20th), in claim order.
+  for (let from = 0; from < 10_000; from += 100) {
+    await Promise.all(Array.from({ length: 100 }, async (_, j) => {
+      const i = from + j;
+      const key = `listed-${String(i).padStart(5, "0")}`;
+      const c = await p.ledger.claim({ key, fingerprint: f });
+      if (c.outcome !== "claimed") throw new Error(`${key}: ${JSON.stringify(c)}`);
+      if (i % 20 === 0) return;
+      if (i % 20 === 10) await p.ledger.release({ key, generation: c.generation });
+      else await p.ledger.complete({ key, generation: c.generation, response: stored });
+    }));
+  }
+  await settle();
+  await p.meter();
+  // n pages, each after the last: a walk n pages deep.
+  const walk = async (name, call) => {
+    let after = null;
+    for (let i = 0; i < N; i++) {
+      const page = await p.ledger.list({ ...call, ...(after ? { after } : {}) });
+      after = page.next;
+      if (after === null) throw new Error(`${name}: the walk ended after ${i + 1} pages`);
+    }
+    await settle();
+    record(name, await p.meter(), N);
+  };
+  await walk("list, 10,000 records: every state, limit 20 (newest first)", { limit: 20 });
+  await walk("list, 10,000 records: completed (9 in 10), limit 100", { state: "completed", limit: 100 });
+  await walk("list, 10,000 records: in_flight (1 in 20), limit 20 (oldest first)", { state: "in_flight", limit: 20 });
+  await walk("list, 10,000 records: in_flight (1 in 20), limit 1 (most windows hold none)", { state: "in_flight", limit: 1 });
   await p.mf.dispose();
 }
 

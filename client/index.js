@@ -59,6 +59,11 @@ export { withIdempotency, idempotencyContract } from "./contract.js";
  * @typedef {import("./rpc.js").ReleaseOutcome} ReleaseOutcome
  * @typedef {import("./rpc.js").RecordView} RecordView
  * @typedef {import("./rpc.js").LedgerStats} LedgerStats
+ * @typedef {import("./rpc.js").TrendMinute} TrendMinute
+ * @typedef {import("./rpc.js").ListCall} ListCall
+ * @typedef {import("./rpc.js").ListPage} ListPage
+ * @typedef {import("./rpc.js").ListPosition} ListPosition
+ * @typedef {import("./rpc.js").ListedRecord} ListedRecord
  * @typedef {import("./rpc.js").ReplayedCall} ReplayedCall
  * @typedef {import("./rpc.js").AppRequest} AppRequest
  * @typedef {import("./rpc.js").ExecuteCall} ExecuteCall

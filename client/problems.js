@@ -112,6 +112,11 @@ export const PROBLEM_CATALOG = deepFreeze({
       "status": 400,
       "title": "The ledger RPC call is invalid"
     },
+    "invalid-query": {
+      "status": 400,
+      "final": true,
+      "title": "The query parameters are invalid"
+    },
     "idempotency-key-moved": {
       "status": 421,
       "title": "This key lives in another ledger object",

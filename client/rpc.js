@@ -77,6 +77,35 @@ export const WAITED_HEADER = "ledger-waited-ms";
  */
 
 /**
+ * A place in a listing's walk: a record's `sweep_at` (epoch ms, the object's clock) and its key.
+ * @typedef {object} ListPosition
+ * @property {number} sweep_at
+ * @property {string} key
+ */
+
+/**
+ * @typedef {object} ListCall
+ * @property {"in_flight" | "completed" | "released"} [state] Only records in this state (default: every state).
+ *   `in_flight` walks oldest first (the stuck ones first); every other listing newest first, by `sweep_at`.
+ * @property {number} [limit] Most keys on the page, 1..100 (default 20).
+ * @property {ListPosition} [after] Start after this position: the previous page's `next`, with the same `state`.
+ */
+
+/**
+ * A listed key: what `lookup` shows of it, and its `sweep_at` (its place in the walk, with its key).
+ * @typedef {RecordView & { sweep_at: number }} ListedRecord
+ */
+
+/**
+ * One page of a listing. A page scans at most 4 × `limit` records, so a filtered page may hold fewer
+ * than `limit` keys (even none) while `next` is not null; `next: null` means nothing is left.
+ * Pass `next` as `after` (with the same `state`) for the next page.
+ * @typedef {object} ListPage
+ * @property {ListedRecord[]} keys
+ * @property {ListPosition | null} next
+ */
+
+/**
  * @typedef {object} LedgerStats
  * @property {number} records
  * @property {number} in_flight
@@ -99,6 +128,22 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * @property {number} sql_rows_written SQLite rows the object instance has written since it started (billed rows).
  * @property {number} sql_rows_read SQLite rows the object instance has read since it started.
  * @property {string | null} next_sweep_at
+ * @property {TrendMinute[]} trend The last hour minute by minute: 60 entries, oldest first, the last the
+ *   current minute (summed minute by minute for a sharded tenant).
+ */
+
+/**
+ * One minute of the trend: the outcomes counted in it (replays a gateway's cache answered count in the
+ * minute they were reported to the object).
+ * @typedef {object} TrendMinute
+ * @property {string} minute RFC 3339 UTC, the minute's start
+ * @property {number} claims
+ * @property {number} replays
+ * @property {number} in_use
+ * @property {number} reused
+ * @property {number} takeovers
+ * @property {number} fenced_out
+ * @property {number} swept
  */
 
 /**
@@ -157,6 +202,7 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * @property {(tenant: string, call: CompleteCall) => Promise<CompleteOutcome>} complete
  * @property {(tenant: string, call: ReleaseCall) => Promise<ReleaseOutcome>} release
  * @property {(tenant: string, key: string) => Promise<RecordView | null>} lookup
+ * @property {(tenant: string, call?: ListCall) => Promise<ListPage>} list
  * @property {(tenant: string) => Promise<LedgerStats>} stats
  * @property {(tenant: string, call: ExecuteCall) => Promise<ExecuteOutcome & WaitedAnswer>} execute
  */
@@ -253,6 +299,12 @@ export class LedgerClient {
   release(call) { return this.#call("release", call); }
   /** @param {string} key @returns {Promise<RecordView | null>} */
   async lookup(key) { return (await this.#call("lookup", { key })).record; }
+  /**
+   * One page of the object's keys; pass its `next` as `after` for the next page.
+   * @param {ListCall} [call]
+   * @returns {Promise<ListPage>}
+   */
+  list(call = {}) { return this.#call("list", call); }
   /** @returns {Promise<LedgerStats>} */
   stats() { return this.#call("stats", {}); }
   /**

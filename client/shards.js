@@ -7,7 +7,8 @@ import { encoder, sha256 } from "./bytes.js";
 import { LedgerClient, LedgerError } from "./rpc.js";
 /**
  * @import { LedgerNamespace, LedgerServiceRpc, LedgerStats, ClaimCall, CompleteCall, ReleaseCall,
- *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer } from "./rpc.js"
+ *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer,
+ *   ListCall, ListPage, ListPosition, ListedRecord, TrendMinute } from "./rpc.js"
  */
 
 /** The most objects one tenant may be spread over. */
@@ -160,23 +161,107 @@ function earlier(a, b) {
   return tb < ta ? b : a;
 }
 
+/** Minutes a stats trend shows (src/ledger/trend.rs TREND_MINUTES). */
+const TREND_MINUTES = 60;
+
+/**
+ * A sharded tenant's trend: the objects' trends summed minute by minute, the latest 60 minutes
+ * (objects that answered either side of a minute's turn agree on all but its edge).
+ * @param {readonly LedgerStats[]} all
+ * @returns {TrendMinute[]}
+ */
+function sumTrends(all) {
+  /** @type {Map<string, TrendMinute>} */
+  const byMinute = new Map();
+  for (const stats of all) {
+    for (const m of stats.trend ?? []) {
+      const held = byMinute.get(m.minute);
+      if (held === undefined) { byMinute.set(m.minute, { ...m }); continue; }
+      for (const name of /** @type {const} */ (["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"])) held[name] += m[name];
+    }
+  }
+  // RFC 3339 UTC strings of one format order as their times do.
+  const minutes = [...byMinute.values()].sort((a, b) => (a.minute < b.minute ? -1 : a.minute > b.minute ? 1 : 0));
+  return minutes.slice(Math.max(0, minutes.length - TREND_MINUTES));
+}
+
 /**
  * A sharded tenant's stats: every count added up, `next_sweep_at` the
- * earliest of the objects' (null when none has one).
+ * earliest of the objects' (null when none has one), the trend summed
+ * minute by minute.
  * @param {readonly LedgerStats[]} all
  * @returns {LedgerStats}
  */
 function sumStats(all) {
-  /** @type {Record<string, number | string | null>} */
+  /** @type {Record<string, number | string | null | TrendMinute[]>} */
   const sum = {};
   for (const stats of all) {
     for (const [name, value] of Object.entries(stats)) {
       if (typeof value === "number") sum[name] = /** @type {number} */ (sum[name] ?? 0) + value;
-      else if (name === "next_sweep_at") sum[name] = earlier(/** @type {string | null} */ (sum[name] ?? null), value);
+      else if (name === "next_sweep_at") sum[name] = earlier(/** @type {string | null} */ (sum[name] ?? null), /** @type {string | null} */ (value));
     }
   }
   sum.next_sweep_at ??= null;
+  sum.trend = sumTrends(all);
   return /** @type {LedgerStats} */ (/** @type {unknown} */ (sum));
+}
+
+// ---- a sharded tenant's listing (the one rule, as the gateway's) ----
+
+/** Keys a listing page holds when the call names no `limit`, and the most it may hold (tests/fixtures/limits.json). */
+export const LIST_DEFAULT_LIMIT = 20;
+export const LIST_MAX_LIMIT = 100;
+
+/**
+ * Which way a listing walks: `in_flight` oldest first, every other newest first.
+ * @typedef {"newest_first" | "oldest_first"} ListWalk
+ */
+
+/**
+ * `a` against `b` in walk order (negative: `a` comes first), by `sweep_at`, then key.
+ * @param {ListWalk} walk
+ * @param {ListPosition} a
+ * @param {ListPosition} b
+ * @returns {number}
+ */
+function walkOrder(walk, a, b) {
+  const index = a.sweep_at !== b.sweep_at ? (a.sweep_at < b.sweep_at ? -1 : 1) : a.key === b.key ? 0 : a.key < b.key ? -1 : 1;
+  return walk === "oldest_first" ? index : -index;
+}
+
+/**
+ * A sharded tenant's listing page from each object's page for the same call (src/ledger/list.rs
+ * `ListPage::merge`; vectors: tests/fixtures/list-merge.json): the keys up to the earliest position
+ * an object that is not done stopped at, in walk order, at most `limit`, one record per key (the
+ * current layout's while resharding); `next` is that position, or the last key's when the page is full.
+ * @param {readonly { page: ListPage; current: boolean }[]} pages
+ * @param {number} limit
+ * @param {ListWalk} walk
+ * @returns {ListPage}
+ */
+export function mergeListPages(pages, limit, walk) {
+  /** @type {ListPosition | null} */
+  let bound = null;
+  for (const { page } of pages) {
+    if (page.next !== null && (bound === null || walkOrder(walk, page.next, bound) < 0)) bound = page.next;
+  }
+  /** @type {Map<string, { record: ListedRecord; current: boolean }>} */
+  const chosen = new Map();
+  for (const { page, current } of pages) {
+    for (const record of page.keys) {
+      if (bound !== null && walkOrder(walk, record, bound) > 0) continue;
+      const held = chosen.get(record.key);
+      if (held === undefined || (current && !held.current)) chosen.set(record.key, { record, current });
+    }
+  }
+  const keys = [...chosen.values()].map((c) => c.record).sort((a, b) => walkOrder(walk, a, b));
+  const max = Math.min(Math.max(1, limit), LIST_MAX_LIMIT);
+  if (keys.length > max) {
+    keys.length = max;
+    const last = keys[max - 1];
+    return { keys, next: { sweep_at: last.sweep_at, key: last.key } };
+  }
+  return { keys, next: bound };
 }
 
 /**
@@ -187,7 +272,7 @@ function sumStats(all) {
  * the tenant id (a TypeError otherwise); keyed calls follow
  * {@link routeKeyed}; `lookup` answers the previous layout's record if it
  * has one, else the current's; `stats` is summed over every object of both
- * layouts. `LedgerService` of the deployed script is this class over RPC.
+ * layouts; `list` merges every object's page ({@link mergeListPages}). `LedgerService` of the deployed script is this class over RPC.
  * @implements {LedgerServiceRpc}
  */
 export class TenantLedgers {
@@ -250,15 +335,38 @@ export class TenantLedgers {
     return (previous === null ? null : await previous.lookup(key)) ?? current.lookup(key);
   }
 
+  /**
+   * One page of the tenant's keys, merged over its objects in one order; pass its `next` as `after`
+   * (with the same `state`) for the next page.
+   * @param {string} tenant @param {ListCall} [call] @returns {Promise<ListPage>}
+   */
+  async list(tenant, call = {}) {
+    const objects = this.#objects(tenant);
+    if (objects.length === 1) return this.#object(objects[0].name).list(call);
+    const pages = await Promise.all(objects.map(async ({ name, current }) => ({ page: await this.#object(name).list(call), current })));
+    return mergeListPages(pages, call.limit ?? LIST_DEFAULT_LIMIT, call.state === "in_flight" ? "oldest_first" : "newest_first");
+  }
+
   /** @param {string} tenant @returns {Promise<LedgerStats>} */
   async stats(tenant) {
+    const objects = this.#objects(tenant);
+    if (objects.length === 1) return this.#object(objects[0].name).stats();
+    return sumStats(await Promise.all(objects.map(({ name }) => this.#object(name).stats())));
+  }
+
+  /**
+   * Every object of the tenant's current layout and, while resharding, of its previous one.
+   * @param {string} tenant
+   * @returns {{ name: string; current: boolean }[]}
+   */
+  #objects(tenant) {
     const { shards, previous } = this.layout(tenant);
-    if (shards <= 1 && previous === null) return this.#object(tenant).stats();
-    const names = [];
-    for (const n of [shards, previous]) {
-      if (n !== null) for (let i = 0; i < n; i++) names.push(shardObjectName(tenant, i, n));
+    if (shards <= 1 && previous === null) return [{ name: tenant, current: true }];
+    const objects = [];
+    for (const [n, current] of /** @type {const} */ ([[shards, true], [previous, false]])) {
+      if (n !== null) for (let i = 0; i < n; i++) objects.push({ name: shardObjectName(tenant, i, n), current });
     }
-    return sumStats(await Promise.all(names.map((name) => this.#object(name).stats())));
+    return objects;
   }
 
   /**

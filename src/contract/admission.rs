@@ -25,6 +25,9 @@ pub enum GatewayRoute<'a> {
     Health,
     /// `GET /v1/idempotency-keys/{percent-encoded key}` (the raw segment).
     KeyIntrospection(&'a str),
+    /// `GET /v1/idempotency-keys` (the query string is read by
+    /// `contract::listing`).
+    KeyList,
     /// `GET /v1/idempotency/stats`.
     Stats,
     /// `GET|HEAD /openapi.json`: the gateway's OpenAPI document (no auth).
@@ -40,6 +43,7 @@ pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
         "GET" | "HEAD" if path == "/openapi.json" => GatewayRoute::OpenApi,
         "GET" => match path.strip_prefix("/v1/idempotency-keys/") {
             Some(encoded) => GatewayRoute::KeyIntrospection(encoded),
+            None if path == "/v1/idempotency-keys" => GatewayRoute::KeyList,
             None if path == "/v1/idempotency/stats" => GatewayRoute::Stats,
             None => GatewayRoute::Application,
         },

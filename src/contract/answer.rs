@@ -165,3 +165,35 @@ pub fn lookup_answer(record: Option<crate::ledger::RecordView>) -> AppResponse {
         None => Problem::new(ProblemKind::NotFound, "no record for this key").into(),
     }
 }
+
+/// The quotas a tenant is held to, beside its stats, so a reader can show
+/// what it uses against them: `MAX_KEYS_PER_TENANT` (the tenant's, however
+/// many objects hold its keys) and `MAX_DB_BYTES_PER_OBJECT` (each
+/// object's; a sharded tenant's `db_bytes` is the sum over its objects).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Limits {
+    pub max_keys: u64,
+    pub max_db_bytes: u64,
+}
+
+impl Limits {
+    pub fn of(config: &crate::config::Config) -> Limits {
+        Limits {
+            max_keys: config.max_keys_per_tenant,
+            max_db_bytes: config.max_db_bytes_per_object,
+        }
+    }
+}
+
+/// The gateway's stats answer: the tenant's counts and its limits.
+#[derive(serde::Serialize)]
+struct StatsAnswer<'a> {
+    #[serde(flatten)]
+    stats: &'a crate::ledger::Stats,
+    limits: Limits,
+}
+
+/// `200` with a tenant's stats (docs/contract.md §2.7).
+pub fn stats_answer(stats: &crate::ledger::Stats, limits: Limits) -> AppResponse {
+    AppResponse::json(200, &StatsAnswer { stats, limits })
+}

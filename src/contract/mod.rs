@@ -24,6 +24,7 @@ pub mod admission;
 pub mod answer;
 pub mod auth;
 pub mod disposition;
+pub mod listing;
 pub mod proxy;
 pub mod replay_cache;
 pub mod signature;

@@ -119,6 +119,10 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
             Ok(who) => (reads::introspect(env, &who, encoded).await, None),
             Err(refused) => (refused, None),
         },
+        GatewayRoute::KeyList => match admit() {
+            Ok(who) => (reads::list(env, &who, query_of(&target)).await, None),
+            Err(refused) => (refused, None),
+        },
         GatewayRoute::Stats => match admit() {
             Ok(who) => (reads::stats(env, &who).await, None),
             Err(refused) => (refused, None),
@@ -128,6 +132,11 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
             Err(refused) => (refused, None),
         },
     }
+}
+
+/// The query string of a request target (after its first `?`; empty if none).
+fn query_of(target: &str) -> &str {
+    target.split_once('?').map_or("", |(_, query)| query)
 }
 
 /// An application request: admit its head, read its body, then run it

@@ -1,4 +1,4 @@
-//! The tenant-scoped reads: key introspection and stats
+//! The tenant-scoped reads: key introspection, the key listing and stats
 //! (docs/contract.md §2.7), and where a tenant's keys live.
 //!
 //! Role: find the object (or objects) that answer for a key or for the
@@ -8,16 +8,20 @@
 //! - While a tenant is resharded, the previous layout answers first for the
 //!   keys it holds (docs/contract.md §8).
 //! - A sharded tenant's stats are the sum over every object of its current
-//!   and previous layouts.
+//!   and previous layouts; its listing merges every such object's page
+//!   into one order (`ListPage::merge`).
+//! - A listing's parameters are read before anything is asked or counted:
+//!   a bad one changes nothing.
 
 use worker::{Env, Response};
 
 use super::replays::count_replays;
 use super::settings::Tenancy;
 use crate::config::shards::Layout;
+use crate::contract::listing::{self, ListRequest};
 use crate::contract::{admission, answer};
 use crate::fields;
-use crate::ledger::Stats;
+use crate::ledger::{ListPage, ObjectPage, Stats, Walk};
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::{http, log, LEDGER_BINDING};
 use crate::rpc::LookupCall;
@@ -85,6 +89,61 @@ pub async fn stats(env: &Env, who: &Tenancy) -> Response {
     }
 }
 
+/// `GET /v1/idempotency-keys?state=&limit=&cursor=`: one page of the
+/// tenant's keys, after the replays this isolate answered are counted.
+pub async fn list(env: &Env, who: &Tenancy, query: &str) -> Response {
+    let request = match listing::parse_list_query(query) {
+        Ok(r) => r,
+        Err(p) => return http::problem(&p),
+    };
+    match who.base() {
+        Ok(base) => {
+            count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
+            match list_at(env, base, who, &request).await {
+                Ok(page) => http::app(listing::list_answer(request.state, &page)),
+                Err(e) => store_unavailable(&e),
+            }
+        }
+        Err(e) => store_unavailable(e),
+    }
+}
+
+/// A page from the tenant's one object, or merged from every object of
+/// its current (and previous) layout, each asked after the same position.
+async fn list_at(
+    env: &Env,
+    base: &LedgerClient,
+    who: &Tenancy,
+    request: &ListRequest,
+) -> Result<ListPage, LedgerError> {
+    let call = request.call();
+    if !who.layout.is_sharded() {
+        return base.list(&call).await;
+    }
+    let mut clients = Vec::new();
+    // The current layout's objects come first in `objects`.
+    for (i, name) in who.layout.objects(&who.tenant).iter().enumerate() {
+        let current = i < who.layout.shards as usize;
+        clients.push((
+            LedgerClient::for_object(env, LEDGER_BINDING, name)?,
+            current,
+        ));
+    }
+    let answers = futures_util::future::join_all(clients.iter().map(|(c, _)| c.list(&call))).await;
+    let mut pages = Vec::new();
+    for ((_, current), answer) in clients.iter().zip(answers) {
+        pages.push(ObjectPage {
+            page: answer?,
+            current: *current,
+        });
+    }
+    Ok(ListPage::merge(
+        pages,
+        request.limit,
+        Walk::of(request.state),
+    ))
+}
+
 /// The record, or `404`.
 async fn introspect_at(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &str) -> Response {
     let key = match admission::introspection_key(encoded) {
@@ -111,9 +170,10 @@ async fn introspect_at(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &
 /// A tenant's stats: its one object's, or the sum over every object of its
 /// current (and previous) layout.
 async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
+    let limits = answer::Limits::of(who.config());
     if !who.layout.is_sharded() {
         return match base.stats().await {
-            Ok(stats) => http::json(200, &stats),
+            Ok(stats) => http::app(answer::stats_answer(&stats, limits)),
             Err(e) => store_unavailable(&e),
         };
     }
@@ -132,5 +192,5 @@ async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
             Err(e) => return store_unavailable(&e),
         }
     }
-    http::json(200, &total)
+    http::app(answer::stats_answer(&total, limits))
 }

@@ -16,6 +16,7 @@
 use super::outcome::Counter;
 use super::pending::Pending;
 use super::store::{RowExt, SqlStore, SqlValue, StoreError};
+use super::trend;
 use super::{LayoutRecord, Ledger, Millis, Stored};
 
 impl<S: SqlStore> Ledger<S> {
@@ -44,7 +45,7 @@ impl<S: SqlStore> Ledger<S> {
             &format!(
                 "SELECT generation_floor, recounted_at, object_name, layout_shards,
                         layout_previous, layout_since, layout_window, expires_by,
-                        v1_upgraded_at, {}
+                        v1_upgraded_at, trend, {}
                  FROM ledger_state WHERE id = 1",
                 names.join(", ")
             ),
@@ -70,10 +71,11 @@ impl<S: SqlStore> Ledger<S> {
             },
             expires_by: row.int(7)?,
             v1_upgraded_at: row.opt_int(8)?,
+            trend: trend::from_json(&row.text(9)?)?,
             ..Stored::default()
         };
         for (i, c) in Counter::ALL.iter().enumerate() {
-            stored.counters.insert(*c, row.int(i + 9)?);
+            stored.counters.insert(*c, row.int(i + 10)?);
         }
         Ok(stored)
     }
@@ -252,6 +254,11 @@ impl<S: SqlStore> Ledger<S> {
             if let Some(h) = pending.expires_by {
                 stored.expires_by = stored.expires_by.max(h);
             }
+            // As the write did it (see `trend::set_clause`).
+            if let Some(from) = trend::kept_from(&pending.trend) {
+                trend::merge(&mut stored.trend, &pending.trend);
+                trend::trim(&mut stored.trend, from);
+            }
         }
     }
 
@@ -272,6 +279,17 @@ impl<S: SqlStore> Ledger<S> {
         if let Some(h) = pending.expires_by {
             sets.push("expires_by = MAX(expires_by, ?)".to_string());
             params.push(h.into());
+        }
+        // The stored minutes to drop are those this instance knows of (none
+        // if it has not read the row: reading it only for that would cost a
+        // row; the next write drops them).
+        let none = trend::Trend::new();
+        let clause = match self.stored.borrow().as_ref() {
+            Some(stored) => trend::set_clause(&pending.trend, &stored.trend),
+            None => trend::set_clause(&pending.trend, &none),
+        };
+        if let Some(clause) = clause {
+            sets.push(clause);
         }
         if !sets.is_empty() {
             self.store.execute(

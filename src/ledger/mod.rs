@@ -1,4 +1,4 @@
-//! The ledger state machine: claim, complete, release, lookup, stats, sweep.
+//! The ledger state machine: claim, complete, release, lookup, list, stats, sweep.
 //!
 //! Role: the product's heart. Runs on any [`SqlStore`] (Durable Object SQLite
 //! in workerd, rusqlite on the host) and knows nothing of HTTP or workers-rs.
@@ -24,6 +24,7 @@
 mod claim;
 mod counters;
 mod execute;
+pub mod list;
 pub mod outcome;
 pub mod pending;
 pub mod record;
@@ -32,6 +33,7 @@ mod settle;
 pub mod stats;
 pub mod store;
 pub mod sweep;
+pub mod trend;
 
 #[cfg(feature = "host-sqlite")]
 pub mod rusqlite_store;
@@ -39,6 +41,7 @@ pub mod rusqlite_store;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+pub use list::{ListPage, ListQuery, ListedKey, ObjectPage, Position, Walk};
 pub use outcome::{
     ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,
     ReleaseOutcome,
@@ -49,6 +52,7 @@ use record::{Record, SELECT_RECORD};
 pub use stats::Stats;
 pub use store::{Row, RowExt, SizeEstimate, SqlStore, SqlValue, StoreError};
 pub use sweep::SweepOutcome;
+pub use trend::TrendMinute;
 
 /// Epoch milliseconds on the object's clock.
 pub type Millis = i64;
@@ -116,6 +120,8 @@ pub(crate) struct Stored {
     pub expires_by: Millis,
     /// When this object's ledger was upgraded from schema 1, if it was.
     pub v1_upgraded_at: Option<Millis>,
+    /// The per-minute trend as written (see [`trend`]).
+    pub trend: trend::Trend,
 }
 
 /// How far past a grant's expiry a raised horizon is set, so a steady

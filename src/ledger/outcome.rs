@@ -199,6 +199,23 @@ impl Counter {
         Counter::WaitedTimedOut,
     ];
 
+    /// The outcomes the per-minute trend follows (`ledger::trend`), in the
+    /// order its stored rows hold them.
+    pub const TRENDED: [Counter; 7] = [
+        Counter::Claims,
+        Counter::Replays,
+        Counter::InUse,
+        Counter::Reused,
+        Counter::Takeovers,
+        Counter::FencedOut,
+        Counter::Swept,
+    ];
+
+    /// This counter's place in a trend row, if the trend follows it.
+    pub fn trend_slot(self) -> Option<usize> {
+        Counter::TRENDED.iter().position(|c| *c == self)
+    }
+
     /// The stored name (a column of `ledger_state`; the v1 counter name).
     pub fn name(self) -> &'static str {
         match self {

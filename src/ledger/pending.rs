@@ -6,7 +6,9 @@
 //! deletions and the generation floor — is added here as a delta (a record
 //! that moves from in flight to completed is −1 and +1). A flush writes all
 //! of them in **one row** (`UPDATE ledger_state SET … WHERE id = 1`) plus
-//! one row per record whose `replays` moved. Flushes happen:
+//! one row per record whose `replays` moved. The per-minute trend
+//! (`trend`) rides along: the outcomes it follows are also counted by
+//! minute here, and written in the same row. Flushes happen:
 //! - once [`FLUSH_AFTER_EVENTS`] events or [`FLUSH_AFTER_MS`] have
 //!   accumulated, by the operation that crosses the bound;
 //! - on the object's own timer, [`FLUSH_AFTER_MS`] after the first pending
@@ -31,6 +33,7 @@
 use std::collections::HashMap;
 
 use super::outcome::Counter;
+use super::trend::{self, Trend};
 use super::Millis;
 
 /// Events counted in memory before a flush is forced.
@@ -47,6 +50,8 @@ pub struct Pending {
     /// Replays per record, by key and the generation that completed it (a
     /// record reborn at a later generation does not inherit them).
     pub replays: HashMap<(String, i64), i64>,
+    /// The trended outcomes' deltas by minute (see `ledger::trend`).
+    pub trend: Trend,
     /// The highest generation the sweep deleted since the last flush.
     pub swept_generation: Option<i64>,
     /// A raised expiry horizon (`Ledger::expires_by`): written in the
@@ -88,6 +93,7 @@ impl Pending {
             return;
         }
         *self.counters.entry(counter).or_insert(0) += n;
+        trend::count(&mut self.trend, counter, n, now);
         self.touch(now);
     }
 
@@ -176,6 +182,7 @@ impl Pending {
         for (k, n) in other.replays {
             *self.replays.entry(k).or_insert(0) += n;
         }
+        trend::merge(&mut self.trend, &other.trend);
         if let Some(g) = other.swept_generation {
             self.swept_generation = Some(self.swept_generation.map_or(g, |s| s.max(g)));
         }

@@ -148,9 +148,61 @@ impl Record {
 
     /// What introspection shows of this record.
     pub fn view(self, key: &str) -> RecordView {
+        Shown {
+            state: self.state,
+            generation: self.generation,
+            lease_expires_at: self.lease_expires_at,
+            expires_at: self.expires_at,
+            response_status: self.response_status,
+            retained: self.retained,
+            created_at: self.created_at,
+            replays: self.replays,
+        }
+        .view(key.to_string())
+    }
+}
+
+/// The columns introspection shows of a record, in the order
+/// [`view_from_row`] reads them (a listing reads no more of a record).
+pub(super) const VIEW_COLUMNS: &str =
+    "state, generation, lease_expires_at, expires_at, response_status, retained, created_at, replays";
+
+/// Reads [`VIEW_COLUMNS`], starting at column `at` of `row`, as the view of
+/// `key`.
+pub(super) fn view_from_row(row: &Row, at: usize, key: String) -> Result<RecordView, StoreError> {
+    let state = row.text(at)?;
+    Ok(Shown {
+        state: KeyState::parse(&state)
+            .ok_or_else(|| StoreError::Decode(format!("unknown record state {state:?}")))?,
+        generation: row.int(at + 1)?,
+        lease_expires_at: row.opt_int(at + 2)?,
+        expires_at: row.int(at + 3)?,
+        response_status: row.opt_int(at + 4)?,
+        retained: row.opt_int(at + 5)?,
+        created_at: row.int(at + 6)?,
+        replays: row.int(at + 7)?,
+    }
+    .view(key))
+}
+
+/// What introspection shows of a record, as stored: one rule for `lookup`
+/// and the listing.
+struct Shown {
+    state: KeyState,
+    generation: i64,
+    lease_expires_at: Option<Millis>,
+    expires_at: Millis,
+    response_status: Option<i64>,
+    retained: Option<i64>,
+    created_at: Millis,
+    replays: i64,
+}
+
+impl Shown {
+    fn view(self, key: String) -> RecordView {
         let completed = self.state == KeyState::Completed;
         RecordView {
-            key: key.to_string(),
+            key,
             generation: self.generation,
             created_at: rfc3339(self.created_at),
             expires_at: rfc3339(self.expires_at),

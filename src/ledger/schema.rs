@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 3), and the in-place upgrade of an
-//! object written by an earlier version (1 or 2).
+//! The ledger's tables (schema version 4), and the in-place upgrade of an
+//! object written by an earlier version (1, 2 or 3).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -19,7 +19,10 @@
 //!   cover (a per-call retention longer than the configured one, or any
 //!   grant while its layout is retired; `config::reshard`). It is written in
 //!   the granting transaction, and only when it grows by more than its
-//!   slack — never with the configured retention on a current layout.
+//!   slack — never with the configured retention on a current layout;
+//! - and so does the per-minute trend (`trend`, schema 4: the last hour's
+//!   outcome counts by minute, see `trend`), written in the counters' own
+//!   row write: it costs no row.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -37,7 +40,7 @@ use super::outcome::Counter;
 use super::store::{RowExt, SqlStore, StoreError};
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -73,9 +76,10 @@ const RECORD_COLUMNS: &str = "key, state, generation, fingerprint, components, c
 /// recounted from the records, and the object's own name (the tenant and
 /// its place in a shard layout) as first seen and verified, so its role
 /// never depends on the runtime handing the name over again; the expiry
-/// horizon (schema 3, see the module doc), and when the object's ledger was
+/// horizon (schema 3, see the module doc), when the object's ledger was
 /// upgraded from schema 1 (NULL: created by schema 2 or later) — schema 1
-/// kept no layout history, so from then on it is unknown (`config::reshard`).
+/// kept no layout history, so from then on it is unknown (`config::reshard`)
+/// — and the per-minute trend (schema 4, JSON, see `trend`).
 fn state_table() -> String {
     let counters: String = Counter::ALL
         .iter()
@@ -93,7 +97,8 @@ fn state_table() -> String {
         layout_since     INTEGER,  -- when it was recorded, and how long a
         layout_window    INTEGER,  -- layout it replaced may hold live keys
         expires_by       INTEGER NOT NULL DEFAULT 0,
-        v1_upgraded_at   INTEGER{counters}
+        v1_upgraded_at   INTEGER,
+        trend            TEXT NOT NULL DEFAULT '{{}}'{counters}
     )"
     )
 }
@@ -115,6 +120,8 @@ pub enum Found {
     V1,
     /// Schema version 2 (no expiry horizon, no upgrade time).
     V2,
+    /// Schema version 3 (no per-minute trend).
+    V3,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -130,6 +137,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             v if v == SCHEMA_VERSION => Found::Current,
             v if v > SCHEMA_VERSION => Found::Newer(v),
             2 => Found::V2,
+            3 => Found::V3,
             _ => Found::V1,
         });
     }
@@ -153,7 +161,11 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
         }
         Found::Empty => create(store)?,
         Found::V1 => upgrade_v1(store, now)?,
-        Found::V2 => upgrade_v2(store)?,
+        Found::V2 => {
+            upgrade_v2(store)?;
+            upgrade_v3(store)?
+        }
+        Found::V3 => upgrade_v3(store)?,
     }
     Ok(was)
 }
@@ -177,7 +189,7 @@ const LATEST_EXPIRY: &str = "SELECT COALESCE(MAX(expires_at), 0) FROM idempotenc
 /// is under way.
 pub const V1_RECORDS: &str = "idempotency_records_v1";
 
-/// Schema 1 → 3, its first step (one transaction, the caller's, bounded
+/// Schema 1 → 4, its first step (one transaction, the caller's, bounded
 /// whatever the object holds): the v1 records table is set aside (renamed,
 /// which rewrites no row), this version's tables are created, and the
 /// counters are moved from `ledger_counters` rows into the state row, with
@@ -300,7 +312,7 @@ pub fn upgrade_v1_step(store: &impl SqlStore) -> Result<bool, StoreError> {
 
 /// Schema 2 → 3: the state row gains the expiry horizon (the latest expiry
 /// any record holds: schema 2 did not keep it) and the upgrade-from-v1
-/// time (NULL: schema 2 kept the layout history).
+/// time (NULL: schema 2 kept the layout history). [`upgrade_v3`] follows.
 fn upgrade_v2(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE ledger_state ADD COLUMN expires_by INTEGER NOT NULL DEFAULT 0",
@@ -312,8 +324,22 @@ fn upgrade_v2(store: &impl SqlStore) -> Result<(), StoreError> {
     )?;
     store.execute(
         &format!(
-            "UPDATE ledger_state SET schema_version = ?, expires_by = ({LATEST_EXPIRY}) WHERE id = 1"
+            "UPDATE ledger_state SET schema_version = 3, expires_by = ({LATEST_EXPIRY}) WHERE id = 1"
         ),
+        &[],
+    )
+}
+
+/// Schema 3 → 4: the state row gains the per-minute trend, empty (schema 3
+/// kept no counts by minute). One statement on one row, whatever the
+/// object holds.
+fn upgrade_v3(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE ledger_state ADD COLUMN trend TEXT NOT NULL DEFAULT '{}'",
+        &[],
+    )?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
         &[SCHEMA_VERSION.into()],
     )
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::outcome::Counter;
 use super::record::rfc3339;
 use super::store::{SqlStore, StoreError};
+use super::trend::{self, TrendMinute};
 use super::{Ledger, Millis};
 
 /// Counts kept by the object (docs/contract.md §2.7).
@@ -59,11 +60,16 @@ pub struct Stats {
     #[serde(default)]
     pub sql_rows_read: i64,
     pub next_sweep_at: Option<String>,
+    /// The last hour's outcomes minute by minute (see `ledger::trend`):
+    /// 60 minutes, oldest first, the last the current one (absent from
+    /// older objects).
+    #[serde(default)]
+    pub trend: Vec<TrendMinute>,
 }
 
 impl Stats {
     /// Adds another object's stats (a sharded tenant's sum): counts add up,
-    /// the next sweep is the earliest.
+    /// the trend minute by minute, the next sweep is the earliest.
     pub fn add(&mut self, other: &Stats) {
         let pairs = [
             (&mut self.records, other.records),
@@ -93,6 +99,7 @@ impl Stats {
         // RFC 3339 UTC strings of one format order as their times do.
         self.next_sweep_at =
             super::earliest(self.next_sweep_at.take(), other.next_sweep_at.clone());
+        trend::sum(&mut self.trend, &other.trend);
     }
 
     fn slot(&mut self, counter: Counter) -> &mut i64 {
@@ -139,6 +146,16 @@ impl<S: SqlStore> Ledger<S> {
         }
         stats.records = stats.in_flight + stats.completed + stats.released;
         stats.next_sweep_at = self.next_sweep_at(now)?.map(rfc3339);
+        stats.trend = self.with_stored(|stored| {
+            trend::window(
+                &[
+                    &stored.trend,
+                    &self.pending.borrow().trend,
+                    &self.tally().trend,
+                ],
+                now,
+            )
+        })?;
         stats.db_bytes = self.store.database_size().unwrap_or(0) as i64;
         stats.unwritten_counts = i64::from(self.pending.borrow().events());
         if let Some((written, read)) = self.store.billed_rows() {

@@ -95,6 +95,7 @@ impl DurableObject for TenantLedger {
                 let from = match found {
                     Found::V1 => Some(1),
                     Found::V2 => Some(2),
+                    Found::V3 => Some(3),
                     _ => None,
                 };
                 if let Some(from) = from {

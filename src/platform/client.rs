@@ -28,11 +28,13 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Env, Headers, ObjectNamespace, Stub};
 
-use crate::ledger::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, ReleaseOutcome, Stats};
+use crate::ledger::{
+    ClaimOutcome, CompleteOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
+};
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::env::js_message;
 use crate::rpc::{
-    Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, LookupAnswer, LookupCall,
+    Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer, LookupCall,
     ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall, WAITED_HEADER,
 };
 
@@ -237,6 +239,13 @@ impl LedgerClient {
     }
 
     pub async fn lookup(&self, call: &LookupCall) -> Result<LookupAnswer, LedgerError> {
+        self.answer(call).await
+    }
+
+    /// One page of the object's keys; pass its `next` as the next call's
+    /// `after` (a sharded tenant's pages are merged with
+    /// `ListPage::merge`).
+    pub async fn list(&self, call: &ListCall) -> Result<ListPage, LedgerError> {
         self.answer(call).await
     }
 

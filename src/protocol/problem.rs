@@ -48,13 +48,16 @@ pub enum ProblemKind {
     NotFound,
     MethodNotAllowed,
     InvalidRpc,
+    /// A gateway read's query parameters (the key listing's `state`,
+    /// `limit`, `cursor`) are not ones it accepts.
+    InvalidQuery,
     /// A retired shard (resharding) does not hold the key: ask its current object.
     KeyMoved,
 }
 
 impl ProblemKind {
     /// Every kind, for the tests that hold the enum to the catalog.
-    pub const ALL: [ProblemKind; 21] = [
+    pub const ALL: [ProblemKind; 22] = [
         ProblemKind::Unauthorized,
         ProblemKind::Misconfigured,
         ProblemKind::KeyMissing,
@@ -75,6 +78,7 @@ impl ProblemKind {
         ProblemKind::NotFound,
         ProblemKind::MethodNotAllowed,
         ProblemKind::InvalidRpc,
+        ProblemKind::InvalidQuery,
         ProblemKind::KeyMoved,
     ];
 
@@ -106,6 +110,7 @@ impl ProblemKind {
             ProblemKind::NotFound => "not-found",
             ProblemKind::MethodNotAllowed => "method-not-allowed",
             ProblemKind::InvalidRpc => "invalid-rpc",
+            ProblemKind::InvalidQuery => "invalid-query",
             ProblemKind::KeyMoved => "idempotency-key-moved",
         }
     }

@@ -20,6 +20,7 @@ pub mod claim;
 pub mod complete;
 pub mod execute;
 pub mod layout;
+pub mod list;
 pub mod lookup;
 pub mod release;
 pub mod replayed;
@@ -33,6 +34,7 @@ pub use claim::{check_claim_windows, ClaimCall};
 pub use complete::CompleteCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
 pub use layout::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
+pub use list::ListCall;
 pub use lookup::{LookupAnswer, LookupCall};
 pub use release::ReleaseCall;
 pub use replayed::{
@@ -146,6 +148,7 @@ macro_rules! rpc_v1_calls {
             Complete => "/rpc/v1/complete", $crate::rpc::CompleteCall;
             Release => "/rpc/v1/release", $crate::rpc::ReleaseCall;
             Lookup => "/rpc/v1/lookup", $crate::rpc::LookupCall;
+            List => "/rpc/v1/list", $crate::rpc::ListCall;
             Stats => "/rpc/v1/stats", $crate::rpc::StatsCall;
             Execute => "/rpc/v1/execute", $crate::rpc::ExecuteCall;
             Replayed => "/rpc/v1/replayed", $crate::rpc::ReplayedCall;

@@ -54,6 +54,10 @@ test("JS RPC: claim, complete, replay, lookup and stats through a service bindin
   const stats = await rpc("stats", "rpc-tenant");
   assert.equal(stats.body.completed, 1);
   assert.equal(stats.body.reused, 1);
+  const page = await rpc("list", "rpc-tenant", { state: "completed" });
+  assert.deepEqual(page.body.keys.map((k) => [k.key, k.replays]), [["rpc-1", 1]]);
+  assert.equal(page.body.next, null);
+  assert.deepEqual((await rpc("list", "another-tenant", {})).body, { keys: [], next: null });
   // release and reclaim at the next generation
   await rpc("claim", "rpc-tenant", { key: "rpc-2", fingerprint });
   assert.deepEqual((await rpc("release", "rpc-tenant", { key: "rpc-2", generation: 1 })).body, { outcome: "released" });

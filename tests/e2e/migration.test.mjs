@@ -64,3 +64,42 @@ test("an object written by the v1 code upgrades on its first start and answers a
     } finally { await gw.dispose(); }
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
+
+test("an object written by the v3 code gains the per-minute trend on its first start and keeps every record and counter", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-v3-"));
+  const opts = { shared: { resourcePersistencePath: dir } };
+  const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } });
+  try {
+    const first = await startGateway(opts);
+    assert.equal((await get(first, "/v1/idempotency/stats")).status, 200);
+    await first.dispose();
+    const files = sqliteFiles(dir).filter((f) => !f.includes("metadata"));
+    assert.equal(files.length, 1, `one object database: ${files}`);
+    rmSync(`${files[0]}-wal`, { force: true });
+    rmSync(`${files[0]}-shm`, { force: true });
+    copyFileSync(`${ROOT}tests/fixtures/ledger-v3.sqlite`, files[0]);
+
+    const gw = await startGateway(opts);
+    try {
+      const s = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.deepEqual(
+        [s.records, s.in_flight, s.completed, s.released, s.claims, s.replays, s.reused, s.in_use],
+        [3, 1, 1, 1, 3, 1, 1, 1],
+        JSON.stringify(s),
+      );
+      assert.equal(s.trend.length, 60);
+      assert.ok(s.trend.every((m) => m.claims + m.replays + m.reused + m.in_use + m.takeovers + m.fenced_out + m.swept === 0), "the hour starts empty");
+      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 3)?.to, 4);
+      const done = (await json(await get(gw, "/v1/idempotency-keys/done"))).json;
+      assert.deepEqual([done.state, done.generation, done.replays, done.response_status], ["completed", 1, 1, 201]);
+      // The v3 record replays its stored bytes, and the replay is trended.
+      const again = await read(await gw.request("/v1/orders", orderInit({ key: "done", body: "a" })));
+      assert.deepEqual([again.status, again.text, again.headers["idempotent-replayed"]], [201, '{"id":1}', "true"]);
+      const listed = (await json(await get(gw, "/v1/idempotency-keys?state=in_flight"))).json;
+      assert.deepEqual(listed.keys.map((k) => k.key), ["busy"]);
+      const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.equal(after.replays, 2);
+      assert.equal(after.trend.reduce((n, m) => n + m.replays, 0), 1);
+    } finally { await gw.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});

@@ -94,6 +94,11 @@ test("bad calls are refused with problems and write nothing", async () => {
     ["complete", { key: "x", generation: 1, response: { ...stored("a"), status: 600 } }, 400],
     ["complete", { key: "x", generation: 1, response: { status: 200, headers: [["set-cookie", "a=b"]], body: null } }, 400],
     ["release", { key: "x", generation: 1, extra: true }, 400],
+    ["list", { limit: 0 }, 400],
+    ["list", { limit: 101 }, 400],
+    ["list", { state: "done" }, 400],
+    ["list", { after: { sweep_at: 1, key: "" } }, 400],
+    ["list", { cursor: "abc" }, 400],
     ["nope", {}, 404],
   ];
   for (const [route, payload, status] of cases) {
@@ -106,4 +111,46 @@ test("bad calls are refused with problems and write nothing", async () => {
   const after = (await call("stats", {})).json;
   assert.equal(after.records, before.records);
   assert.equal(after.claims, before.claims);
+});
+
+test("list pages through one object's keys: newest first, in flight oldest first, each key as lookup shows it", async () => {
+  const ns = await gw.mf.getDurableObjectNamespace("TENANT_LEDGER");
+  const object = ns.get(ns.idFromName("rpc-list-tenant"));
+  const on = async (route, payload) => {
+    const res = await object.fetch(`https://ledger/rpc/v1/${route}`, { method: "POST", body: JSON.stringify(payload) });
+    return { status: res.status, json: await res.json() };
+  };
+  const fp = fingerprint("list");
+  const keys = [];
+  for (let i = 0; i < 12; i++) {
+    const key = `list-${String(i).padStart(2, "0")}`;
+    keys.push(key);
+    assert.equal((await on("claim", { key, fingerprint: fp })).json.outcome, "claimed");
+    if (i % 3 !== 0) assert.equal((await on("complete", { key, generation: 1, response: stored(key) })).json.outcome, "stored");
+  }
+  const walk = async (call) => {
+    const seen = [];
+    let after;
+    for (let pages = 0; pages < 50; pages++) {
+      const page = await on("list", { ...call, ...(after ? { after } : {}) });
+      assert.equal(page.status, 200, JSON.stringify(page.json));
+      assert.ok(page.json.keys.length <= (call.limit ?? 20));
+      seen.push(...page.json.keys);
+      if (page.json.next === null) return seen;
+      after = page.json.next;
+    }
+    assert.fail("the walk did not end");
+  };
+  const all = await walk({ limit: 5 });
+  assert.deepEqual(all.map((k) => k.key), [...keys].reverse(), "newest first");
+  const { sweep_at, ...record } = all[0];
+  assert.ok(Number.isInteger(sweep_at) && sweep_at > Date.now());
+  assert.deepEqual(record, (await on("lookup", { key: all[0].key })).json.record);
+  const inFlight = await walk({ state: "in_flight", limit: 2 });
+  assert.deepEqual(inFlight.map((k) => k.key), keys.filter((_, i) => i % 3 === 0), "oldest first");
+  assert.ok(inFlight.every((k) => k.state === "in_flight" && k.lease_expires_at !== null));
+  const completed = await walk({ state: "completed" });
+  assert.equal(completed.length, 8);
+  assert.ok(completed.every((k) => k.state === "completed" && k.response_status === 200 && k.retained === true));
+  assert.deepEqual((await walk({ state: "released" })), []);
 });

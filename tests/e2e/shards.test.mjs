@@ -23,6 +23,33 @@ const lookupAt = async (gw, name, key) => {
   const r = await stub.fetch("https://l/rpc/v1/lookup", { method: "POST", body: JSON.stringify({ key }) });
   return (await r.json()).record;
 };
+/** Every page of the gateway's key listing (`query` without the cursor), with a hook run before each next page. */
+async function listAll(request, query = "", between = async () => {}) {
+  const pages = [];
+  let cursor = null;
+  do {
+    const sep = query && cursor ? "&" : "";
+    const r = await json(await request(`/v1/idempotency-keys?${query}${cursor ? `${sep}cursor=${cursor}` : ""}`, { headers: { authorization: ACME } }));
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    pages.push(r.json.keys);
+    cursor = r.json.next_cursor;
+    if (cursor !== null) await between();
+    assert.ok(pages.length < 500, "the walk ends");
+  } while (cursor !== null);
+  return pages;
+}
+/** Every key one object holds (RPC list, every page), with its sweep_at. */
+async function heldBy(gw, name, state) {
+  const stub = await gw.ledger(name);
+  const out = [];
+  let after = null;
+  do {
+    const r = await (await stub.fetch("https://l/rpc/v1/list", { method: "POST", body: JSON.stringify({ state, limit: 100, ...(after ? { after } : {}) }) })).json();
+    out.push(...r.keys);
+    after = r.next;
+  } while (after !== null);
+  return out;
+}
 /** An origin that answers each key's run with its own body and counts runs per key. */
 async function countingOrigin(hold = () => null) {
   const runs = new Map();
@@ -63,6 +90,11 @@ test("a sharded tenant: keys spread over its objects, every guarantee holds, sta
     assert.equal(s.completed, 40);
     assert.equal(s.replays, 10);
     assert.ok(s.db_bytes > 0);
+    // The trend is summed minute by minute over the four objects.
+    assert.equal(s.trend.length, 60);
+    assert.equal(s.trend.reduce((n, m) => n + m.claims, 0), s.claims);
+    assert.equal(s.trend.reduce((n, m) => n + m.replays, 0), 10);
+    assert.equal(s.limits.max_keys, Number(wranglerVars().MAX_KEYS_PER_TENANT ?? 1_000_000));
     // 409, 422 and waiting on a sharded key.
     const first = gw.request("/charges", post("busy")).then(read);
     await origin.waitForRequests(41);
@@ -168,8 +200,58 @@ test("raising a tenant's shard count under live traffic never runs a key twice; 
       const s = await stats(after.request);
       assert.equal(s.completed, 30);
       assert.equal(s.in_flight, 1);
+      // The listing covers both layouts while resharding: every key once.
+      const listed = (await listAll(after.request, "limit=6")).flat().map((k) => k.key);
+      assert.deepEqual([...listed].sort(), [...old, ...fresh, "old-busy"].sort());
+      assert.deepEqual((await listAll(after.request, "state=in_flight")).flat().map((k) => k.key), ["old-busy"]);
     } finally { await after.dispose(); }
   } finally { held.resolve(); await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("a sharded tenant's keys are listed in one order over its objects, by the gateway and by JS RPC, while keys keep arriving", async () => {
+  const tsLike = rpcCaller();
+  const { origin } = await countingOrigin();
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 4}' }, workers: [tsLike] });
+  try {
+    const caller = await gw.mf.getWorker("rpc-caller");
+    const rpc = async (op, ...args) => (await caller.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();
+    const keys = Array.from({ length: 40 }, (_, i) => `listed-${String(i).padStart(2, "0")}`);
+    for (const key of keys) assert.equal((await read(await gw.request("/charges", post(key)))).status, 201);
+    const fp = await fingerprint({ method: "POST", target: "/charges", headers: {}, body: new TextEncoder().encode("x") });
+    const busy = Array.from({ length: 6 }, (_, i) => `busy-${i}`);
+    for (const key of busy) assert.equal((await rpc("claim", "acme", { key, fingerprint: fp })).outcome, "claimed");
+    // The one order: every object's keys sorted by (sweep_at, key).
+    const objects = [0, 1, 2, 3].map((i) => shardObjectName("acme", i, 4));
+    const everyKey = async (state, newestFirst) => {
+      const all = (await Promise.all(objects.map((name) => heldBy(gw, name, state)))).flat();
+      const order = (a, b) => (a.sweep_at - b.sweep_at) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+      return all.sort((a, b) => (newestFirst ? order(b, a) : order(a, b))).map((k) => k.key);
+    };
+    const expected = await everyKey(undefined, true);
+    assert.deepEqual([...expected].sort(), [...keys, ...busy].sort());
+    // Pages of 7 while three new keys arrive before each next page: no key twice, none missed.
+    let n = 0;
+    const arriving = async () => { for (let i = 0; i < 3; i++) await read(await gw.request("/charges", post(`arrived-${n++}`))); };
+    const pages = await listAll(gw.request, "limit=7", arriving);
+    assert.ok(pages.every((p) => p.length <= 7));
+    assert.ok(n > 0);
+    assert.deepEqual(pages.flat().map((k) => k.key), expected);
+    const listedBusy = (await listAll(gw.request, "state=in_flight&limit=2")).flat();
+    assert.deepEqual(listedBusy.map((k) => k.key), await everyKey("in_flight", false));
+    assert.deepEqual(listedBusy.map((k) => k.key).sort(), busy);
+    const completed = (await listAll(gw.request, "state=completed&limit=9")).flat().map((k) => k.key);
+    assert.deepEqual(completed, await everyKey("completed", true));
+    // TenantLedgers.list (LedgerService) merges the same way.
+    const viaRpc = [];
+    let after;
+    do {
+      const page = await rpc("list", "acme", { limit: 11, ...(after ? { after } : {}) });
+      assert.ok(Array.isArray(page.keys), JSON.stringify(page));
+      viaRpc.push(...page.keys.map((k) => k.key));
+      after = page.next;
+    } while (after !== null);
+    assert.deepEqual(viaRpc, await everyKey(undefined, true));
+  } finally { await gw.dispose(); await origin.close(); }
 });
 
 /** A Worker bound to the gateway's LedgerService that calls `op(...args)` for each POST. */
@@ -204,7 +286,10 @@ test("JS RPC routes a sharded tenant's keys like the gateway (claim, complete, l
     const viaGateway = await read(await gw.request("/charges", post("rpc-1")));
     assert.equal(viaGateway.headers["idempotent-replayed"], "true");
     assert.equal(viaGateway.text, "via rpc");
-    assert.equal((await rpc("stats", "acme")).completed, 1);
+    const summed = await rpc("stats", "acme");
+    assert.equal(summed.completed, 1);
+    assert.equal(summed.trend.length, 60, "TenantLedgers sums the trend minute by minute");
+    assert.equal(summed.trend.reduce((n, m) => n + m.claims, 0), 1);
     assert.match((await rpc("execute", "acme", {})).error, /sharded tenant/);
   } finally { await gw.dispose(); await origin.close(); }
 });

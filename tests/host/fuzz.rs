@@ -7,7 +7,7 @@ use idempotency_ledger::config::Config;
 use idempotency_ledger::contract::auth::TokenMap;
 use idempotency_ledger::protocol::{parse_idempotency_key, Fingerprint, RequestParts};
 use idempotency_ledger::rpc::{
-    Call, ClaimCall, CompleteCall, ExecuteCall, LookupCall, ReleaseCall, ReplayedCall,
+    Call, ClaimCall, CompleteCall, ExecuteCall, ListCall, LookupCall, ReleaseCall, ReplayedCall,
 };
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -177,6 +177,7 @@ fn arbitrary_rpc_calls_never_panic_and_valid_ones_round_trip() {
         br#"{"key":"k","generation":1,"response":{"status":200,"headers":[],"body":"aGk="}}"#.to_vec(),
         br#"{"key":"k","generation":2}"#.to_vec(),
         br#"{"replays":[{"key":"k","generation":1,"count":3}]}"#.to_vec(),
+        br#"{"state":"in_flight","limit":20,"after":{"sweep_at":1800000000000,"key":"k"}}"#.to_vec(),
         br#"{"key":"k","fingerprint":{"digest":"00","components":[]},"request":{"method":"POST","target":"/","body":""}}"#.to_vec(),
     ];
     let mut rng = SmallRng::seed_from_u64(11);
@@ -193,6 +194,9 @@ fn arbitrary_rpc_calls_never_panic_and_valid_ones_round_trip() {
             let _ = c.validate();
         }
         if let Ok(c) = serde_json::from_slice::<LookupCall>(&bytes) {
+            let _ = c.validate();
+        }
+        if let Ok(c) = serde_json::from_slice::<ListCall>(&bytes) {
             let _ = c.validate();
         }
         if let Ok(c) = serde_json::from_slice::<ReplayedCall>(&bytes) {

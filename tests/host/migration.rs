@@ -1,5 +1,6 @@
-//! The in-place upgrades from schema v1 and v2, from databases those
-//! versions wrote (tests/fixtures/ledger-v1.sqlite and ledger-v2.sqlite:
+//! The in-place upgrades from schema v1, v2 and v3, from databases those
+//! versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite and
+//! ledger-v3.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -480,4 +481,64 @@ fn an_upgrade_interrupted_between_steps_resumes_on_the_next_start_without_counti
     let s = l.stats(T0 + 100).unwrap();
     assert_eq!((s.records, s.completed), (5_006, 5_003));
     assert_eq!(count(&l, "idempotency_records"), 5_006);
+}
+
+#[test]
+fn a_v3_database_upgrades_in_place_with_an_empty_trend_keeping_every_record_and_counter() {
+    let l = fixture_ledger("ledger-v3.sqlite");
+    assert_eq!(version_of(&l), 3, "the fixture is v3");
+    let columns = |l: &Ledger<RusqliteStore>| -> Vec<String> {
+        let conn = l.store().connection();
+        let mut stmt = conn
+            .prepare("SELECT name FROM pragma_table_info('ledger_state')")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert!(!columns(&l).contains(&"trend".to_string()));
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V3);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    assert!(columns(&l).contains(&"trend".to_string()));
+    assert_eq!(count(&l, "idempotency_records"), 3);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    let s = l.stats(T0 + 2_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use),
+        (3, 1, 1, 1),
+        "every counter kept"
+    );
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (3, 1, 1, 1)
+    );
+    // Schema 3 kept no counts by minute: the hour starts empty.
+    assert_eq!(s.trend.len(), 60);
+    assert!(s
+        .trend
+        .iter()
+        .all(|m| m.claims + m.replays + m.reused + m.in_use == 0));
+    // Records answer as before, and what happens now is trended.
+    assert_eq!(l.lookup("done", T0 + 2_000).unwrap().unwrap().replays, 1);
+    match l.claim("done", &fp("a"), &policy(), T0 + 2_000).unwrap() {
+        ClaimOutcome::Refused(Refusal::Completed { response, .. }) => {
+            assert_eq!(response, self::response(r#"{"id":1}"#))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        l.claim("busy", &fp("c"), &policy(), T0 + 2_000).unwrap(),
+        ClaimOutcome::Refused(Refusal::InFlight { .. })
+    ));
+    assert!(matches!(
+        l.claim("freed", &fp("e"), &policy(), T0 + 2_000).unwrap(),
+        ClaimOutcome::Claimed { generation: 2, .. }
+    ));
+    l.flush_pending().unwrap();
+    let s = l.stats(T0 + 2_000).unwrap();
+    let now = &s.trend[59];
+    assert_eq!((now.claims, now.replays, now.in_use), (1, 1, 1));
+    assert_eq!((s.claims, s.replays, s.in_use), (4, 2, 2));
 }

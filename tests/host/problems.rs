@@ -117,6 +117,7 @@ fn final_problems_and_replays_say_x_should_retry_false_and_nothing_else_does() {
             "idempotency-key-reused",
             "method-not-supported",
             "idempotency-response-not-retained",
+            "invalid-query",
         ],
         "the catalog's final refusals (docs/contract.md §2.5)"
     );

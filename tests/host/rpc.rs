@@ -15,6 +15,7 @@ fn routes_resolve_only_under_v1() {
         Route::Complete,
         Route::Release,
         Route::Lookup,
+        Route::List,
         Route::Stats,
         Route::Execute,
         Route::Replayed,
@@ -160,4 +161,76 @@ fn unknown_fields_and_bad_values_are_refused() {
     assert!(call.validate().is_err());
     let call: ReleaseCall = serde_json::from_str(r#"{"key":"","generation":1}"#).unwrap();
     assert!(call.validate().is_err());
+}
+
+#[test]
+fn list_calls_are_optional_bounded_and_strict() {
+    let call: ListCall = serde_json::from_str("{}").unwrap();
+    assert_eq!(call.validate(), Ok(()));
+    assert_eq!(call.query().limit, 20, "the default page");
+    assert_eq!(serde_json::to_value(&call).unwrap(), serde_json::json!({}));
+    let call: ListCall = serde_json::from_value(serde_json::json!({
+        "state": "in_flight", "limit": 100, "after": {"sweep_at": 1_800_000_000_000i64, "key": "k"}
+    }))
+    .unwrap();
+    assert_eq!(call.validate(), Ok(()));
+    for bad in [
+        serde_json::json!({"limit": 0}),
+        serde_json::json!({"limit": 101}),
+        serde_json::json!({"after": {"sweep_at": 1, "key": ""}}),
+        serde_json::json!({"after": {"sweep_at": 9_007_199_254_740_992i64, "key": "k"}}),
+    ] {
+        let call: ListCall = serde_json::from_value(bad.clone()).unwrap();
+        assert!(call.validate().is_err(), "{bad}");
+    }
+    for unreadable in [
+        serde_json::json!({"state": "done"}),
+        serde_json::json!({"limit": -1}),
+        serde_json::json!({"limit": "5"}),
+        serde_json::json!({"after": {"sweep_at": 1}}),
+        serde_json::json!({"after": {"sweep_at": 1, "key": "k", "x": 1}}),
+        serde_json::json!({"cursor": "abc"}),
+    ] {
+        assert!(
+            serde_json::from_value::<ListCall>(unreadable.clone()).is_err(),
+            "{unreadable}"
+        );
+    }
+}
+
+#[test]
+fn a_listed_key_is_the_lookup_view_plus_its_sweep_at() {
+    use idempotency_ledger::ledger::{KeyState, ListPage, ListedKey, Position, RecordView};
+    let page = ListPage {
+        keys: vec![ListedKey {
+            record: RecordView {
+                key: "k".into(),
+                state: KeyState::InFlight,
+                generation: 1,
+                created_at: "2026-12-01T00:00:00.000Z".into(),
+                expires_at: "2026-12-02T00:00:00.000Z".into(),
+                lease_expires_at: Some("2026-12-01T00:01:00.000Z".into()),
+                response_status: None,
+                retained: None,
+                replays: 0,
+            },
+            sweep_at: 1_764_633_600_000,
+        }],
+        next: Some(Position {
+            sweep_at: 1_764_633_600_000,
+            key: "k".into(),
+        }),
+    };
+    let json = serde_json::to_value(&page).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "keys": [{"key": "k", "state": "in_flight", "generation": 1,
+                      "created_at": "2026-12-01T00:00:00.000Z", "expires_at": "2026-12-02T00:00:00.000Z",
+                      "lease_expires_at": "2026-12-01T00:01:00.000Z", "response_status": null,
+                      "retained": null, "replays": 0, "sweep_at": 1_764_633_600_000i64}],
+            "next": {"sweep_at": 1_764_633_600_000i64, "key": "k"}
+        })
+    );
+    assert_eq!(serde_json::from_value::<ListPage>(json).unwrap(), page);
 }

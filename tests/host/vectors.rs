@@ -180,6 +180,14 @@ fn the_core_limits_are_the_shared_fixture_s() {
         idempotency_ledger::protocol::MAX_KEY_LEN as u64
     );
     assert_eq!(
+        n("list_default_limit"),
+        u64::from(idempotency_ledger::ledger::list::DEFAULT_LIST_LIMIT)
+    );
+    assert_eq!(
+        n("list_max_limit"),
+        u64::from(idempotency_ledger::ledger::list::MAX_LIST_LIMIT)
+    );
+    assert_eq!(
         n("max_wait_seconds"),
         idempotency_ledger::config::waiting::MAX_WAIT_SECONDS
     );

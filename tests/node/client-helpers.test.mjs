@@ -157,6 +157,23 @@ test("shardOf / shardObjectName place keys exactly as the gateway (shared vector
   }
 });
 
+test("a sharded tenant's listing pages merge exactly as the gateway merges them (shared vectors: tests/fixtures/list-merge.json)", async () => {
+  const { mergeListPages } = await import("../../client/shards.js");
+  const { readFileSync } = await import("node:fs");
+  const fixture = JSON.parse(readFileSync(new URL("../fixtures/list-merge.json", import.meta.url), "utf8"));
+  assert.ok(fixture.cases.length >= 8);
+  for (const c of fixture.cases) {
+    // Each record says which page it came from, to see whose record was kept.
+    const pages = c.pages.map((p, from) => ({
+      current: p.current,
+      page: { keys: p.keys.map((k) => ({ ...k, from })), next: p.next },
+    }));
+    const merged = mergeListPages(pages, c.limit, c.walk);
+    assert.deepEqual(merged.keys.map((k) => ({ key: k.key, from: k.from })), c.merged.keys, c.name);
+    assert.deepEqual(merged.next, c.merged.next, c.name);
+  }
+});
+
 test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixtures/defaults.json and is what applies", async () => {
   const { withIdempotency, fingerprint, captureResponse } = await import("../../client/index.js");
   const { DEFAULTS } = await import("../../client/defaults.js");

@@ -9,7 +9,7 @@ const fixture = JSON.parse(readFileSync(new URL("../fixtures/limits.json", impor
 
 test("every limit the JS package applies is the fixture's (and so the core's)", async () => {
   const defaults = await import("../../client/defaults.js");
-  const { MAX_SHARDS } = await import("../../client/shards.js");
+  const { MAX_SHARDS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } = await import("../../client/shards.js");
   const { MAX_KEY_LENGTH } = await import("../../client/key.js");
   const { SETTLE_RETRY_DELAYS_MS } = await import("../../client/settle.js");
   const { NULL_BODY } = await import("../../client/stored.js");
@@ -19,6 +19,8 @@ test("every limit the JS package applies is the fixture's (and so the core's)", 
   assert.equal(defaults.MAX_BODY_CEILING, l.max_request_body_ceiling);
   assert.equal(defaults.MAX_WAIT_SECONDS, l.max_wait_seconds);
   assert.equal(MAX_SHARDS, l.max_shards);
+  assert.equal(LIST_DEFAULT_LIMIT, l.list_default_limit);
+  assert.equal(LIST_MAX_LIMIT, l.list_max_limit);
   assert.equal(MAX_KEY_LENGTH, l.max_key_length);
   assert.deepEqual([...SETTLE_RETRY_DELAYS_MS], l.settle_retry_delays_ms);
   assert.deepEqual([...NULL_BODY].sort(), [...l.null_body_statuses].sort());

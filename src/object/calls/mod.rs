@@ -20,6 +20,7 @@ mod claim;
 mod complete;
 mod execute;
 mod layout;
+mod list;
 mod lookup;
 mod release;
 mod replayed;

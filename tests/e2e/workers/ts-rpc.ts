@@ -3,7 +3,7 @@
 // declarations. Compiled by esbuild in js-rpc.test.mjs; type-checked by
 // `tsc -p tests/types`.
 import { fingerprint, replayResponse, captureResponse } from "../../../client/index.js";
-import type { LedgerServiceRpc, ClaimCall } from "../../../client/index.js";
+import type { LedgerServiceRpc, ClaimCall, ListCall } from "../../../client/index.js";
 
 interface Env {
   LEDGER: LedgerServiceRpc;
@@ -19,6 +19,7 @@ async function raw(env: Env, op: string, tenant: string, arg: unknown): Promise<
       case "complete": return Response.json(await env.LEDGER.complete(tenant, arg as Parameters<LedgerServiceRpc["complete"]>[1]));
       case "release": return Response.json(await env.LEDGER.release(tenant, arg as Parameters<LedgerServiceRpc["release"]>[1]));
       case "lookup": return Response.json(await env.LEDGER.lookup(tenant, arg as string));
+      case "list": return Response.json(await env.LEDGER.list(tenant, arg as ListCall));
       case "stats": return Response.json(await env.LEDGER.stats(tenant));
       case "execute": return Response.json(await env.LEDGER.execute(tenant, arg as Parameters<LedgerServiceRpc["execute"]>[1]));
     }

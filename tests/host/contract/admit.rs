@@ -65,6 +65,9 @@ fn only_get_and_head_health_skip_authentication() {
         ),
         ("GET", "/v1/idempotency/stats", GatewayRoute::Stats),
         ("POST", "/v1/idempotency/stats", GatewayRoute::Application),
+        ("GET", "/v1/idempotency-keys", GatewayRoute::KeyList),
+        ("POST", "/v1/idempotency-keys", GatewayRoute::Application),
+        ("HEAD", "/v1/idempotency-keys", GatewayRoute::Application),
         ("GET", "/openapi.json", GatewayRoute::OpenApi),
         ("POST", "/openapi.json", GatewayRoute::Application),
     ] {
@@ -80,6 +83,7 @@ fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
     for path in [
         "/v1/orders",
         "/v1/orders/{id}",
+        "/v1/idempotency-keys",
         "/v1/idempotency-keys/{key}",
         "/v1/idempotency/stats",
         "/health",
@@ -111,6 +115,7 @@ fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
         "idempotency-store-unavailable",
         "idempotency-ledger-full",
         "invalid-order",
+        "invalid-query",
         "not-found",
     ] {
         assert!(text.contains(&format!("`{slug}`")), "{slug} is documented");

@@ -5,6 +5,7 @@
 //! (docs/contract.md §2.6, [`proxy`]). This file holds their shared helpers.
 
 mod admit;
+mod listing;
 mod outcomes;
 mod proxy;
 

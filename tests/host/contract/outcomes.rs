@@ -371,3 +371,33 @@ fn a_503_says_the_request_may_have_run_unless_the_ledger_was_never_reached() {
         assert!(!d.contains("not run"), "{d}");
     }
 }
+
+#[test]
+fn the_stats_answer_carries_the_counts_the_trend_and_the_tenants_limits() {
+    use idempotency_ledger::contract::answer::{stats_answer, Limits};
+    let l = ledger();
+    l.claim("k", &fp("k"), &policy(), 1_000).unwrap();
+    let stats = l.stats(2_000).unwrap();
+    let c = config(&[
+        ("MAX_KEYS_PER_TENANT", "5000"),
+        ("MAX_DB_BYTES_PER_OBJECT", "1048576"),
+    ]);
+    let answer = stats_answer(&stats, Limits::of(&c));
+    assert_eq!(answer.status, 200);
+    let doc: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(
+        doc["limits"],
+        serde_json::json!({"max_keys": 5000, "max_db_bytes": 1048576})
+    );
+    assert_eq!(doc["claims"], 1);
+    assert_eq!(doc["trend"].as_array().unwrap().len(), 60);
+    assert_eq!(
+        doc["trend"][59]["claims"], 1,
+        "the claim's minute is the current one"
+    );
+    assert_eq!(doc["trend"][59]["minute"], "1970-01-01T00:00:00.000Z");
+    // Everything else is the object's stats, as they are.
+    let mut without = doc.clone();
+    without.as_object_mut().unwrap().remove("limits");
+    assert_eq!(without, serde_json::to_value(&stats).unwrap());
+}

@@ -1,0 +1,25 @@
+//! `list` applied: one page of this object's keys (wire shape:
+//! `rpc/list.rs`).
+//!
+//! What must stay true here: a listing only reads; it writes nothing, not
+//! even a count. A retired shard lists what it holds like any other object
+//! (the caller merges the tenant's objects: `gateway::reads`).
+
+use super::{answered, store_unavailable, Apply};
+use crate::config::Config;
+use crate::ledger::ListPage;
+use crate::object::waiting::WaitReport;
+use crate::object::TenantLedger;
+use crate::platform::now_ms;
+use crate::protocol::Problem;
+use crate::rpc::ListCall;
+
+impl Apply<ListCall> for TenantLedger {
+    async fn apply(&self, _: &Config, call: ListCall) -> Result<(ListPage, WaitReport), Problem> {
+        let page = self
+            .ledger
+            .list(&call.query(), now_ms())
+            .map_err(|e| store_unavailable(&e))?;
+        Ok(answered(page))
+    }
+}

@@ -1,0 +1,191 @@
+//! The key listing's query and cursor (docs/contract.md §2.7): what
+//! `GET /v1/idempotency-keys` accepts, and what it refuses before any
+//! object is asked.
+
+use super::*;
+use idempotency_ledger::contract::listing::{
+    decode_cursor, encode_cursor, list_answer, parse_list_query, ListRequest,
+};
+use idempotency_ledger::ledger::{KeyState, ListPage, ListQuery, Position};
+
+fn position(sweep_at: i64, key: &str) -> Position {
+    Position {
+        sweep_at,
+        key: key.into(),
+    }
+}
+
+fn refused(query: &str) -> Value {
+    let problem = parse_list_query(query).expect_err(query);
+    let answer = AppResponse::from(&problem);
+    let doc = expect_problem(&answer, 400, "invalid-query");
+    assert_eq!(
+        header(&answer, "x-should-retry"),
+        Some("false"),
+        "no retry changes it"
+    );
+    doc
+}
+
+#[test]
+fn the_listing_defaults_to_every_state_twenty_keys_from_the_start() {
+    for query in ["", "&", "&&"] {
+        assert_eq!(
+            parse_list_query(query).unwrap(),
+            ListRequest {
+                state: None,
+                limit: 20,
+                after: None
+            },
+            "{query:?}"
+        );
+    }
+    let r = parse_list_query("state=in_flight&limit=100").unwrap();
+    assert_eq!((r.state, r.limit), (Some(KeyState::InFlight), 100));
+    assert_eq!(parse_list_query("limit=1&state=released").unwrap().limit, 1);
+    // Percent-encoded names and values are read decoded.
+    assert_eq!(
+        parse_list_query("st%61te=completed").unwrap().state,
+        Some(KeyState::Completed)
+    );
+}
+
+#[test]
+fn bad_parameters_are_invalid_query_problems_naming_what_is_wrong() {
+    for (query, says) in [
+        ("state=done", "state must be"),
+        ("state=", "state must be"),
+        ("state=IN_FLIGHT", "state must be"),
+        ("state", "state must be"),
+        ("limit=0", "limit must be"),
+        ("limit=101", "limit must be"),
+        ("limit=abc", "limit must be"),
+        ("limit=", "limit must be"),
+        ("limit=+5", "limit must be"),
+        ("limit=-1", "limit must be"),
+        ("limit=5.0", "limit must be"),
+        ("limit=99999999999", "limit must be"),
+        ("limit=5&limit=5", "once"),
+        ("state=completed&state=completed", "once"),
+        ("cursor=a&cursor=a", "once"),
+        ("page=2", "unknown query parameter"),
+        ("limit=5&offset=10", "unknown query parameter"),
+        ("cursor=", "cursor"),
+        ("cursor=not-a-cursor", "cursor"),
+        ("cursor=%FF", "percent-encoded"),
+    ] {
+        let doc = refused(query);
+        let detail = doc["detail"].as_str().unwrap();
+        assert!(detail.contains(says), "{query}: {detail}");
+    }
+}
+
+#[test]
+fn a_cursor_round_trips_and_continues_only_the_listing_it_was_made_for() {
+    let at = position(1_800_000_000_000, "order 7f3a/é?");
+    // A key is printable ASCII; this one is not, so it is refused below.
+    assert!(decode_cursor(&encode_cursor(None, &at)).is_none());
+    let at = position(1_800_000_000_000, "order 7f3a/x?&=");
+    for state in [
+        None,
+        Some(KeyState::InFlight),
+        Some(KeyState::Completed),
+        Some(KeyState::Released),
+    ] {
+        let cursor = encode_cursor(state, &at);
+        assert!(
+            cursor
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "base64url: {cursor}"
+        );
+        assert_eq!(decode_cursor(&cursor), Some((state, at.clone())));
+        let query = match state {
+            Some(s) => format!("state={}&cursor={cursor}", s.as_str()),
+            None => format!("cursor={cursor}"),
+        };
+        assert_eq!(parse_list_query(&query).unwrap().after, Some(at.clone()));
+        // With another state: refused, naming the one it was made for.
+        let other = if state == Some(KeyState::Released) {
+            "completed"
+        } else {
+            "released"
+        };
+        let doc = refused(&format!("state={other}&cursor={cursor}"));
+        assert!(doc["detail"].as_str().unwrap().contains("same state"));
+    }
+    let cursor = encode_cursor(Some(KeyState::InFlight), &at);
+    let doc = refused(&format!("cursor={cursor}"));
+    assert!(doc["detail"].as_str().unwrap().contains("state=in_flight"));
+}
+
+#[test]
+fn an_edited_or_truncated_cursor_is_refused() {
+    let cursor = encode_cursor(None, &position(-5, "k"));
+    assert!(decode_cursor(&cursor).is_some());
+    let bytes = cursor.as_bytes();
+    for i in 0..bytes.len() {
+        for replacement in [b'A', b'z', b'-'] {
+            if bytes[i] == replacement {
+                continue;
+            }
+            let mut edited = bytes.to_vec();
+            edited[i] = replacement;
+            let edited = String::from_utf8(edited).unwrap();
+            // Every edit either breaks the encoding or the check digest
+            // (the last character's low bits may be unused padding).
+            if let Some(found) = decode_cursor(&edited) {
+                assert_eq!(i, bytes.len() - 1, "{edited} decoded as {found:?}");
+                assert_eq!(found, (None, position(-5, "k")));
+            }
+        }
+    }
+    for cut in 0..cursor.len() {
+        assert!(decode_cursor(&cursor[..cut]).is_none(), "{cut}");
+    }
+    assert!(decode_cursor(&format!("{cursor}AA")).is_none());
+    assert!(decode_cursor(&format!("{cursor}=")).is_none());
+}
+
+#[test]
+fn the_answer_is_the_lookup_shape_per_key_and_an_opaque_next_cursor() {
+    let l = ledger();
+    l.claim("a", &fp("a"), &policy(), 1_000).unwrap();
+    l.claim("b", &fp("b"), &policy(), 2_000).unwrap();
+    let page = l
+        .list(
+            &ListQuery {
+                state: None,
+                limit: 1,
+                after: None,
+            },
+            3_000,
+        )
+        .unwrap();
+    let answer = list_answer(None, &page);
+    assert_eq!(answer.status, 200);
+    let doc: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(
+        doc["keys"],
+        serde_json::json!([serde_json::to_value(l.lookup("b", 3_000).unwrap().unwrap()).unwrap()])
+    );
+    let cursor = doc["next_cursor"].as_str().unwrap();
+    let next = parse_list_query(&format!("cursor={cursor}&limit=1")).unwrap();
+    let page = l
+        .list(
+            &ListQuery {
+                state: None,
+                limit: 1,
+                after: next.after,
+            },
+            3_000,
+        )
+        .unwrap();
+    let last: Value = serde_json::from_slice(&list_answer(None, &page).body).unwrap();
+    assert_eq!(last["keys"][0]["key"], "a");
+    assert_eq!(last["next_cursor"], Value::Null);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&list_answer(None, &ListPage::default()).body).unwrap(),
+        serde_json::json!({"keys": [], "next_cursor": null})
+    );
+}
