@@ -14,8 +14,13 @@
 //!   class of the crate (wrapped in its re-initialising Proxy, whose method
 //!   wrappers stay synchronous for synchronous methods), but no free
 //!   functions: so this is a class.
-//! - `worker::State: From<worker_sys::DurableObjectState>`, so the JS
-//!   object's `ctx` becomes the same [`DoSqlStore`] `TenantLedger` uses.
+//! - The JS object's `ctx.storage` becomes the same [`DoSqlStore`]
+//!   `TenantLedger` uses ([`DoSqlStore::from_storage`]: `js_sys` only, so
+//!   this builds without workers-rs: the slim wasm of
+//!   `idempotency-ledger/ledger`, `--no-default-features --features
+//!   js-ledger`, scripts/build.sh).
+//! - Without workers-rs nothing installs its panic hook (worker 0.8.7's
+//!   start function), so this file installs the same one ([`start`]).
 //! - A JS function called from Rust through `js_sys::Function::call0`
 //!   returns `Err(thrown)` when it throws (wasm-bindgen catches it), so a
 //!   throw inside the caller's write is an ordinary `Err` here.
@@ -32,7 +37,6 @@ use js_sys::{Array, Function, Uint8Array};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use worker::State;
 
 use crate::config::{SWEEP_BATCH, SWEEP_INTERVAL_SECONDS};
 use crate::ledger::pending::FLUSH_AFTER_MS;
@@ -45,6 +49,26 @@ use crate::platform::env::now_ms;
 use crate::protocol::target::target_of;
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, RequestParts};
 use crate::rpc::{check_fingerprint, check_key, check_window};
+
+/// Without workers-rs (the slim build), workers-rs's own start function is
+/// not linked: install what it installs, a panic hook writing the panic
+/// as a `Critical` console error (the module's JS shim then re-initialises
+/// the instance on the trap that follows: scripts/ledger-shim.mjs).
+#[cfg(not(feature = "workers-rs"))]
+#[wasm_bindgen(start)]
+fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        let error = js_sys::Error::new(&format!("Rust panic: {info}"));
+        console_error(&JsValue::from_str("Critical"), &error);
+    }));
+}
+
+#[cfg(not(feature = "workers-rs"))]
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = console, js_name = error)]
+    fn console_error(label: &JsValue, error: &JsValue);
+}
 
 /// The limits of one embedded ledger (client/ledger.js fills the defaults).
 #[derive(Debug, Deserialize)]
@@ -125,8 +149,7 @@ impl EmbeddedLedger {
             ));
         }
         let (policy, capture, sweep_interval_ms) = policies(options)?;
-        let state = State::from(ctx.unchecked_into::<worker::worker_sys::DurableObjectState>());
-        let ledger = Ledger::new(DoSqlStore::new(&state)).count_in_transaction();
+        let ledger = Ledger::new(DoSqlStore::from_storage(storage)).count_in_transaction();
         ledger.migrate().map_err(store_failed)?;
         ledger.recount_on_start(now_ms()).map_err(store_failed)?;
         Ok(EmbeddedLedger {
