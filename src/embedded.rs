@@ -181,7 +181,7 @@ impl EmbeddedLedger {
     /// (the caller has it). Whatever `run` throws is rethrown, nothing
     /// written.
     pub fn execute(&self, call: &str, run: &Function) -> Result<String, JsValue> {
-        let call: Keyed = serde_json::from_str(call).map_err(refuse)?;
+        let call: Keyed = serde_json::from_slice(call.as_bytes()).map_err(refuse)?;
         check_key(&call.key).map_err(refuse)?;
         check_fingerprint(&call.fingerprint).map_err(refuse)?;
         self.run_execute(&call.key, &call.fingerprint, run)
@@ -333,7 +333,7 @@ impl EmbeddedLedger {
 /// The options (client/ledger.js fills the defaults), checked: the claim
 /// policy, the capture policy and the sweep grid.
 fn policies(options: &str) -> Result<(ClaimPolicy, CapturePolicy, i64), JsValue> {
-    let options: Options = serde_json::from_str(options).map_err(refuse)?;
+    let options: Options = serde_json::from_slice(options.as_bytes()).map_err(refuse)?;
     check_window("retentionSeconds", Some(options.retention_seconds)).map_err(refuse)?;
     if options.max_keys == 0 {
         return Err(refuse("maxKeys must be at least 1"));

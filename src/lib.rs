@@ -34,6 +34,11 @@
 //! the typed client). `js-ledger` alone is the slim wasm of
 //! `idempotency-ledger/ledger`: the core, the store over `js_sys`, the
 //! binding, and no workers-rs at all.
+//!
+//! Size (the wasm is what a deploy uploads; docs/development.md, "Where
+//! the wasm's bytes go"): JSON is parsed with `serde_json::from_slice`
+//! everywhere (one reader type, so one copy of each deserializer), and
+//! outcome enums are read through one flat struct (`ledger::outcome`).
 
 pub mod config;
 pub mod contract;

@@ -199,53 +199,67 @@ impl SqlStore for DoSqlStore {
         &self,
         body: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
-        let transaction_sync = self.transaction_sync()?;
         let mut body = Some(body);
         let mut outcome: Option<Result<T, E>> = None;
-        let call = {
-            let mut run = || -> Result<JsValue, JsValue> {
-                let Some(body) = body.take() else {
-                    return Err(JsValue::from_str("transaction body ran twice"));
-                };
-                let result = body();
-                let failed = result.is_err();
-                outcome = Some(result);
-                if failed {
-                    // Throwing makes transactionSync roll back every write.
-                    Err(JsValue::from_str(
-                        "idempotency-ledger: transaction rolled back",
-                    ))
-                } else {
-                    Ok(JsValue::UNDEFINED)
-                }
+        let mut run = || -> Result<(), &'static str> {
+            let Some(body) = body.take() else {
+                return Err("transaction body ran twice");
             };
-            let run_ref: &mut dyn FnMut() -> Result<JsValue, JsValue> = &mut run;
-            // SAFETY: transactionSync invokes the callback synchronously and
-            // only before it returns; the Closure is dropped at the end of
-            // this block, so the erased borrow never outlives `run`.
-            let run_static: &'static mut dyn FnMut() -> Result<JsValue, JsValue> =
-                unsafe { std::mem::transmute(run_ref) };
-            let closure =
-                Closure::<dyn FnMut() -> Result<JsValue, JsValue>>::wrap(Box::new(move || {
-                    run_static()
-                }));
-            let call = transaction_sync.call1(&self.storage, closure.as_ref().unchecked_ref());
-            drop(closure);
-            call
+            let result = body();
+            let failed = result.is_err();
+            outcome = Some(result);
+            if failed {
+                // Throwing makes transactionSync roll back every write.
+                Err("idempotency-ledger: transaction rolled back")
+            } else {
+                Ok(())
+            }
         };
+        let call = self.transaction(&mut run)?;
         match (call, outcome) {
-            (Ok(_), Some(Ok(value))) => Ok(value),
+            (Ok(()), Some(Ok(value))) => Ok(value),
             (Err(_), Some(Err(e))) => Err(e),
             (Err(e), Some(Ok(_))) => Err(StoreError::Sql(format!(
                 "transaction failed to commit: {}",
                 js_message(&e)
             ))
             .into()),
-            (Ok(_), Some(Err(e))) => Err(e),
+            (Ok(()), Some(Err(e))) => Err(e),
             (Err(e), None) => {
                 Err(StoreError::Sql(format!("transaction did not run: {}", js_message(&e))).into())
             }
-            (Ok(_), None) => Err(StoreError::Sql("transaction callback never ran".into()).into()),
+            (Ok(()), None) => Err(StoreError::Sql("transaction callback never ran".into()).into()),
         }
+    }
+}
+
+impl DoSqlStore {
+    /// The half of [`SqlStore::atomically`] that does not depend on its
+    /// types (so it exists once in the wasm, not once per call site): runs
+    /// `run` inside one `transactionSync`, which rolls back when `run`
+    /// answers `Err` (thrown as that message). Answers how the call ended.
+    fn transaction(
+        &self,
+        run: &mut dyn FnMut() -> Result<(), &'static str>,
+    ) -> Result<Result<(), JsValue>, StoreError> {
+        let transaction_sync = self.transaction_sync()?;
+        let mut run = move || -> Result<JsValue, JsValue> {
+            run()
+                .map(|()| JsValue::UNDEFINED)
+                .map_err(JsValue::from_str)
+        };
+        let run_ref: &mut dyn FnMut() -> Result<JsValue, JsValue> = &mut run;
+        // SAFETY: transactionSync invokes the callback synchronously and
+        // only before it returns; the Closure is dropped at the end of
+        // this function, so the erased borrow never outlives `run`.
+        let run_static: &'static mut dyn FnMut() -> Result<JsValue, JsValue> =
+            unsafe { std::mem::transmute(run_ref) };
+        let closure =
+            Closure::<dyn FnMut() -> Result<JsValue, JsValue>>::wrap(Box::new(move || {
+                run_static()
+            }));
+        let call = transaction_sync.call1(&self.storage, closure.as_ref().unchecked_ref());
+        drop(closure);
+        Ok(call.map(|_| ()))
     }
 }
