@@ -84,7 +84,7 @@ build_ledger() {
     --external:./index_bg.wasm --outfile=build/ledger/index.js
   local strip=(--strip-debug --strip-producers)
   [ "$variant" = "names=1" ] && strip=(--debuginfo)
-  wasm-opt "$tmp/bindgen_bg.wasm" -Oz "${strip[@]}" "${WASM_FEATURES[@]}" -o "$out"
+  wasm-opt "$tmp/bindgen_bg.wasm" -Oz --converge "${strip[@]}" "${WASM_FEATURES[@]}" -o "$out"
   rm -rf "$tmp"
   echo "$variant" > build/ledger/.variant
 }

@@ -34,6 +34,8 @@ test("the packaged config (worker/wrangler.jsonc) runs the prebuilt Worker with 
   assert.deepEqual(config.migrations, [{ tag: "v1", new_sqlite_classes: ["TenantLedger"] }]);
   const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
   assert.equal(config.compatibility_date, toml.match(/^compatibility_date = "(.*)"$/m)[1]);
+  assert.equal(config.minify, true);
+  assert.match(toml, /^minify = true$/m);
 });
 
 test("wrangler.toml's [build] command works from any directory: another directory bundles the checkout's build", async () => {
