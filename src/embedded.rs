@@ -34,7 +34,7 @@
 use std::rc::Rc;
 
 use js_sys::{Array, Function, Uint8Array};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -88,6 +88,27 @@ struct Options {
 struct Keyed {
     key: String,
     fingerprint: Fingerprint,
+}
+
+/// A `ran` as `execute` answers it: RPC v1's, without the response (the
+/// caller has it). Fields in the order `json!` wrote them (sorted), so the
+/// text is what it always was; a struct, so no `serde_json::Value` (and its
+/// map) is in the slim wasm.
+#[derive(Serialize)]
+struct Ran {
+    generation: i64,
+    outcome: &'static str,
+    retained: bool,
+    takeover: bool,
+}
+
+/// What `sweep` answers (fields sorted, as [`Ran`]'s).
+#[derive(Serialize)]
+struct Swept {
+    batch_full: bool,
+    deleted: usize,
+    next_alarm_at: Option<i64>,
+    next_expires_at: Option<i64>,
 }
 
 /// Why an `execute` did not finish: the store, or the caller's function.
@@ -231,10 +252,13 @@ impl EmbeddedLedger {
                 takeover,
                 retained,
                 ..
-            }) => Ok(serde_json::json!({
-                "outcome": "ran", "generation": generation, "takeover": takeover, "retained": retained,
+            }) => serde_json::to_string(&Ran {
+                generation,
+                outcome: "ran",
+                retained,
+                takeover,
             })
-            .to_string()),
+            .map_err(refuse),
             Ok(refused) => serde_json::to_string(&refused).map_err(refuse),
             Err(Failed::Thrown(thrown)) => Err(thrown),
             Err(Failed::Store(e)) => Err(store_failed(e)),
@@ -266,12 +290,12 @@ impl EmbeddedLedger {
             .sweep(now, batch as usize)
             .map_err(store_failed)?;
         let next_alarm_at = swept.next_alarm_at(now, self.sweep_interval_ms);
-        serde_json::to_string(&serde_json::json!({
-            "deleted": swept.deleted,
-            "batch_full": swept.batch_full,
-            "next_expires_at": swept.next_expires_at,
-            "next_alarm_at": next_alarm_at,
-        }))
+        serde_json::to_string(&Swept {
+            batch_full: swept.batch_full,
+            deleted: swept.deleted,
+            next_alarm_at,
+            next_expires_at: swept.next_expires_at,
+        })
         .map_err(refuse)
     }
 
