@@ -6,11 +6,12 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 bash scripts/setup.sh --with-browser
-echo "== lint (cargo fmt --check; cargo clippy -D warnings, host with every target and the wasm32 library)"
+echo "== lint (cargo fmt --check; cargo clippy -D warnings, host with every target, the wasm32 library and its slim js-ledger build)"
 cargo fmt --check
 if cargo clippy --version > /dev/null 2>&1; then
   cargo clippy --quiet --features host-sqlite --all-targets -- -D warnings
   cargo clippy --quiet --lib --target wasm32-unknown-unknown -- -D warnings
+  cargo clippy --quiet --lib --target wasm32-unknown-unknown --no-default-features --features js-ledger -- -D warnings
 else
   echo "[lint] cargo clippy is not installed for this toolchain ($(rustc --version)): clippy skipped" >&2
 fi

@@ -14,8 +14,13 @@
 //!   class of the crate (wrapped in its re-initialising Proxy, whose method
 //!   wrappers stay synchronous for synchronous methods), but no free
 //!   functions: so this is a class.
-//! - `worker::State: From<worker_sys::DurableObjectState>`, so the JS
-//!   object's `ctx` becomes the same [`DoSqlStore`] `TenantLedger` uses.
+//! - The JS object's `ctx.storage` becomes the same [`DoSqlStore`]
+//!   `TenantLedger` uses ([`DoSqlStore::from_storage`]: `js_sys` only, so
+//!   this builds without workers-rs: the slim wasm of
+//!   `idempotency-ledger/ledger`, `--no-default-features --features
+//!   js-ledger`, scripts/build.sh).
+//! - Without workers-rs nothing installs its panic hook (worker 0.8.7's
+//!   start function), so this file installs the same one ([`start`]).
 //! - A JS function called from Rust through `js_sys::Function::call0`
 //!   returns `Err(thrown)` when it throws (wasm-bindgen catches it), so a
 //!   throw inside the caller's write is an ordinary `Err` here.
@@ -29,10 +34,9 @@
 use std::rc::Rc;
 
 use js_sys::{Array, Function, Uint8Array};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use worker::State;
 
 use crate::config::{SWEEP_BATCH, SWEEP_INTERVAL_SECONDS};
 use crate::ledger::pending::FLUSH_AFTER_MS;
@@ -45,6 +49,26 @@ use crate::platform::env::now_ms;
 use crate::protocol::target::target_of;
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, RequestParts};
 use crate::rpc::{check_fingerprint, check_key, check_window};
+
+/// Without workers-rs (the slim build), workers-rs's own start function is
+/// not linked: install what it installs, a panic hook writing the panic
+/// as a `Critical` console error (the module's JS shim then re-initialises
+/// the instance on the trap that follows: scripts/ledger-shim.mjs).
+#[cfg(not(feature = "workers-rs"))]
+#[wasm_bindgen(start)]
+fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        let error = js_sys::Error::new(&format!("Rust panic: {info}"));
+        console_error(&JsValue::from_str("Critical"), &error);
+    }));
+}
+
+#[cfg(not(feature = "workers-rs"))]
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = console, js_name = error)]
+    fn console_error(label: &JsValue, error: &JsValue);
+}
 
 /// The limits of one embedded ledger (client/ledger.js fills the defaults).
 #[derive(Debug, Deserialize)]
@@ -64,6 +88,27 @@ struct Options {
 struct Keyed {
     key: String,
     fingerprint: Fingerprint,
+}
+
+/// A `ran` as `execute` answers it: RPC v1's, without the response (the
+/// caller has it). Fields in the order `json!` wrote them (sorted), so the
+/// text is what it always was; a struct, so no `serde_json::Value` (and its
+/// map) is in the slim wasm.
+#[derive(Serialize)]
+struct Ran {
+    generation: i64,
+    outcome: &'static str,
+    retained: bool,
+    takeover: bool,
+}
+
+/// What `sweep` answers (fields sorted, as [`Ran`]'s).
+#[derive(Serialize)]
+struct Swept {
+    batch_full: bool,
+    deleted: usize,
+    next_alarm_at: Option<i64>,
+    next_expires_at: Option<i64>,
 }
 
 /// Why an `execute` did not finish: the store, or the caller's function.
@@ -125,8 +170,7 @@ impl EmbeddedLedger {
             ));
         }
         let (policy, capture, sweep_interval_ms) = policies(options)?;
-        let state = State::from(ctx.unchecked_into::<worker::worker_sys::DurableObjectState>());
-        let ledger = Ledger::new(DoSqlStore::new(&state)).count_in_transaction();
+        let ledger = Ledger::new(DoSqlStore::from_storage(storage)).count_in_transaction();
         ledger.migrate().map_err(store_failed)?;
         ledger.recount_on_start(now_ms()).map_err(store_failed)?;
         Ok(EmbeddedLedger {
@@ -158,7 +202,7 @@ impl EmbeddedLedger {
     /// (the caller has it). Whatever `run` throws is rethrown, nothing
     /// written.
     pub fn execute(&self, call: &str, run: &Function) -> Result<String, JsValue> {
-        let call: Keyed = serde_json::from_str(call).map_err(refuse)?;
+        let call: Keyed = serde_json::from_slice(call.as_bytes()).map_err(refuse)?;
         check_key(&call.key).map_err(refuse)?;
         check_fingerprint(&call.fingerprint).map_err(refuse)?;
         self.run_execute(&call.key, &call.fingerprint, run)
@@ -208,10 +252,13 @@ impl EmbeddedLedger {
                 takeover,
                 retained,
                 ..
-            }) => Ok(serde_json::json!({
-                "outcome": "ran", "generation": generation, "takeover": takeover, "retained": retained,
+            }) => serde_json::to_string(&Ran {
+                generation,
+                outcome: "ran",
+                retained,
+                takeover,
             })
-            .to_string()),
+            .map_err(refuse),
             Ok(refused) => serde_json::to_string(&refused).map_err(refuse),
             Err(Failed::Thrown(thrown)) => Err(thrown),
             Err(Failed::Store(e)) => Err(store_failed(e)),
@@ -243,12 +290,12 @@ impl EmbeddedLedger {
             .sweep(now, batch as usize)
             .map_err(store_failed)?;
         let next_alarm_at = swept.next_alarm_at(now, self.sweep_interval_ms);
-        serde_json::to_string(&serde_json::json!({
-            "deleted": swept.deleted,
-            "batch_full": swept.batch_full,
-            "next_expires_at": swept.next_expires_at,
-            "next_alarm_at": next_alarm_at,
-        }))
+        serde_json::to_string(&Swept {
+            batch_full: swept.batch_full,
+            deleted: swept.deleted,
+            next_alarm_at,
+            next_expires_at: swept.next_expires_at,
+        })
         .map_err(refuse)
     }
 
@@ -310,7 +357,7 @@ impl EmbeddedLedger {
 /// The options (client/ledger.js fills the defaults), checked: the claim
 /// policy, the capture policy and the sweep grid.
 fn policies(options: &str) -> Result<(ClaimPolicy, CapturePolicy, i64), JsValue> {
-    let options: Options = serde_json::from_str(options).map_err(refuse)?;
+    let options: Options = serde_json::from_slice(options.as_bytes()).map_err(refuse)?;
     check_window("retentionSeconds", Some(options.retention_seconds)).map_err(refuse)?;
     if options.max_keys == 0 {
         return Err(refuse("maxKeys must be at least 1"));

@@ -18,7 +18,8 @@
 //!    and authentication, the answer for each ledger outcome, proxy mode's
 //!    complete / release / keep, the replay cache, the origin signature.
 //! 5. `platform` (wasm32) — the edges both deployables share: the typed
-//!    RPC client, HTTP conversion, logs, the environment.
+//!    RPC client, HTTP conversion, logs, the environment (all but the
+//!    clock behind the `workers-rs` feature).
 //! 6. [`object`] — the `TenantLedger` Durable Object (its waiting registry
 //!    is pure and host-tested; the rest is wasm32) — and `gateway` (wasm32)
 //!    — the `#[event(fetch)]` Worker — and [`embedded`] (wasm32) — the
@@ -26,9 +27,18 @@
 //!    (`idempotency-ledger/ledger`).
 //!
 //! Cargo features draw the same line: `tenant-ledger` builds the object's
-//! class, `gateway` the Worker, `js-ledger` the exported `EmbeddedLedger`;
-//! with default features off the crate is a library (the ledger inside
-//! your own Durable Object, the typed client).
+//! class, `gateway` the Worker, `js-ledger` the exported `EmbeddedLedger`,
+//! `workers-rs` the edges over workers-rs (`platform`, `DoSqlStore::new`);
+//! with default features off the crate is the pure core, and with
+//! `workers-rs` alone a library (the ledger inside your own Durable Object,
+//! the typed client). `js-ledger` alone is the slim wasm of
+//! `idempotency-ledger/ledger`: the core, the store over `js_sys`, the
+//! binding, and no workers-rs at all.
+//!
+//! Size (the wasm is what a deploy uploads; docs/development.md, "Where
+//! the wasm's bytes go"): JSON is parsed with `serde_json::from_slice`
+//! everywhere (one reader type, so one copy of each deserializer), and
+//! outcome enums are read through one flat struct (`ledger::outcome`).
 
 pub mod config;
 pub mod contract;

@@ -42,6 +42,8 @@ export function ledgerWorker({ name = "idempotency-ledger", compatibilityDate = 
       { type: "ESModule", path: `${ROOT}worker/wasm.mjs` },
       { type: "ESModule", path: `${ROOT}build/index.js` },
       { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
+      { type: "ESModule", path: `${ROOT}build/ledger/index.js` },
+      { type: "CompiledWasm", path: `${ROOT}build/ledger/index_bg.wasm` },
       ...client.map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` })),
     ],
     bindings: { ...packagedVars(), ...vars },

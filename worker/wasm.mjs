@@ -1,4 +1,6 @@
-// The one wasm module the package ships (build/index.js + index_bg.wasm,
-// built by scripts/build.sh): client/ledger.js takes the exported
+// The slim wasm of idempotency-ledger/ledger (build/ledger/index.js +
+// index_bg.wasm, built by scripts/build.sh from `--no-default-features
+// --features js-ledger`: the ledger core, its store and this class, no
+// gateway, no workers-rs): client/ledger.js takes the exported
 // EmbeddedLedger (src/embedded.rs) from here. Types: ./wasm.d.mts.
-export { EmbeddedLedger } from "../build/index.js";
+export { EmbeddedLedger } from "../build/ledger/index.js";

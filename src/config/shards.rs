@@ -134,7 +134,7 @@ impl ShardMap {
     /// Parses `{"acme": 8, "globex": {"shards": 8, "previous": 1}}`.
     pub fn parse(raw: &str) -> Result<ShardMap, String> {
         let value: serde_json::Value =
-            serde_json::from_str(raw).map_err(|e| format!("not valid JSON: {e}"))?;
+            serde_json::from_slice(raw.as_bytes()).map_err(|e| format!("not valid JSON: {e}"))?;
         let Some(map) = value.as_object() else {
             return Err("must be a JSON object of tenant → shard count".into());
         };

@@ -56,7 +56,7 @@ impl TokenMap {
     /// appears twice — verbatim, or in another letter case — is refused: a
     /// JSON parser would silently keep one of the two tenants.
     pub fn parse(raw: &str) -> Result<TokenMap, ConfigError> {
-        let pairs: TokenPairs = serde_json::from_str(raw).map_err(|_| {
+        let pairs: TokenPairs = serde_json::from_slice(raw.as_bytes()).map_err(|_| {
             err(
                 "API_TOKENS",
                 "not a JSON object of sha256-hex token hashes to tenant ids",

@@ -13,17 +13,23 @@
 //!   `ledger_full`, `stored`, `released`, `fenced_out`). The granted variant
 //!   is matched by its tag; a refusal is serde's untagged fallback and
 //!   carries its own tag, so the wire shape is the same flat object.
+//! - Outcomes are read back through one flat [`Wire`] object (every field
+//!   any outcome carries), never through serde's derived internally tagged
+//!   and untagged deserializers: those buffer the object in serde's
+//!   `Content` first, machinery that was a fifth of the gateway's serde
+//!   code. Serialization stays derived.
 //! - States and counters are enums whose stored spelling never changes:
 //!   renaming one is a schema migration.
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::Millis;
 use crate::protocol::{AppResponse, StoredResponse};
 
 /// Why a claim did not hand the key to the caller. Shared by `claim` and
 /// `execute`; the contract turns each into its answer (replay, 409, 422, 429).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Refusal {
     /// Another owner holds a live lease.
@@ -58,7 +64,7 @@ impl Refusal {
 }
 
 /// The answer to a claim.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// The caller owns the key at `generation` and must run, then complete or release.
@@ -80,7 +86,7 @@ impl ClaimOutcome {
 
 /// The single-hop answer of `execute`: the application ran (and its
 /// response was recorded in the same transaction), or the claim refused it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ExecuteOutcome {
     Ran {
@@ -105,7 +111,7 @@ impl ExecuteOutcome {
 }
 
 /// The answer to `complete`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum CompleteOutcome {
     Stored,
@@ -113,11 +119,152 @@ pub enum CompleteOutcome {
 }
 
 /// The answer to `release`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ReleaseOutcome {
     Released,
     FencedOut { current: Option<RecordState> },
+}
+
+/// RPC v1's flat outcome object as every outcome is read back: its tag and
+/// every field any outcome carries, read straight off the wire (unknown
+/// fields ignored, as the derived deserializers ignored them). One struct
+/// for every outcome enum, so its deserializer exists once per input type.
+#[derive(Deserialize)]
+struct Wire {
+    outcome: String,
+    generation: Option<i64>,
+    takeover: Option<bool>,
+    retained: Option<bool>,
+    retry_after_ms: Option<i64>,
+    /// `ran`'s [`AppResponse`] and `completed`'s [`StoredResponse`] share
+    /// one shape but for the body (`null`: a tombstone, `completed` only).
+    response: Option<StoredResponse>,
+    expires_at: Option<Millis>,
+    differs: Option<Vec<String>>,
+    current: Option<RecordState>,
+}
+
+/// A field the outcome must carry.
+fn required<T, E: serde::de::Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
+    value.ok_or_else(|| E::missing_field(field))
+}
+
+impl Wire {
+    fn read<'de, D: Deserializer<'de>>(d: D) -> Result<Wire, D::Error> {
+        Wire::deserialize(d)
+    }
+
+    fn unknown<T, E: serde::de::Error>(&self, expected: &'static [&'static str]) -> Result<T, E> {
+        Err(E::unknown_variant(&self.outcome, expected))
+    }
+
+    fn refusal<E: serde::de::Error>(self) -> Result<Refusal, E> {
+        match self.outcome.as_str() {
+            "in_flight" => Ok(Refusal::InFlight {
+                generation: required(self.generation, "generation")?,
+                retry_after_ms: required(self.retry_after_ms, "retry_after_ms")?,
+            }),
+            "completed" => Ok(Refusal::Completed {
+                generation: required(self.generation, "generation")?,
+                response: required(self.response, "response")?,
+                expires_at: self.expires_at,
+            }),
+            "mismatch" => Ok(Refusal::Mismatch {
+                differs: required(self.differs, "differs")?,
+            }),
+            "ledger_full" => Ok(Refusal::LedgerFull {
+                retry_after_ms: required(self.retry_after_ms, "retry_after_ms")?,
+            }),
+            _ => self.unknown(&["in_flight", "completed", "mismatch", "ledger_full"]),
+        }
+    }
+}
+
+/// Reads an outcome that has no fields (`{"outcome": "<tag>"}`, other
+/// fields ignored) and is one of `tags`: RPC v1's `replayed` and `layout`
+/// answers.
+pub(crate) fn read_unit_outcome<'de, D: Deserializer<'de>>(
+    d: D,
+    tags: &'static [&'static str],
+) -> Result<(), D::Error> {
+    let wire = Wire::read(d)?;
+    if tags.contains(&wire.outcome.as_str()) {
+        Ok(())
+    } else {
+        wire.unknown(tags)
+    }
+}
+
+impl<'de> Deserialize<'de> for Refusal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Wire::read(d)?.refusal()
+    }
+}
+
+impl<'de> Deserialize<'de> for ClaimOutcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = Wire::read(d)?;
+        if wire.outcome != "claimed" {
+            return wire.refusal().map(ClaimOutcome::Refused);
+        }
+        Ok(ClaimOutcome::Claimed {
+            generation: required(wire.generation, "generation")?,
+            takeover: required(wire.takeover, "takeover")?,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ExecuteOutcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = Wire::read(d)?;
+        if wire.outcome != "ran" {
+            return wire.refusal().map(ExecuteOutcome::Refused);
+        }
+        let response = required(wire.response, "response")?;
+        let Some(body) = response.body else {
+            return Err(D::Error::invalid_type(
+                serde::de::Unexpected::Unit,
+                &"the response body (base64)",
+            ));
+        };
+        Ok(ExecuteOutcome::Ran {
+            generation: required(wire.generation, "generation")?,
+            takeover: required(wire.takeover, "takeover")?,
+            retained: required(wire.retained, "retained")?,
+            response: AppResponse {
+                status: response.status,
+                headers: response.headers,
+                body,
+            },
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for CompleteOutcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = Wire::read(d)?;
+        match wire.outcome.as_str() {
+            "stored" => Ok(CompleteOutcome::Stored),
+            "fenced_out" => Ok(CompleteOutcome::FencedOut {
+                current: wire.current,
+            }),
+            _ => wire.unknown(&["stored", "fenced_out"]),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ReleaseOutcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = Wire::read(d)?;
+        match wire.outcome.as_str() {
+            "released" => Ok(ReleaseOutcome::Released),
+            "fenced_out" => Ok(ReleaseOutcome::FencedOut {
+                current: wire.current,
+            }),
+            _ => wire.unknown(&["released", "fenced_out"]),
+        }
+    }
 }
 
 /// Where a refused completion or release found the record (for logs).
@@ -345,11 +492,34 @@ mod tests {
             assert!(serde_json::from_value::<ClaimOutcome>(wire.clone()).is_err());
             assert!(serde_json::from_value::<ExecuteOutcome>(wire).is_err());
         }
+        // `ran` carries a whole response: a tombstone's null body is `completed`'s only.
+        assert!(serde_json::from_value::<ExecuteOutcome>(json!({
+            "outcome": "ran", "generation": 1, "takeover": false, "retained": true,
+            "response": {"status": 201, "headers": [], "body": null}}))
+        .is_err());
         // A claim outcome is not an execute outcome and vice versa.
         assert!(serde_json::from_value::<ClaimOutcome>(
             json!({"outcome": "ran", "generation": 1, "takeover": false})
         )
         .is_err());
+    }
+
+    #[test]
+    fn fields_an_outcome_does_not_carry_are_ignored_as_before() {
+        assert_eq!(
+            serde_json::from_value::<ClaimOutcome>(json!({
+                "outcome": "claimed", "generation": 4, "takeover": false, "waited_ms": 12}))
+            .unwrap(),
+            ClaimOutcome::Claimed {
+                generation: 4,
+                takeover: false
+            }
+        );
+        assert_eq!(
+            serde_json::from_value::<ReleaseOutcome>(json!({"outcome": "fenced_out"})).unwrap(),
+            ReleaseOutcome::FencedOut { current: None }
+        );
+        assert!(serde_json::from_value::<ReleaseOutcome>(json!({"outcome": "stored"})).is_err());
     }
 
     #[test]

@@ -120,7 +120,7 @@ impl Record {
             .and_then(|s| u16::try_from(s).ok())
             .ok_or_else(|| StoreError::Decode("completed record without a status".into()))?;
         let headers: Vec<(String, String)> = match &self.response_headers {
-            Some(json) => serde_json::from_str(json)
+            Some(json) => serde_json::from_slice(json.as_bytes())
                 .map_err(|e| StoreError::Decode(format!("response_headers: {e}")))?,
             None => Vec::new(),
         };
@@ -138,7 +138,7 @@ impl Record {
     }
 
     pub fn fingerprint(&self) -> Result<Fingerprint, StoreError> {
-        let components: Vec<Component> = serde_json::from_str(&self.components)
+        let components: Vec<Component> = serde_json::from_slice(self.components.as_bytes())
             .map_err(|e| StoreError::Decode(format!("components: {e}")))?;
         Ok(Fingerprint {
             digest: self.fingerprint.clone(),

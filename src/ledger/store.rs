@@ -13,6 +13,20 @@
 
 use std::fmt;
 
+/// What a column held, for a decode error: its kind, never its value (a
+/// `{:?}` of the value would print stored bytes, and pull float formatting
+/// into the wasm for this one message).
+fn kind_of(value: Option<&SqlValue>) -> &'static str {
+    match value {
+        None => "no such column",
+        Some(SqlValue::Null) => "NULL",
+        Some(SqlValue::Integer(_)) => "an integer",
+        Some(SqlValue::Real(_)) => "a real",
+        Some(SqlValue::Text(_)) => "text",
+        Some(SqlValue::Blob(_)) => "a blob",
+    }
+}
+
 /// A value crossing the seam. Durable Object SQLite hands integers over as
 /// JavaScript numbers, so values beyond ±2^53 must never be stored as
 /// integers (the ledger stores only millisecond times and small counters).
@@ -142,7 +156,8 @@ impl RowExt for Row {
             }
             Some(SqlValue::Null) => Ok(None),
             other => Err(StoreError::Decode(format!(
-                "column {i}: expected integer, got {other:?}"
+                "column {i}: expected integer, got {}",
+                kind_of(other)
             ))),
         }
     }
@@ -157,7 +172,8 @@ impl RowExt for Row {
             Some(SqlValue::Text(s)) => Ok(Some(s.clone())),
             Some(SqlValue::Null) => Ok(None),
             other => Err(StoreError::Decode(format!(
-                "column {i}: expected text, got {other:?}"
+                "column {i}: expected text, got {}",
+                kind_of(other)
             ))),
         }
     }
@@ -167,7 +183,8 @@ impl RowExt for Row {
             Some(SqlValue::Blob(b)) => Ok(Some(b.clone())),
             Some(SqlValue::Null) => Ok(None),
             other => Err(StoreError::Decode(format!(
-                "column {i}: expected blob, got {other:?}"
+                "column {i}: expected blob, got {}",
+                kind_of(other)
             ))),
         }
     }

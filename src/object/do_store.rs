@@ -1,13 +1,17 @@
-//! [`SqlStore`] over a Durable Object's SQLite storage (workers-rs 0.8.7).
+//! [`SqlStore`] over a Durable Object's SQLite storage (`ctx.storage.sql`).
 //!
-//! Role: run the ledger's SQL inside `TenantLedger` (or your own Durable
-//! Object, in library mode). What we learned reading
+//! Role: run the ledger's SQL inside `TenantLedger`, your own Rust Durable
+//! Object (library mode) or your own TypeScript one (`EmbeddedLedger`).
+//! It speaks to the storage through `js_sys` alone, so the slim
+//! `js-ledger` build links no workers-rs; [`DoSqlStore::new`] takes a
+//! workers-rs `State` (feature `workers-rs`). What we learned reading
 //! worker 0.8.7 (`src/sql.rs`, `src/durable.rs`) and measuring in workerd:
-//! - `SqlStorage::exec` returns `Err` on SQL errors; we drain every cursor
-//!   with `raw()` and never call `SqlCursor::one()`, which hangs on 0 or >1
-//!   rows (the JS throw is not caught).
-//! - Integers cross as JavaScript numbers; `SqlStorageValue::try_from` gives
-//!   back `Integer` for safe integers. The ledger stores nothing beyond 2^53.
+//! - `sql.exec(query, ...bindings)` throws on SQL errors; we drain every
+//!   cursor with `raw()` and never call `one()`, which hangs on 0 or >1
+//!   rows when called from workers-rs (the JS throw is not caught).
+//! - Integers cross as JavaScript numbers; a safe integer comes back as
+//!   `Integer` (worker 0.8.7's `SqlStorageValue::try_from` rule, kept
+//!   here). The ledger stores nothing beyond 2^53.
 //! - `BEGIN`/`SAVEPOINT` are refused and workers-rs has no wrapper for
 //!   `storage.transactionSync(fn)`, so we call it through `js_sys`: it runs
 //!   the callback synchronously and rolls back when the callback throws.
@@ -23,13 +27,32 @@
 
 use std::cell::{Cell, OnceCell};
 
-use js_sys::Function;
+use js_sys::{Array, Function, Uint8Array};
 use wasm_bindgen::closure::Closure;
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
-use worker::{SqlStorage, SqlStorageValue, State};
 
 use crate::ledger::{Row, SizeEstimate, SqlStore, SqlValue, StoreError};
 use crate::platform::env::js_message;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `ctx.storage.sql`.
+    type SqlStorage;
+    #[wasm_bindgen(method, catch, variadic)]
+    fn exec(this: &SqlStorage, query: &str, bindings: Array) -> Result<SqlCursor, JsValue>;
+    #[wasm_bindgen(method, getter, js_name = databaseSize)]
+    fn database_size(this: &SqlStorage) -> f64;
+
+    /// What `exec` answers.
+    type SqlCursor;
+    #[wasm_bindgen(method)]
+    fn raw(this: &SqlCursor) -> js_sys::Iterator;
+    #[wasm_bindgen(method, getter, js_name = rowsRead)]
+    fn rows_read(this: &SqlCursor) -> f64;
+    #[wasm_bindgen(method, getter, js_name = rowsWritten)]
+    fn rows_written(this: &SqlCursor) -> f64;
+}
 
 /// The ledger's view of one object's SQLite database.
 pub struct DoSqlStore {
@@ -48,11 +71,22 @@ pub struct DoSqlStore {
 }
 
 impl DoSqlStore {
-    pub fn new(state: &State) -> DoSqlStore {
+    /// The store of a workers-rs Durable Object (`TenantLedger`, library mode).
+    #[cfg(feature = "workers-rs")]
+    pub fn new(state: &worker::State) -> DoSqlStore {
         let storage = state.storage();
+        DoSqlStore::from_storage(AsRef::<JsValue>::as_ref(storage.as_raw()).clone())
+    }
+
+    /// The store over a `DurableObjectStorage` (`ctx.storage`) whose `sql`
+    /// the caller has checked is there (`EmbeddedLedger::new`).
+    pub fn from_storage(storage: JsValue) -> DoSqlStore {
+        let sql = js_sys::Reflect::get(&storage, &JsValue::from_str("sql"))
+            .unwrap_or(JsValue::UNDEFINED)
+            .unchecked_into::<SqlStorage>();
         DoSqlStore {
-            sql: storage.sql(),
-            storage: AsRef::<JsValue>::as_ref(storage.as_raw()).clone(),
+            sql,
+            storage,
             billed: Cell::new((0, 0)),
             transaction_sync: OnceCell::new(),
             size: Cell::new(SizeEstimate::default()),
@@ -71,39 +105,80 @@ impl DoSqlStore {
     }
 }
 
-fn to_storage_value(v: &SqlValue) -> SqlStorageValue {
+/// A bound parameter as `sql.exec` takes it (a blob as a `Uint8Array`).
+fn to_js(v: &SqlValue) -> JsValue {
     match v {
-        SqlValue::Null => SqlStorageValue::Null,
-        SqlValue::Integer(i) => SqlStorageValue::Integer(*i),
-        SqlValue::Real(f) => SqlStorageValue::Float(*f),
-        SqlValue::Text(s) => SqlStorageValue::String(s.clone()),
-        SqlValue::Blob(b) => SqlStorageValue::Blob(b.clone()),
+        SqlValue::Null => JsValue::NULL,
+        SqlValue::Integer(i) => JsValue::from(*i as f64),
+        SqlValue::Real(f) => JsValue::from(*f),
+        SqlValue::Text(s) => JsValue::from_str(s),
+        SqlValue::Blob(b) => Uint8Array::from(b.as_slice()).into(),
     }
 }
 
-fn from_storage_value(v: SqlStorageValue) -> SqlValue {
-    match v {
-        SqlStorageValue::Null => SqlValue::Null,
-        SqlStorageValue::Boolean(b) => SqlValue::Integer(i64::from(b)),
-        SqlStorageValue::Integer(i) => SqlValue::Integer(i),
-        SqlStorageValue::Float(f) => SqlValue::Real(f),
-        SqlStorageValue::String(s) => SqlValue::Text(s),
-        SqlStorageValue::Blob(b) => SqlValue::Blob(b),
+/// A column value as `raw()` gives it: null, a boolean (as 0/1), text, a
+/// safe integer or else a real, a blob (`ArrayBuffer` or `Uint8Array`).
+fn from_js(v: JsValue) -> Result<SqlValue, StoreError> {
+    if v.is_null() || v.is_undefined() {
+        Ok(SqlValue::Null)
+    } else if let Some(b) = v.as_bool() {
+        Ok(SqlValue::Integer(i64::from(b)))
+    } else if let Some(s) = v.as_string() {
+        Ok(SqlValue::Text(s))
+    } else if let Some(n) = v.as_f64() {
+        if js_sys::Number::is_safe_integer(&v) {
+            Ok(SqlValue::Integer(n as i64))
+        } else {
+            Ok(SqlValue::Real(n))
+        }
+    } else if v.is_instance_of::<Uint8Array>() || v.is_instance_of::<js_sys::ArrayBuffer>() {
+        Ok(SqlValue::Blob(Uint8Array::new(&v).to_vec()))
+    } else {
+        Err(StoreError::Sql("Unsupported JavaScript value type".into()))
+    }
+}
+
+/// What a thrown value says, as worker 0.8.7's `Error` displays it: an
+/// `Error` as `Name [code]: message`, a string as itself.
+fn thrown_text(e: &JsValue) -> String {
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        let name = err.name().as_string().unwrap_or_else(|| "Error".into());
+        let message = String::from(err.message());
+        let code = js_sys::Reflect::get(e, &JsValue::from_str("code"))
+            .ok()
+            .and_then(|c| c.as_string());
+        match code {
+            Some(code) => format!("{name} [{code}]: {message}"),
+            None => format!("{name}: {message}"),
+        }
+    } else if let Some(s) = e.as_string() {
+        s
+    } else {
+        format!("unrecognized JavaScript value: {e:?}")
     }
 }
 
 impl DoSqlStore {
     /// Runs one statement, drains its cursor, and adds its billed rows.
     fn run(&self, sql: &str, params: &[SqlValue]) -> Result<(Vec<Row>, u64), StoreError> {
-        let bindings: Vec<SqlStorageValue> = params.iter().map(to_storage_value).collect();
+        let bindings: Array = params.iter().map(to_js).collect();
         let cursor = self
             .sql
-            .exec(sql, Some(bindings))
-            .map_err(|e| StoreError::Sql(e.to_string()))?;
+            .exec(sql, bindings)
+            .map_err(|e| StoreError::Sql(thrown_text(&e)))?;
         let mut rows = Vec::new();
-        for row in cursor.raw() {
-            let row = row.map_err(|e| StoreError::Sql(e.to_string()))?;
-            rows.push(row.into_iter().map(from_storage_value).collect());
+        let raw = cursor.raw();
+        loop {
+            let next = raw.next().map_err(|e| StoreError::Sql(thrown_text(&e)))?;
+            if next.done() {
+                break;
+            }
+            let row = Array::from(&next.value());
+            let mut values = Vec::with_capacity(row.length() as usize);
+            for value in row.iter() {
+                values.push(from_js(value)?);
+            }
+            rows.push(values);
         }
         let written = cursor.rows_written() as u64;
         if written > 0 {
@@ -162,53 +237,67 @@ impl SqlStore for DoSqlStore {
         &self,
         body: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
-        let transaction_sync = self.transaction_sync()?;
         let mut body = Some(body);
         let mut outcome: Option<Result<T, E>> = None;
-        let call = {
-            let mut run = || -> Result<JsValue, JsValue> {
-                let Some(body) = body.take() else {
-                    return Err(JsValue::from_str("transaction body ran twice"));
-                };
-                let result = body();
-                let failed = result.is_err();
-                outcome = Some(result);
-                if failed {
-                    // Throwing makes transactionSync roll back every write.
-                    Err(JsValue::from_str(
-                        "idempotency-ledger: transaction rolled back",
-                    ))
-                } else {
-                    Ok(JsValue::UNDEFINED)
-                }
+        let mut run = || -> Result<(), &'static str> {
+            let Some(body) = body.take() else {
+                return Err("transaction body ran twice");
             };
-            let run_ref: &mut dyn FnMut() -> Result<JsValue, JsValue> = &mut run;
-            // SAFETY: transactionSync invokes the callback synchronously and
-            // only before it returns; the Closure is dropped at the end of
-            // this block, so the erased borrow never outlives `run`.
-            let run_static: &'static mut dyn FnMut() -> Result<JsValue, JsValue> =
-                unsafe { std::mem::transmute(run_ref) };
-            let closure =
-                Closure::<dyn FnMut() -> Result<JsValue, JsValue>>::wrap(Box::new(move || {
-                    run_static()
-                }));
-            let call = transaction_sync.call1(&self.storage, closure.as_ref().unchecked_ref());
-            drop(closure);
-            call
+            let result = body();
+            let failed = result.is_err();
+            outcome = Some(result);
+            if failed {
+                // Throwing makes transactionSync roll back every write.
+                Err("idempotency-ledger: transaction rolled back")
+            } else {
+                Ok(())
+            }
         };
+        let call = self.transaction(&mut run)?;
         match (call, outcome) {
-            (Ok(_), Some(Ok(value))) => Ok(value),
+            (Ok(()), Some(Ok(value))) => Ok(value),
             (Err(_), Some(Err(e))) => Err(e),
             (Err(e), Some(Ok(_))) => Err(StoreError::Sql(format!(
                 "transaction failed to commit: {}",
                 js_message(&e)
             ))
             .into()),
-            (Ok(_), Some(Err(e))) => Err(e),
+            (Ok(()), Some(Err(e))) => Err(e),
             (Err(e), None) => {
                 Err(StoreError::Sql(format!("transaction did not run: {}", js_message(&e))).into())
             }
-            (Ok(_), None) => Err(StoreError::Sql("transaction callback never ran".into()).into()),
+            (Ok(()), None) => Err(StoreError::Sql("transaction callback never ran".into()).into()),
         }
+    }
+}
+
+impl DoSqlStore {
+    /// The half of [`SqlStore::atomically`] that does not depend on its
+    /// types (so it exists once in the wasm, not once per call site): runs
+    /// `run` inside one `transactionSync`, which rolls back when `run`
+    /// answers `Err` (thrown as that message). Answers how the call ended.
+    fn transaction(
+        &self,
+        run: &mut dyn FnMut() -> Result<(), &'static str>,
+    ) -> Result<Result<(), JsValue>, StoreError> {
+        let transaction_sync = self.transaction_sync()?;
+        let mut run = move || -> Result<JsValue, JsValue> {
+            run()
+                .map(|()| JsValue::UNDEFINED)
+                .map_err(JsValue::from_str)
+        };
+        let run_ref: &mut dyn FnMut() -> Result<JsValue, JsValue> = &mut run;
+        // SAFETY: transactionSync invokes the callback synchronously and
+        // only before it returns; the Closure is dropped at the end of
+        // this function, so the erased borrow never outlives `run`.
+        let run_static: &'static mut dyn FnMut() -> Result<JsValue, JsValue> =
+            unsafe { std::mem::transmute(run_ref) };
+        let closure =
+            Closure::<dyn FnMut() -> Result<JsValue, JsValue>>::wrap(Box::new(move || {
+                run_static()
+            }));
+        let call = transaction_sync.call1(&self.storage, closure.as_ref().unchecked_ref());
+        drop(closure);
+        Ok(call.map(|_| ()))
     }
 }

@@ -172,7 +172,7 @@ pub struct WaitReport {
 /// flight, the budget `budget_ms` is spent, or no waiter may be parked.
 /// `lease_remaining` says whether an outcome is "in flight, lease ends in
 /// … ms".
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub async fn attempt_waiting<T>(
     waiters: &Waiters,
     key: &str,

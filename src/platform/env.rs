@@ -10,12 +10,17 @@
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
+#[cfg(feature = "workers-rs")]
 use crate::config::{Config, ConfigError};
+#[cfg(feature = "workers-rs")]
 use crate::fields;
+#[cfg(feature = "workers-rs")]
 use crate::platform::{http, log};
+#[cfg(feature = "workers-rs")]
 use crate::protocol::Problem;
 
 /// The Durable Object binding name the gateway and clients use.
+#[cfg(feature = "workers-rs")]
 pub const LEDGER_BINDING: &str = "TENANT_LEDGER";
 
 /// Milliseconds on this isolate's clock (the object's clock inside an object).
@@ -24,6 +29,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// Reads a variable or secret from `env` (secrets first).
+#[cfg(feature = "workers-rs")]
 pub fn config_lookup(env: &worker::Env) -> impl Fn(&str) -> Option<String> + '_ {
     move |name| {
         env.secret(name)
@@ -35,6 +41,7 @@ pub fn config_lookup(env: &worker::Env) -> impl Fn(&str) -> Option<String> + '_ 
 
 /// Parses the configuration and applies its log settings to this isolate
 /// (`LOG_LEVEL`, `LOG_HASH_KEY`); the gateway and the object both start so.
+#[cfg(feature = "workers-rs")]
 pub fn load_config(env: &worker::Env) -> Result<Config, ConfigError> {
     let config = Config::from_lookup(&config_lookup(env))?;
     log::set_level(config.log_level);
@@ -45,6 +52,7 @@ pub fn load_config(env: &worker::Env) -> Result<Config, ConfigError> {
 /// A configuration that cannot be used, as the gateway and the object both
 /// answer it: one error line naming the variable (`idempotency.misconfigured`)
 /// and `500 misconfigured`, which names the variable but never its value.
+#[cfg(feature = "workers-rs")]
 pub fn misconfigured(variable: &str, message: &str) -> worker::Response {
     log::error(
         "idempotency.misconfigured",

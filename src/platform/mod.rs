@@ -1,6 +1,9 @@
 //! The workers-rs edges both deployables share (wasm32 only): the typed
 //! RPC v1 client, the conversion between the core's response values and
-//! workers-rs responses, logs, and the runtime environment.
+//! workers-rs responses, logs, and the runtime environment. Everything but
+//! the clock and the JS error text ([`env`]'s `now_ms`, `js_message`) is
+//! behind the `workers-rs` feature: the slim `js-ledger` build has no
+//! workers-rs.
 //!
 //! May call: `protocol`, `ledger`'s outcome types, `rpc`, `config`. Never
 //! `contract` (the gateway's decisions), `object` or `gateway`: both of
@@ -9,10 +12,16 @@
 //! What must stay true here: nothing decides idempotency semantics; it
 //! carries requests and renders values that were decided elsewhere.
 
+#[cfg(feature = "workers-rs")]
 pub mod analytics;
+#[cfg(feature = "workers-rs")]
 pub mod client;
 pub mod env;
+#[cfg(feature = "workers-rs")]
 pub mod http;
+#[cfg(feature = "workers-rs")]
 pub mod log;
 
-pub use env::{config_lookup, load_config, misconfigured, now_ms, LEDGER_BINDING};
+pub use env::now_ms;
+#[cfg(feature = "workers-rs")]
+pub use env::{config_lookup, load_config, misconfigured, LEDGER_BINDING};

@@ -90,7 +90,13 @@ impl AppResponse {
     /// cannot be serialised (a map with non-string keys) becomes a 500 with
     /// no body rather than a panic.
     pub fn json<T: Serialize>(status: u16, value: &T) -> AppResponse {
-        match serde_json::to_vec(value) {
+        AppResponse::json_body(status, serde_json::to_vec(value))
+    }
+
+    /// [`AppResponse::json`] once the value is encoded: not generic, so it
+    /// exists once in the wasm rather than once per answer type.
+    fn json_body(status: u16, encoded: serde_json::Result<Vec<u8>>) -> AppResponse {
+        match encoded {
             Ok(body) => AppResponse {
                 status,
                 headers: vec![("content-type".into(), "application/json".into())],

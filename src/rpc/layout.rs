@@ -35,10 +35,19 @@ pub struct LayoutCall {
 }
 
 /// The answer to `layout`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum LayoutOutcome {
     Accepted,
+}
+
+/// Read through the ledger's flat outcome object, never serde's buffering
+/// tagged deserializer (`ledger::outcome`).
+impl<'de> Deserialize<'de> for LayoutOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::ledger::outcome::read_unit_outcome(d, &["accepted"])
+            .map(|()| LayoutOutcome::Accepted)
+    }
 }
 
 impl Call for LayoutCall {

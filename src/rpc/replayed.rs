@@ -66,8 +66,17 @@ impl Call for ReplayedCall {
 }
 
 /// The answer to `replayed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ReplayedOutcome {
     Counted,
+}
+
+/// Read through the ledger's flat outcome object, never serde's buffering
+/// tagged deserializer (`ledger::outcome`).
+impl<'de> Deserialize<'de> for ReplayedOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::ledger::outcome::read_unit_outcome(d, &["counted"])
+            .map(|()| ReplayedOutcome::Counted)
+    }
 }

@@ -34,7 +34,9 @@ test("the packaged config (worker/wrangler.jsonc) runs the prebuilt Worker with 
   assert.deepEqual(config.migrations, [{ tag: "v1", new_sqlite_classes: ["TenantLedger"] }]);
   const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
   assert.equal(config.compatibility_date, toml.match(/^compatibility_date = "(.*)"$/m)[1]);
-  // Both bundle without a __name() wrapper per function (CPU per request).
+  assert.equal(config.minify, true);
+  assert.match(toml, /^minify = true$/m);
+  // And with no __name() wrapper per function (CPU per request).
   assert.equal(config.keep_names, false);
   assert.match(toml, /^keep_names = false$/m);
 });

@@ -185,6 +185,8 @@ const ledgerModel = {
     { type: "ESModule", path: `${ROOT}worker/wasm.mjs` },
     { type: "ESModule", path: `${ROOT}build/index.js` },
     { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
+    { type: "ESModule", path: `${ROOT}build/ledger/index.js` },
+    { type: "CompiledWasm", path: `${ROOT}build/ledger/index_bg.wasm` },
     ...readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js")).sort().map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` })),
   ],
   durableObjects: { MODEL: { className: "ModelLedger", useSQLite: true } },

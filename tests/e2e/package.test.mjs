@@ -54,19 +54,22 @@ function run(cmd, args, { cwd = project } = {}) {
 /**
  * A Worker of the project bundled by wrangler as a deploy would upload it
  * (`wrangler deploy --dry-run`: TypeScript in, one Worker out): its upload
- * size, and exactly the modules it bundled (the Worker and its wasm), for Miniflare.
+ * size, its wasm files, and exactly the modules it bundled (the Worker and
+ * its wasm: the gateway's, the slim one of idempotency-ledger/ledger, or
+ * both), for Miniflare.
  * @param {string[]} args More `wrangler deploy` arguments (`-c <config>`).
  * @param {string} outdir An absolute path (wrangler resolves a relative one against the config).
  */
 function wranglerBundle(args, outdir) {
   const out = run("node", [WRANGLER, "deploy", "--dry-run", ...args, "--outdir", outdir]);
-  const size = out.match(/Total Upload:\s*([\d.]+ KiB) \/ gzip:\s*([\d.]+ KiB)/);
+  const size = out.match(/Total Upload:\s*([\d.]+) KiB \/ gzip:\s*([\d.]+) KiB/);
   assert.ok(size, `wrangler printed no upload size:\n${out}`);
-  const wasm = readdirSync(outdir).find((f) => f.endsWith(".wasm"));
-  assert.ok(wasm, `no wasm in ${readdirSync(outdir)}:\n${out}`);
+  const wasm = readdirSync(outdir).filter((f) => f.endsWith(".wasm"));
+  assert.ok(wasm.length > 0, `no wasm in ${readdirSync(outdir)}:\n${out}`);
   return {
-    total: size[1], gzip: size[2], modulesRoot: outdir,
-    modules: [{ type: "ESModule", path: join(outdir, "index.js") }, { type: "CompiledWasm", path: join(outdir, wasm) }],
+    total: `${size[1]} KiB`, gzip: `${size[2]} KiB`, gzipKiB: Number(size[2]), modulesRoot: outdir,
+    wasm: wasm.map((f) => join(outdir, f)),
+    modules: [{ type: "ESModule", path: join(outdir, "index.js") }, ...wasm.map((f) => ({ type: "CompiledWasm", path: join(outdir, f) }))],
   };
 }
 
@@ -93,7 +96,9 @@ before(async () => {
   symlinkSync(`${ROOT}node_modules/hono`, join(project, "node_modules/hono"));
 
   const bundled = wranglerBundle([], join(project, "dist"));
-  console.log(`# the TypeScript Worker's bundle (wrangler deploy --dry-run): ${bundled.total} / gzip ${bundled.gzip}`);
+  // It imports ./worker and ./ledger: the gateway's wasm and the slim one.
+  assert.equal(bundled.wasm.length, 2, `${bundled.wasm}`);
+  console.log(`# the TypeScript Worker's bundle, ./worker and ./ledger (wrangler deploy --dry-run): ${bundled.total} / gzip ${bundled.gzip}`);
   mf = new Miniflare(convertV4MiniflareOptions({
     workers: [{
       name: "ts-app",
@@ -142,6 +147,8 @@ test("npm pack ships exactly the client, its types, the built Worker, the docs, 
     "README.md",
     "build/index.js",
     "build/index_bg.wasm",
+    "build/ledger/index.js",
+    "build/ledger/index_bg.wasm",
     "client/answer.d.ts",
     "client/answer.js",
     "client/app-answer.d.ts",
@@ -288,6 +295,44 @@ test("the Hono guide's app, as the guide writes it, bundled by wrangler and run:
     assert.equal(reused.status, 422);
     assert.deepEqual(JSON.parse(reused.text).differs, ["body"]);
     assert.equal((await charge('{"amount":500}', "Bearer wrong")).status, 401);
+  } finally {
+    await app.dispose();
+  }
+});
+
+/** The most a Worker importing only idempotency-ledger/ledger may bundle (gzip, as wrangler counts it). */
+const LEDGER_ONLY_GZIP_KIB = 120;
+
+test(`a Worker importing only idempotency-ledger/ledger bundles the slim wasm alone, at most ${LEDGER_ONLY_GZIP_KIB} KiB gzip, and runs exactly once`, async () => {
+  const bundled = wranglerBundle(["-c", "ledger-only/wrangler.jsonc"], join(project, "ledger-only/dist"));
+  console.log(`# a Worker importing only idempotency-ledger/ledger (wrangler deploy --dry-run): ${bundled.total} / gzip ${bundled.gzip}`);
+  assert.ok(bundled.gzipKiB <= LEDGER_ONLY_GZIP_KIB, `${bundled.gzip} gzip is over ${LEDGER_ONLY_GZIP_KIB} KiB`);
+  // One wasm, and it is the slim one the package ships (never the gateway's).
+  assert.equal(bundled.wasm.length, 1, `${bundled.wasm}`);
+  assert.deepEqual(readFileSync(bundled.wasm[0]), readFileSync(join(project, "node_modules/idempotency-ledger/build/ledger/index_bg.wasm")));
+  const app = new Miniflare(convertV4MiniflareOptions({
+    workers: [{
+      name: "ledger-only",
+      modulesRoot: bundled.modulesRoot,
+      modules: bundled.modules,
+      compatibilityDate: "2026-11-01",
+      durableObjects: { PAYMENTS: { className: "Payments", useSQLite: true } },
+    }],
+  }));
+  try {
+    await app.ready;
+    const charge = (body, key = "charge-1") => app.dispatchFetch("http://app.test/charges", {
+      method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body,
+    }).then(read);
+    const first = await charge('{"amount":500}');
+    assert.equal(first.status, 201, first.text);
+    assert.deepEqual(JSON.parse(first.text), { id: 1, amount: 500 });
+    const again = await charge('{"amount":500}');
+    assert.equal(again.headers["idempotent-replayed"], "true");
+    assert.deepEqual(again.body, first.body);
+    assert.equal((await charge('{"amount":900}')).status, 422);
+    const second = await charge('{"amount":7}', "charge-2");
+    assert.deepEqual(JSON.parse(second.text), { id: 2, amount: 7 });
   } finally {
     await app.dispose();
   }

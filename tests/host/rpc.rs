@@ -152,6 +152,12 @@ fn replayed_calls_are_bounded() {
         serde_json::to_value(ReplayedOutcome::Counted).unwrap(),
         serde_json::json!({"outcome": "counted"})
     );
+    assert_eq!(
+        serde_json::from_str::<ReplayedOutcome>(r#"{"outcome":"counted"}"#).unwrap(),
+        ReplayedOutcome::Counted
+    );
+    assert!(serde_json::from_str::<ReplayedOutcome>(r#"{"outcome":"accepted"}"#).is_err());
+    assert!(serde_json::from_str::<ReplayedOutcome>(r#"{}"#).is_err());
 }
 
 #[test]
