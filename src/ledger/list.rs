@@ -104,12 +104,68 @@ impl ListQuery {
 }
 
 /// One listed key: what `lookup` shows of it, and its place in the walk.
+/// On the wire one flat object (the lookup's fields and `sweep_at`), read
+/// and written through [`ListedKeyWire`]: serde's `flatten` would read it
+/// through its buffering `Content` deserializer (tens of KiB of wasm, the
+/// same machinery `ledger::outcome` avoids).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ListedKeyWire", into = "ListedKeyWire")]
 pub struct ListedKey {
-    #[serde(flatten)]
     pub record: RecordView,
     /// The record's `sweep_at` (epoch ms): with its key, its position.
     pub sweep_at: Millis,
+}
+
+/// [`ListedKey`] as one flat JSON object.
+#[derive(Serialize, Deserialize)]
+struct ListedKeyWire {
+    key: String,
+    state: super::outcome::KeyState,
+    generation: i64,
+    created_at: String,
+    expires_at: String,
+    lease_expires_at: Option<String>,
+    response_status: Option<u16>,
+    retained: Option<bool>,
+    replays: i64,
+    sweep_at: Millis,
+}
+
+impl From<ListedKeyWire> for ListedKey {
+    fn from(w: ListedKeyWire) -> ListedKey {
+        ListedKey {
+            record: RecordView {
+                key: w.key,
+                state: w.state,
+                generation: w.generation,
+                created_at: w.created_at,
+                expires_at: w.expires_at,
+                lease_expires_at: w.lease_expires_at,
+                response_status: w.response_status,
+                retained: w.retained,
+                replays: w.replays,
+            },
+            sweep_at: w.sweep_at,
+        }
+    }
+}
+
+impl From<ListedKey> for ListedKeyWire {
+    fn from(k: ListedKey) -> ListedKeyWire {
+        let r = k.record;
+        ListedKeyWire {
+            key: r.key,
+            state: r.state,
+            generation: r.generation,
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            lease_expires_at: r.lease_expires_at,
+            response_status: r.response_status,
+            retained: r.retained,
+            replays: r.replays,
+            sweep_at: k.sweep_at,
+        }
+    }
 }
 
 impl ListedKey {

@@ -74,7 +74,7 @@ pub fn trim(trend: &mut Trend, from: i64) {
 /// Reads the `trend` column: `{"<epoch minute>": [claims, replays, in_use,
 /// reused, takeovers, fenced_out, swept], ...}`.
 pub fn from_json(text: &str) -> Result<Trend, StoreError> {
-    let rows: BTreeMap<String, [i64; 7]> = serde_json::from_str(text)
+    let rows: BTreeMap<String, [i64; 7]> = serde_json::from_slice(text.as_bytes())
         .map_err(|e| StoreError::Decode(format!("ledger_state.trend: {e}")))?;
     rows.into_iter()
         .map(|(minute, counts)| {
