@@ -19,8 +19,6 @@
 //!   last the current minute, zeros where nothing happened: stored plus
 //!   pending, like every other count.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::outcome::Counter;
@@ -33,8 +31,41 @@ pub const TREND_MINUTES: i64 = 60;
 
 const MINUTE_MS: Millis = 60_000;
 
-/// Counts per minute (epoch minutes), in [`Counter::TRENDED`] order.
-pub type Trend = BTreeMap<i64, [i64; 7]>;
+/// Counts per minute (epoch minutes), in [`Counter::TRENDED`] order: a
+/// few dozen minutes at most, kept as a vector sorted by minute (a
+/// `BTreeMap` here was ~15 KB of b-tree code in each wasm).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trend(Vec<(i64, [i64; 7])>);
+
+impl Trend {
+    pub fn new() -> Trend {
+        Trend::default()
+    }
+
+    /// The counts of `minute`, made zero if it had none.
+    fn entry(&mut self, minute: i64) -> &mut [i64; 7] {
+        let i = match self.0.binary_search_by_key(&minute, |(m, _)| *m) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (minute, [0; 7]));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn get(&self, minute: i64) -> Option<&[i64; 7]> {
+        self.0
+            .binary_search_by_key(&minute, |(m, _)| *m)
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// Its minutes, oldest first.
+    fn iter(&self) -> impl Iterator<Item = &(i64, [i64; 7])> {
+        self.0.iter()
+    }
+}
 
 /// The epoch minute `ms` falls in.
 pub fn minute_of(ms: Millis) -> i64 {
@@ -44,14 +75,14 @@ pub fn minute_of(ms: Millis) -> i64 {
 /// Adds `n` of `counter` to its minute, if the trend follows it.
 pub fn count(trend: &mut Trend, counter: Counter, n: i64, now: Millis) {
     if let Some(slot) = counter.trend_slot() {
-        trend.entry(minute_of(now)).or_default()[slot] += n;
+        trend.entry(minute_of(now))[slot] += n;
     }
 }
 
 /// Adds every minute of `other` to `trend`.
 pub fn merge(trend: &mut Trend, other: &Trend) {
-    for (minute, counts) in other {
-        let mine = trend.entry(*minute).or_default();
+    for (minute, counts) in other.iter() {
+        let mine = trend.entry(*minute);
         for (m, n) in mine.iter_mut().zip(counts) {
             *m += n;
         }
@@ -61,29 +92,59 @@ pub fn merge(trend: &mut Trend, other: &Trend) {
 /// The oldest minute a write keeps: the hour ending at its latest minute.
 pub fn kept_from(written: &Trend) -> Option<i64> {
     written
-        .keys()
-        .next_back()
-        .map(|latest| latest - (TREND_MINUTES - 1))
+        .0
+        .last()
+        .map(|(latest, _)| latest - (TREND_MINUTES - 1))
 }
 
 /// Drops the minutes before `from`.
 pub fn trim(trend: &mut Trend, from: i64) {
-    *trend = trend.split_off(&from);
+    trend.0.retain(|(minute, _)| *minute >= from);
 }
 
 /// Reads the `trend` column: `{"<epoch minute>": [claims, replays, in_use,
 /// reused, takeovers, fenced_out, swept], ...}`.
 pub fn from_json(text: &str) -> Result<Trend, StoreError> {
-    let rows: BTreeMap<String, [i64; 7]> = serde_json::from_slice(text.as_bytes())
+    let rows: Minutes = serde_json::from_slice(text.as_bytes())
         .map_err(|e| StoreError::Decode(format!("ledger_state.trend: {e}")))?;
-    rows.into_iter()
-        .map(|(minute, counts)| {
-            minute
-                .parse::<i64>()
-                .map(|m| (m, counts))
-                .map_err(|_| StoreError::Decode(format!("ledger_state.trend: minute {minute:?}")))
-        })
-        .collect()
+    let mut trend = Trend::new();
+    for (minute, counts) in rows.0 {
+        let minute = minute
+            .parse::<i64>()
+            .map_err(|_| StoreError::Decode(format!("ledger_state.trend: minute {minute:?}")))?;
+        let slot = trend.entry(minute);
+        for (sum, n) in slot.iter_mut().zip(counts) {
+            *sum += n;
+        }
+    }
+    Ok(trend)
+}
+
+/// The stored JSON object's entries in their order (read into a vector:
+/// no map type of its own in the wasm).
+struct Minutes(Vec<(String, [i64; 7])>);
+
+impl<'de> Deserialize<'de> for Minutes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Minutes, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Minutes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of minute -> 7 counts")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Minutes, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<String, [i64; 7]>()? {
+                    out.push(entry);
+                }
+                Ok(Minutes(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// The `SET` clause that adds a write's minutes to the stored ones and
@@ -98,7 +159,8 @@ pub fn from_json(text: &str) -> Result<Trend, StoreError> {
 pub fn set_clause(written: &Trend, stored: &Trend) -> Option<String> {
     let from = kept_from(written)?;
     let added: Vec<String> = written
-        .range(from..)
+        .iter()
+        .filter(|(minute, _)| *minute >= from)
         .map(|(minute, counts)| {
             let sums: Vec<String> = counts
                 .iter()
@@ -112,7 +174,8 @@ pub fn set_clause(written: &Trend, stored: &Trend) -> Option<String> {
         .collect();
     let mut set = format!("json_set(trend, {})", added.join(", "));
     let dropped: Vec<String> = stored
-        .range(..from)
+        .iter()
+        .filter(|(minute, _)| *minute < from)
         .map(|(minute, _)| format!("'$.\"{minute}\"'"))
         .collect();
     if !dropped.is_empty() {
@@ -168,7 +231,7 @@ pub fn window(parts: &[&Trend], now: Millis) -> Vec<TrendMinute> {
         .map(|minute| {
             let mut counts = [0i64; 7];
             for part in parts {
-                if let Some(c) = part.get(&minute) {
+                if let Some(c) = part.get(minute) {
                     for (sum, n) in counts.iter_mut().zip(c) {
                         *sum += n;
                     }
@@ -183,16 +246,14 @@ pub fn window(parts: &[&Trend], now: Millis) -> Vec<TrendMinute> {
 /// the latest [`TREND_MINUTES`] of them (objects that answered either side
 /// of a minute's turn agree on all but its edge).
 pub fn sum(mine: &mut Vec<TrendMinute>, theirs: &[TrendMinute]) {
-    let mut by_minute: BTreeMap<String, TrendMinute> = BTreeMap::new();
     // RFC 3339 UTC strings of one format order as their times do.
+    let mut by_minute: Vec<TrendMinute> = Vec::with_capacity(mine.len() + theirs.len());
     for m in mine.drain(..).chain(theirs.iter().cloned()) {
-        match by_minute.get_mut(&m.minute) {
-            Some(held) => held.add(&m),
-            None => {
-                by_minute.insert(m.minute.clone(), m);
-            }
+        match by_minute.binary_search_by(|held| held.minute.cmp(&m.minute)) {
+            Ok(i) => by_minute[i].add(&m),
+            Err(i) => by_minute.insert(i, m),
         }
     }
     let skip = by_minute.len().saturating_sub(TREND_MINUTES as usize);
-    mine.extend(by_minute.into_values().skip(skip));
+    mine.extend(by_minute.into_iter().skip(skip));
 }
