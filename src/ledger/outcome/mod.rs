@@ -21,11 +21,16 @@
 //! - States and counters are enums whose stored spelling never changes:
 //!   renaming one is a schema migration.
 
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use super::Millis;
 use crate::protocol::{AppResponse, StoredResponse};
+
+mod counter;
+mod wire;
+
+pub use counter::Counter;
+pub(crate) use wire::read_unit_outcome;
 
 /// Why a claim did not hand the key to the caller. Shared by `claim` and
 /// `execute`; the contract turns each into its answer (replay, 409, 422, 429).
@@ -126,147 +131,6 @@ pub enum ReleaseOutcome {
     FencedOut { current: Option<RecordState> },
 }
 
-/// RPC v1's flat outcome object as every outcome is read back: its tag and
-/// every field any outcome carries, read straight off the wire (unknown
-/// fields ignored, as the derived deserializers ignored them). One struct
-/// for every outcome enum, so its deserializer exists once per input type.
-#[derive(Deserialize)]
-struct Wire {
-    outcome: String,
-    generation: Option<i64>,
-    takeover: Option<bool>,
-    retained: Option<bool>,
-    retry_after_ms: Option<i64>,
-    /// `ran`'s [`AppResponse`] and `completed`'s [`StoredResponse`] share
-    /// one shape but for the body (`null`: a tombstone, `completed` only).
-    response: Option<StoredResponse>,
-    expires_at: Option<Millis>,
-    differs: Option<Vec<String>>,
-    current: Option<RecordState>,
-}
-
-/// A field the outcome must carry.
-fn required<T, E: serde::de::Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
-    value.ok_or_else(|| E::missing_field(field))
-}
-
-impl Wire {
-    fn read<'de, D: Deserializer<'de>>(d: D) -> Result<Wire, D::Error> {
-        Wire::deserialize(d)
-    }
-
-    fn unknown<T, E: serde::de::Error>(&self, expected: &'static [&'static str]) -> Result<T, E> {
-        Err(E::unknown_variant(&self.outcome, expected))
-    }
-
-    fn refusal<E: serde::de::Error>(self) -> Result<Refusal, E> {
-        match self.outcome.as_str() {
-            "in_flight" => Ok(Refusal::InFlight {
-                generation: required(self.generation, "generation")?,
-                retry_after_ms: required(self.retry_after_ms, "retry_after_ms")?,
-            }),
-            "completed" => Ok(Refusal::Completed {
-                generation: required(self.generation, "generation")?,
-                response: required(self.response, "response")?,
-                expires_at: self.expires_at,
-            }),
-            "mismatch" => Ok(Refusal::Mismatch {
-                differs: required(self.differs, "differs")?,
-            }),
-            "ledger_full" => Ok(Refusal::LedgerFull {
-                retry_after_ms: required(self.retry_after_ms, "retry_after_ms")?,
-            }),
-            _ => self.unknown(&["in_flight", "completed", "mismatch", "ledger_full"]),
-        }
-    }
-}
-
-/// Reads an outcome that has no fields (`{"outcome": "<tag>"}`, other
-/// fields ignored) and is one of `tags`: RPC v1's `replayed` and `layout`
-/// answers.
-pub(crate) fn read_unit_outcome<'de, D: Deserializer<'de>>(
-    d: D,
-    tags: &'static [&'static str],
-) -> Result<(), D::Error> {
-    let wire = Wire::read(d)?;
-    if tags.contains(&wire.outcome.as_str()) {
-        Ok(())
-    } else {
-        wire.unknown(tags)
-    }
-}
-
-impl<'de> Deserialize<'de> for Refusal {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Wire::read(d)?.refusal()
-    }
-}
-
-impl<'de> Deserialize<'de> for ClaimOutcome {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = Wire::read(d)?;
-        if wire.outcome != "claimed" {
-            return wire.refusal().map(ClaimOutcome::Refused);
-        }
-        Ok(ClaimOutcome::Claimed {
-            generation: required(wire.generation, "generation")?,
-            takeover: required(wire.takeover, "takeover")?,
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for ExecuteOutcome {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = Wire::read(d)?;
-        if wire.outcome != "ran" {
-            return wire.refusal().map(ExecuteOutcome::Refused);
-        }
-        let response = required(wire.response, "response")?;
-        let Some(body) = response.body else {
-            return Err(D::Error::invalid_type(
-                serde::de::Unexpected::Unit,
-                &"the response body (base64)",
-            ));
-        };
-        Ok(ExecuteOutcome::Ran {
-            generation: required(wire.generation, "generation")?,
-            takeover: required(wire.takeover, "takeover")?,
-            retained: required(wire.retained, "retained")?,
-            response: AppResponse {
-                status: response.status,
-                headers: response.headers,
-                body,
-            },
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for CompleteOutcome {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = Wire::read(d)?;
-        match wire.outcome.as_str() {
-            "stored" => Ok(CompleteOutcome::Stored),
-            "fenced_out" => Ok(CompleteOutcome::FencedOut {
-                current: wire.current,
-            }),
-            _ => wire.unknown(&["stored", "fenced_out"]),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for ReleaseOutcome {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let wire = Wire::read(d)?;
-        match wire.outcome.as_str() {
-            "released" => Ok(ReleaseOutcome::Released),
-            "fenced_out" => Ok(ReleaseOutcome::FencedOut {
-                current: wire.current,
-            }),
-            _ => wire.unknown(&["released", "fenced_out"]),
-        }
-    }
-}
-
 /// Where a refused completion or release found the record (for logs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordState {
@@ -300,95 +164,6 @@ impl KeyState {
             "completed" => Some(KeyState::Completed),
             "released" => Some(KeyState::Released),
             _ => None,
-        }
-    }
-}
-
-/// The counters kept in the `ledger_state` row, by column name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Counter {
-    /// Records held in each state (their sum is the quota's count).
-    InFlight,
-    Completed,
-    Released,
-    Claims,
-    Replays,
-    InUse,
-    Reused,
-    Takeovers,
-    FencedOut,
-    Swept,
-    /// Completions a gateway could not store after its retries.
-    CompleteFailed,
-    /// Claims that met a live lease and waited for its outcome.
-    Waited,
-    /// Waiters answered with the replay of the run they waited for.
-    WaitedReplayed,
-    /// Waiters whose budget ran out while the key was still in flight (`409`).
-    WaitedTimedOut,
-}
-
-impl Counter {
-    pub const ALL: [Counter; 14] = [
-        Counter::InFlight,
-        Counter::Completed,
-        Counter::Released,
-        Counter::Claims,
-        Counter::Replays,
-        Counter::InUse,
-        Counter::Reused,
-        Counter::Takeovers,
-        Counter::FencedOut,
-        Counter::Swept,
-        Counter::CompleteFailed,
-        Counter::Waited,
-        Counter::WaitedReplayed,
-        Counter::WaitedTimedOut,
-    ];
-
-    /// The outcomes the per-minute trend follows (`ledger::trend`), in the
-    /// order its stored rows hold them.
-    pub const TRENDED: [Counter; 7] = [
-        Counter::Claims,
-        Counter::Replays,
-        Counter::InUse,
-        Counter::Reused,
-        Counter::Takeovers,
-        Counter::FencedOut,
-        Counter::Swept,
-    ];
-
-    /// This counter's place in a trend row, if the trend follows it.
-    pub fn trend_slot(self) -> Option<usize> {
-        Counter::TRENDED.iter().position(|c| *c == self)
-    }
-
-    /// The stored name (a column of `ledger_state`; the v1 counter name).
-    pub fn name(self) -> &'static str {
-        match self {
-            Counter::InFlight => "in_flight",
-            Counter::Completed => "completed",
-            Counter::Released => "released",
-            Counter::Claims => "claims",
-            Counter::Replays => "replays",
-            Counter::InUse => "in_use",
-            Counter::Reused => "reused",
-            Counter::Takeovers => "takeovers",
-            Counter::FencedOut => "fenced_out",
-            Counter::Swept => "swept",
-            Counter::CompleteFailed => "complete_failed",
-            Counter::Waited => "waited",
-            Counter::WaitedReplayed => "waited_replayed",
-            Counter::WaitedTimedOut => "waited_timed_out",
-        }
-    }
-
-    /// The counter of records in `state`.
-    pub fn of_state(state: KeyState) -> Counter {
-        match state {
-            KeyState::InFlight => Counter::InFlight,
-            KeyState::Completed => Counter::Completed,
-            KeyState::Released => Counter::Released,
         }
     }
 }
