@@ -33,22 +33,25 @@
 
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Uint8Array};
+use js_sys::{Array, Function};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
-use crate::config::{SWEEP_BATCH, SWEEP_INTERVAL_SECONDS};
+use crate::config::SWEEP_BATCH;
 use crate::ledger::pending::FLUSH_AFTER_MS;
 use crate::ledger::sweep::alarm_for;
-use crate::ledger::{
-    earliest, ClaimPolicy, ExecuteOutcome, Ledger, StoreError, STORED_BODY_CEILING,
-};
+use crate::ledger::{earliest, ClaimPolicy, ExecuteOutcome, Ledger, StoreError};
 use crate::object::do_store::DoSqlStore;
 use crate::platform::env::now_ms;
 use crate::protocol::target::target_of;
-use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, RequestParts};
-use crate::rpc::{check_fingerprint, check_key, check_window};
+use crate::protocol::{CapturePolicy, Fingerprint, RequestParts};
+use crate::rpc::{check_fingerprint, check_key};
+
+mod app;
+mod options;
+
+use app::{run_app, Failed};
+use options::policies;
 
 /// Without workers-rs (the slim build), workers-rs's own start function is
 /// not linked: install what it installs, a panic hook writing the panic
@@ -68,18 +71,6 @@ fn start() {
 extern "C" {
     #[wasm_bindgen(js_namespace = console, js_name = error)]
     fn console_error(label: &JsValue, error: &JsValue);
-}
-
-/// The limits of one embedded ledger (client/ledger.js fills the defaults).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    retention_seconds: u64,
-    max_keys: u64,
-    max_db_bytes: u64,
-    stored_headers: Vec<String>,
-    max_stored_body_bytes: usize,
-    sweep_interval_seconds: u64,
 }
 
 /// The key and fingerprint of one call, as RPC v1 `execute` carries them.
@@ -111,19 +102,6 @@ struct Swept {
     next_expires_at: Option<i64>,
 }
 
-/// Why an `execute` did not finish: the store, or the caller's function.
-enum Failed {
-    Store(StoreError),
-    /// What the caller's function threw (or a malformed answer of it).
-    Thrown(JsValue),
-}
-
-impl From<StoreError> for Failed {
-    fn from(e: StoreError) -> Self {
-        Failed::Store(e)
-    }
-}
-
 /// One Durable Object's ledger, over that object's own SQLite database.
 ///
 /// The [`Ledger`] (the store and its counts) is one per object instance:
@@ -138,7 +116,7 @@ pub struct EmbeddedLedger {
     sweep_interval_ms: i64,
 }
 
-fn refuse(message: impl std::fmt::Display) -> JsValue {
+pub(crate) fn refuse(message: impl std::fmt::Display) -> JsValue {
     js_sys::TypeError::new(&format!("idempotency-ledger: {message}")).into()
 }
 
@@ -352,94 +330,4 @@ impl EmbeddedLedger {
         let stats = self.ledger.stats(now_ms()).map_err(store_failed)?;
         serde_json::to_string(&stats).map_err(refuse)
     }
-}
-
-/// The options (client/ledger.js fills the defaults), checked: the claim
-/// policy, the capture policy and the sweep grid.
-fn policies(options: &str) -> Result<(ClaimPolicy, CapturePolicy, i64), JsValue> {
-    let options: Options = serde_json::from_slice(options.as_bytes()).map_err(refuse)?;
-    check_window("retentionSeconds", Some(options.retention_seconds)).map_err(refuse)?;
-    if options.max_keys == 0 {
-        return Err(refuse("maxKeys must be at least 1"));
-    }
-    if options.max_db_bytes == 0 {
-        return Err(refuse("maxDbBytes must be at least 1"));
-    }
-    if options.max_stored_body_bytes > STORED_BODY_CEILING {
-        return Err(refuse(format!(
-            "maxStoredBodyBytes must be at most {STORED_BODY_CEILING}"
-        )));
-    }
-    if !SWEEP_INTERVAL_SECONDS.contains(&options.sweep_interval_seconds) {
-        return Err(refuse(format!(
-            "sweepIntervalSeconds must be a whole number {}..{}",
-            SWEEP_INTERVAL_SECONDS.start(),
-            SWEEP_INTERVAL_SECONDS.end()
-        )));
-    }
-    let retention_ms = options.retention_seconds as i64 * 1000;
-    let policy = ClaimPolicy {
-        // `execute` writes a record already completed, in the
-        // transaction that runs the caller's function: no record
-        // of this ledger is ever left in flight, so no lease is
-        // configurable (one minute, within the retention, as
-        // ClaimPolicy requires).
-        lease_ms: retention_ms.min(60_000),
-        retention_ms,
-        max_keys: options.max_keys,
-        settle_grace_ms: 0,
-        // New keys are refused (ledger_full) once the database
-        // reaches this, before the platform's own 10 GB limit
-        // would fail every write of the object, yours included.
-        max_db_bytes: options.max_db_bytes,
-    };
-    let capture = CapturePolicy {
-        stored_headers: options
-            .stored_headers
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect(),
-        max_stored_body_bytes: options.max_stored_body_bytes,
-    };
-    Ok((
-        policy,
-        capture,
-        options.sweep_interval_seconds as i64 * 1000,
-    ))
-}
-
-/// Calls the caller's function and reads its answer
-/// (`[status, [name, value, …], body]`, made by client/ledger.js).
-fn run_app(run: &Function) -> Result<AppResponse, Failed> {
-    let answer = run.call0(&JsValue::UNDEFINED).map_err(Failed::Thrown)?;
-    let malformed = |what: &str| Failed::Thrown(refuse(format!("execute: {what}")));
-    let parts: Array = answer
-        .dyn_into()
-        .map_err(|_| malformed("run() must answer [status, headers, body]"))?;
-    let status = parts
-        .get(0)
-        .as_f64()
-        .filter(|s| s.fract() == 0.0 && (200.0..=599.0).contains(s))
-        .ok_or_else(|| malformed("the status must be a whole number 200..599"))?
-        as u16;
-    let flat: Array = parts
-        .get(1)
-        .dyn_into()
-        .map_err(|_| malformed("headers must be an array"))?;
-    let mut headers = Vec::with_capacity(flat.length() as usize / 2);
-    for i in (0..flat.length()).step_by(2) {
-        match (flat.get(i).as_string(), flat.get(i + 1).as_string()) {
-            (Some(name), Some(value)) => headers.push((name.to_ascii_lowercase(), value)),
-            _ => return Err(malformed("header names and values must be strings")),
-        }
-    }
-    let body: Uint8Array = parts
-        .get(2)
-        .dyn_into()
-        .map_err(|_| malformed("the body must be a Uint8Array"))?;
-    Ok(AppResponse {
-        status,
-        headers,
-        body: body.to_vec(),
-    })
 }
