@@ -5,7 +5,7 @@
 //! Role: carry one HTTP request through the contract's decisions
 //! (`crate::contract`) as phases read top to bottom — route → admit (who,
 //! [`settings`]) → reads ([`reads`]) → admit the head → read the body →
-//! unprotected, or protect ([`protected`]: embedded, or [`proxied`] through
+//! unprotected ([`unprotected`]), or protect ([`protected`]: embedded, or [`proxied`] through
 //! [`origin`], [`stream`] and the isolate's [`replays`]) → answer a failure → log —
 //! converting between `worker` types and the contract's values. Every
 //! status, problem and key decision is made in `contract`; none is made
@@ -33,6 +33,7 @@ pub mod reads;
 pub mod replays;
 pub mod settings;
 pub mod stream;
+pub mod unprotected;
 
 use std::time::Duration;
 
@@ -42,19 +43,19 @@ use worker::{event, Context, Env, Headers, Response};
 use crate::config::Config;
 use crate::contract::admission::{self, body_unreadable, check_body_length};
 use crate::contract::answer::{self, LedgerFailure};
-use crate::contract::proxy;
 use crate::contract::waiting::{prefer_wait, WaitPlan};
 use crate::contract::{Disposition, GatewayRoute, Protection, Rejection, RequestHead};
 use crate::fields;
-use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::client::LedgerError;
 use crate::platform::http::{self, body_reader, body_within, drain, header, Body};
 use crate::platform::{analytics, log, now_ms};
 use crate::protocol::{path_of, target_of, Fingerprint, RequestParts};
-use origin::{Forward, Origin, Signer};
+use origin::Forward;
 use protected::Protected;
-use reads::{key_homes, store_unavailable};
+use reads::key_homes;
 use replays::{count_replays_when_due, with_replays};
 use settings::Tenancy;
+use unprotected::run_unprotected;
 
 /// The log line of one protected request (docs/contract.md §6).
 struct RequestLog {
@@ -367,55 +368,5 @@ async fn ledger_failed(
             log::warn("idempotency.wait_interrupted", fields);
             (http::app(answer), Disposition::InUse)
         }
-    }
-}
-
-/// Runs a request without the ledger: on the origin in proxy mode, else on
-/// the embedded application.
-async fn run_unprotected(who: &Tenancy, fwd: &Forward) -> Response {
-    match &who.origin {
-        Some(origin) => forward_unprotected(origin, who.config(), &who.tenant, fwd).await,
-        None => match who.base() {
-            Ok(client) => embedded_unprotected(client, fwd).await,
-            // The embedded application lives in the object itself.
-            Err(e) => store_unavailable(e),
-        },
-    }
-}
-
-/// What signs a forwarded request, when `ORIGIN_SIGNING_SECRET` is set.
-pub(crate) fn signer<'a>(config: &'a Config, tenant: &'a str) -> Option<Signer<'a>> {
-    config.origin_signing_secret.as_ref().map(|secret| Signer {
-        secret: secret.expose(),
-        tenant,
-    })
-}
-
-async fn forward_unprotected(
-    origin: &Origin,
-    config: &Config,
-    tenant: &str,
-    fwd: &Forward,
-) -> Response {
-    let Ok(request) = origin.prepare(fwd) else {
-        return http::app(proxy::not_forwardable(&fwd.method).0);
-    };
-    let timeout = Duration::from_secs(config.origin_timeout_seconds);
-    let signer = signer(config, tenant);
-    // Unprotected: nothing is stored, so the answer streams through.
-    match origin
-        .send_streaming(request, fwd, signer.as_ref(), timeout)
-        .await
-    {
-        Ok(Ok(response)) => response,
-        Ok(Err(status)) => http::app(proxy::not_passable(status)),
-        Err(e) => http::app(proxy::unprotected_answer(e.failure())),
-    }
-}
-
-async fn embedded_unprotected(client: &LedgerClient, fwd: &Forward) -> Response {
-    match client.app(&fwd.method, &fwd.target, &fwd.body).await {
-        Ok(r) => r,
-        Err(e) => store_unavailable(&e),
     }
 }

@@ -248,3 +248,11 @@ impl Origin {
         }
     }
 }
+
+/// What signs a forwarded request, when `ORIGIN_SIGNING_SECRET` is set.
+pub(crate) fn signer<'a>(config: &'a crate::config::Config, tenant: &'a str) -> Option<Signer<'a>> {
+    config.origin_signing_secret.as_ref().map(|secret| Signer {
+        secret: secret.expose(),
+        tenant,
+    })
+}

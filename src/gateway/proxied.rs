@@ -145,7 +145,7 @@ impl Protected<'_> {
     /// `ORIGIN_TIMEOUT_SECONDS`, its body read up to the stored-body cap.
     async fn send(&self, origin: &Origin, request: Request) -> Result<Bounded, OriginFailure> {
         let timeout = Duration::from_secs(self.config.origin_timeout_seconds);
-        let signer = super::signer(self.config, self.tenant);
+        let signer = super::origin::signer(self.config, self.tenant);
         let cap = self.config.max_stored_body_bytes;
         origin
             .send(request, self.forward, signer.as_ref(), timeout, cap)
