@@ -214,6 +214,19 @@ impl SizeEstimate {
     /// Writing statements after which the size is measured again anyway.
     pub const WRITES_BETWEEN_CHECKS: u32 = 64;
 
+    /// The text and blob bytes `params` bind (8 for any other value): what
+    /// [`SizeEstimate::wrote`] takes for one statement.
+    pub fn bound_bytes(params: &[SqlValue]) -> u64 {
+        params
+            .iter()
+            .map(|p| match p {
+                SqlValue::Text(s) => s.len() as u64,
+                SqlValue::Blob(b) => b.len() as u64,
+                _ => 8,
+            })
+            .sum()
+    }
+
     /// A statement ran that bound `bound_bytes` of text and blobs and wrote `rows`.
     pub fn wrote(&mut self, bound_bytes: u64, rows: u64) {
         if rows == 0 {

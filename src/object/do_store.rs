@@ -182,16 +182,8 @@ impl DoSqlStore {
         }
         let written = cursor.rows_written() as u64;
         if written > 0 {
-            let bound: usize = params
-                .iter()
-                .map(|p| match p {
-                    SqlValue::Text(s) => s.len(),
-                    SqlValue::Blob(b) => b.len(),
-                    _ => 8,
-                })
-                .sum();
             let mut size = self.size.get();
-            size.wrote(bound as u64, written);
+            size.wrote(SizeEstimate::bound_bytes(params), written);
             self.size.set(size);
         }
         let (all_written, all_read) = self.billed.get();

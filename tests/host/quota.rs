@@ -141,14 +141,8 @@ fn the_size_estimate_bounds_real_sqlite_growth() {
             SqlValue::Blob(vec![7u8; len]),
             SqlValue::Integer(i as i64),
         ];
-        let bound: usize = params
-            .iter()
-            .map(|p| match p {
-                SqlValue::Text(s) => s.len(),
-                SqlValue::Blob(b) => b.len(),
-                _ => 8,
-            })
-            .sum();
+        let bound = SizeEstimate::bound_bytes(&params);
+        assert_eq!(bound, (key.len() + 64 + len + 8) as u64);
         store
             .execute(
                 "INSERT INTO idempotency_records (key, state, generation, fingerprint, components, \
@@ -157,7 +151,7 @@ fn the_size_estimate_bounds_real_sqlite_growth() {
                 &params,
             )
             .unwrap();
-        e.wrote(bound as u64, 2);
+        e.wrote(bound, 2);
         let now = store.database_size().unwrap();
         // What the estimate allows without measuring: the limit `now` must
         // not be answered "not reached" while it has been.
