@@ -33,13 +33,49 @@
 // `this.env` and `this.ctx`) and takes the proxied path only once that
 // flag is up, so a panicked module is still re-instantiated first.
 import { WorkerEntrypoint } from "cloudflare:workers";
-import RustGateway, { TenantLedger } from "../build/index.js";
+import RustGateway, { TenantLedger as RustTenantLedger } from "../build/index.js";
 import { TenantLedgers, parseTenantShards } from "../client/index.js";
 import { consoleResponse, isConsoleUrl } from "./console.mjs";
 
-export { TenantLedger };
-
 const rustFetch = RustGateway.prototype.fetch;
+const serveRead = RustTenantLedger.prototype.serveRead;
+
+/** Whether `error` is a trap, which marks the module for re-instantiation (as the shim does). */
+function markCritical(error) {
+  const state = globalThis.__worker_init_state;
+  if (error instanceof WebAssembly.RuntimeError && state) state.criticalError = true;
+  throw error;
+}
+
+/**
+ * The TenantLedger Durable Object class: the Rust object (worker-build's
+ * class, through its proxy, so a panicked module is re-instantiated when
+ * the object is next built or called), with the request body read here:
+ * one native `await`, then `serveRead`, which answers at once when the
+ * call needs nothing asynchronous (src/platform/eager.rs) — instead of
+ * the Rust `fetch`'s promise plumbing for the body and the answer.
+ */
+export class TenantLedger {
+  #ledger;
+
+  constructor(ctx, env) {
+    this.#ledger = new RustTenantLedger(ctx, env);
+  }
+
+  async fetch(request) {
+    const body = new Uint8Array(await request.arrayBuffer());
+    if (globalThis.__worker_init_state?.criticalError) return this.#ledger.serveRead(request, body);
+    try {
+      return await serveRead.call(this.#ledger, request, body);
+    } catch (error) {
+      return markCritical(error);
+    }
+  }
+
+  alarm(info) {
+    return this.#ledger.alarm(info);
+  }
+}
 
 /**
  * The gateway's answer to `request` (docs/contract.md §2), or the
@@ -52,14 +88,10 @@ export function fetchGateway(request, env, ctx) {
   if (state?.criticalError) return new RustGateway(ctx, env).fetch(request);
   // As the shim's proxy does: a trap (WebAssembly.RuntimeError) marks the
   // module for re-instantiation on the next request.
-  const critical = (error) => {
-    if (error instanceof WebAssembly.RuntimeError && state) state.criticalError = true;
-    throw error;
-  };
   try {
-    return rustFetch.call({ env, ctx }, request).then(undefined, critical);
+    return rustFetch.call({ env, ctx }, request).then(undefined, markCritical);
   } catch (error) {
-    return critical(error);
+    return markCritical(error);
   }
 }
 

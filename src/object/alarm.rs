@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use worker::{wasm_bindgen, Delay, Response, ScheduledTime};
 
-use super::TenantLedger;
+use super::LedgerObject;
 use crate::fields;
 use crate::ledger::pending::FLUSH_AFTER_MS;
 use crate::ledger::sweep::alarm_for;
@@ -61,7 +61,7 @@ fn at_epoch_ms(ms: i64) -> ScheduledTime {
     )))
 }
 
-impl TenantLedger {
+impl LedgerObject {
     fn interval_ms(&self) -> Millis {
         self.config.as_ref().map_or(60_000, |c| {
             (c.sweep_interval_seconds as i64).saturating_mul(1000)

@@ -49,4 +49,4 @@ pub mod reshard;
 pub mod tenant_ledger;
 
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
-pub use tenant_ledger::TenantLedger;
+pub use tenant_ledger::{LedgerObject, TenantLedger};

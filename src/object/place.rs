@@ -17,7 +17,7 @@
 //! (`503`): it cannot tell whether it is retired.
 
 use super::calls::store_unavailable;
-use super::TenantLedger;
+use super::LedgerObject;
 use crate::config::shards::{parse_object_name, Role};
 use crate::config::Config;
 use crate::fields;
@@ -48,7 +48,7 @@ impl Place {
     }
 }
 
-impl TenantLedger {
+impl LedgerObject {
     /// The object's place, learned on first use (see the module doc).
     pub(super) fn place(&self, config: &Config) -> Result<&Place, Problem> {
         if let Some(place) = self.place.get() {

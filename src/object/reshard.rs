@@ -21,7 +21,7 @@
 //!   (every expiry once it is retired; see `Ledger::track_expiries_beyond`).
 
 use super::calls::store_unavailable;
-use super::TenantLedger;
+use super::LedgerObject;
 use crate::config::reshard::{decide, Evidence, LayoutDecision};
 use crate::config::shards::{object_name, Layout};
 use crate::config::Config;
@@ -50,7 +50,7 @@ fn refused(reason: &str) -> Problem {
     Problem::misconfigured("TENANT_SHARDS")
 }
 
-impl TenantLedger {
+impl LedgerObject {
     /// Before this object's first keyed call: its tenant's registry accepts
     /// the configured layout, or every keyed call is refused.
     pub(super) async fn check_layout(&self, config: &Config) -> Result<(), Problem> {

@@ -22,8 +22,11 @@ use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
+use worker::wasm_bindgen::prelude::wasm_bindgen;
+use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::{durable_object, wasm_bindgen, DurableObject, Env, Request, Response, State};
+use worker::worker_sys::web_sys;
+use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
 use super::alarm::AlarmBelief;
 use super::calls::{bad_call, store_unavailable, Apply};
@@ -35,7 +38,7 @@ use crate::fields;
 use crate::ledger::{Ledger, SqlStore};
 use crate::orders;
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
-use crate::platform::{http, load_config, log, misconfigured, now_ms};
+use crate::platform::{eager, http, load_config, log, misconfigured, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
 use crate::rpc::{rpc_v1_calls, Call, Route, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER};
 
@@ -46,8 +49,18 @@ const UPGRADE_STEPS_ON_START: u32 = 16;
 const UPGRADE_STEPS_PER_REQUEST: u32 = 4;
 const UPGRADE_STEPS_PER_ALARM: u32 = 64;
 
-#[durable_object]
+/// The Durable Object class: its one object behind an `Rc`, so a request
+/// served without a promise ([`TenantLedger::serve_read`]) can still hand
+/// what it has not finished to the runtime (a `'static` future). Only the
+/// fetch and alarm handlers are exported (`#[durable_object(alarm)]`: no
+/// WebSocket or socket handlers, which it never had a use for).
+#[durable_object(alarm)]
 pub struct TenantLedger {
+    object: Rc<LedgerObject>,
+}
+
+/// What one `TenantLedger` holds, and its request path.
+pub struct LedgerObject {
     pub(super) state: State,
     /// Shared with the flush timer (see [`super::alarm`]).
     pub(super) ledger: Rc<Ledger<DoSqlStore>>,
@@ -81,6 +94,41 @@ pub struct TenantLedger {
 }
 
 impl DurableObject for TenantLedger {
+    fn new(state: State, env: Env) -> Self {
+        TenantLedger {
+            object: Rc::new(LedgerObject::new(state, env)),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        let body = whole_body(&req).await;
+        Ok(self.object.serve(req.inner(), body).await)
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        self.object.alarm().await
+    }
+}
+
+#[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen)]
+impl TenantLedger {
+    /// `fetch` for a request whose body the caller has already read
+    /// (worker/entry.mjs's class: one native `await` for the body instead
+    /// of wasm-bindgen's promise plumbing). The answer itself when the
+    /// request needs nothing asynchronous (the common case: a call applied
+    /// in one transaction), else a promise of it
+    /// ([`crate::platform::eager`]).
+    #[wasm_bindgen(js_name = serveRead)]
+    pub fn serve_read(&self, req: web_sys::Request, body: js_sys::Uint8Array) -> JsValue {
+        let object = Rc::clone(&self.object);
+        let body = body.to_vec();
+        eager(
+            async move { JsValue::from(web_sys::Response::from(object.serve(&req, Ok(body)).await)) },
+        )
+    }
+}
+
+impl LedgerObject {
     fn new(state: State, env: Env) -> Self {
         log::install_panic_hook();
         let ledger = Rc::new(Ledger::new(DoSqlStore::new(&state)));
@@ -118,7 +166,7 @@ impl DurableObject for TenantLedger {
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
         // An unusable binding is the gateway's misconfiguration to answer.
         let metered = crate::platform::analytics::configured(&env).unwrap_or(false);
-        TenantLedger {
+        LedgerObject {
             metered,
             place: OnceCell::new(),
             layout_accepted: Cell::new(false),
@@ -135,10 +183,6 @@ impl DurableObject for TenantLedger {
         }
     }
 
-    async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        Ok(self.serve(req).await)
-    }
-
     async fn alarm(&self) -> worker::Result<Response> {
         if self.upgrading.get() && !self.continue_upgrade(UPGRADE_STEPS_PER_ALARM).await {
             return Response::ok("upgrading");
@@ -147,8 +191,10 @@ impl DurableObject for TenantLedger {
     }
 }
 
-/// A request's whole body (callers are Workers sending one JSON call).
-async fn whole_body(req: &Request) -> Result<Vec<u8>, wasm_bindgen::JsValue> {
+/// A request's whole body (callers are Workers sending one JSON call): one
+/// `arrayBuffer()` and one copy into wasm (worker 0.8.7's `Request::bytes`
+/// drains a stream reader, a crossing per chunk).
+async fn whole_body(req: &Request) -> Result<Vec<u8>, JsValue> {
     let buffer = JsFuture::from(req.inner().array_buffer()?).await?;
     Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
@@ -156,7 +202,7 @@ async fn whole_body(req: &Request) -> Result<Vec<u8>, wasm_bindgen::JsValue> {
 /// [`TenantLedger::route`]: one arm per call in the route list.
 macro_rules! route_to_call {
     ($($route:ident => $path:literal, $call:ty;)*) => {
-        impl TenantLedger {
+        impl LedgerObject {
             /// Sends the body down the one path of the routed call.
             async fn route(
                 &self,
@@ -173,26 +219,25 @@ macro_rules! route_to_call {
 }
 rpc_v1_calls!(route_to_call);
 
-impl TenantLedger {
-    /// Routes one request: the embedded application, or an RPC v1 call.
-    async fn serve(&self, req: Request) -> Response {
+impl LedgerObject {
+    /// Routes one request, its body already read: the embedded
+    /// application, or an RPC v1 call.
+    async fn serve(&self, req: &web_sys::Request, body: Result<Vec<u8>, JsValue>) -> Response {
         let config = match self.ready().await {
             Ok(config) => config,
             Err(refused) => return refused,
         };
         // The path from the raw URL string: `Request::path()` would parse it
         // with the `url` crate, which alone adds IDNA tables to the bundle.
-        let url = req.inner().url();
+        let url = req.url();
         let path = path_of(target_of(&url)).to_string();
-        let method = req.inner().method();
-        // One `arrayBuffer()` and one copy into wasm (worker 0.8.7's
-        // `Request::bytes` drains a stream reader, a crossing per chunk).
-        let body = match whole_body(&req).await {
+        let method = req.method();
+        let body = match body {
             Ok(b) => b,
             Err(_) => return http::problem(&bad_call("the request body could not be read")),
         };
         if path == APP_PATH {
-            return self.app(&req, &method, &body);
+            return self.app(req, &method, &body);
         }
         let Some(route) = Route::from_path(&path) else {
             return http::problem(&Problem::new(
@@ -249,12 +294,8 @@ impl TenantLedger {
 
     /// The embedded application's unprotected requests; the target comes
     /// from a header, never from the URL.
-    fn app(&self, req: &Request, method: &str, body: &[u8]) -> Response {
-        let target = req
-            .headers()
-            .get(APP_TARGET_HEADER)
-            .ok()
-            .flatten()
+    fn app(&self, req: &web_sys::Request, method: &str, body: &[u8]) -> Response {
+        let target = http::header(req, APP_TARGET_HEADER)
             .filter(|t| t.starts_with('/'))
             .unwrap_or_default();
         match orders::handle(

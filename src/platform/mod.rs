@@ -16,12 +16,16 @@
 pub mod analytics;
 #[cfg(feature = "workers-rs")]
 pub mod client;
+#[cfg(feature = "workers-rs")]
+pub mod eager;
 pub mod env;
 #[cfg(feature = "workers-rs")]
 pub mod http;
 #[cfg(feature = "workers-rs")]
 pub mod log;
 
+#[cfg(feature = "workers-rs")]
+pub use eager::eager;
 pub use env::now_ms;
 #[cfg(feature = "workers-rs")]
 pub use env::{config_lookup, load_config, misconfigured, LEDGER_BINDING};

@@ -9,12 +9,12 @@ use super::{bad_call, Apply};
 use crate::config::Config;
 use crate::ledger::ClaimOutcome;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::{check_claim_windows, ClaimCall};
 
-impl Apply<ClaimCall> for TenantLedger {
+impl Apply<ClaimCall> for LedgerObject {
     async fn apply(
         &self,
         config: &Config,

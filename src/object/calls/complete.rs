@@ -9,12 +9,12 @@ use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::ledger::CompleteOutcome;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::CompleteCall;
 
-impl Apply<CompleteCall> for TenantLedger {
+impl Apply<CompleteCall> for LedgerObject {
     async fn apply(
         &self,
         config: &Config,

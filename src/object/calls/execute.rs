@@ -10,13 +10,13 @@ use crate::config::Config;
 use crate::ledger::ExecuteOutcome;
 use crate::object::do_store::DoSqlStore;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::orders;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::ExecuteCall;
 
-impl Apply<ExecuteCall> for TenantLedger {
+impl Apply<ExecuteCall> for LedgerObject {
     async fn apply(
         &self,
         config: &Config,

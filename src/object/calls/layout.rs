@@ -9,11 +9,11 @@
 use super::{answered, bad_call, store_unavailable, Apply};
 use crate::config::Config;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::protocol::Problem;
 use crate::rpc::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
 
-impl Apply<LayoutCall> for TenantLedger {
+impl Apply<LayoutCall> for LedgerObject {
     async fn apply(
         &self,
         config: &Config,
@@ -32,7 +32,7 @@ impl Apply<LayoutCall> for TenantLedger {
     }
 }
 
-impl Apply<HorizonCall> for TenantLedger {
+impl Apply<HorizonCall> for LedgerObject {
     async fn apply(
         &self,
         _: &Config,

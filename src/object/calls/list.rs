@@ -9,12 +9,12 @@ use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::ledger::ListPage;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::ListCall;
 
-impl Apply<ListCall> for TenantLedger {
+impl Apply<ListCall> for LedgerObject {
     async fn apply(&self, _: &Config, call: ListCall) -> Result<(ListPage, WaitReport), Problem> {
         let page = self
             .ledger

@@ -7,12 +7,12 @@
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::{LookupAnswer, LookupCall};
 
-impl Apply<LookupCall> for TenantLedger {
+impl Apply<LookupCall> for LedgerObject {
     async fn apply(
         &self,
         _: &Config,

@@ -27,7 +27,7 @@ mod replayed;
 mod stats;
 
 use super::waiting::{attempt_waiting, WaitReport};
-use super::TenantLedger;
+use super::LedgerObject;
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::{ClaimPolicy, Counter, Millis, Refusal, StoreError};
@@ -61,7 +61,7 @@ pub(super) fn store_unavailable(e: &impl std::fmt::Display) -> Problem {
     Problem::of(ProblemKind::StoreUnavailable)
 }
 
-impl TenantLedger {
+impl LedgerObject {
     fn policy(
         &self,
         config: &Config,

@@ -9,12 +9,12 @@ use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::ledger::ReleaseOutcome;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::ReleaseCall;
 
-impl Apply<ReleaseCall> for TenantLedger {
+impl Apply<ReleaseCall> for LedgerObject {
     async fn apply(
         &self,
         config: &Config,

@@ -8,12 +8,12 @@
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::{ReplayedCall, ReplayedOutcome};
 
-impl Apply<ReplayedCall> for TenantLedger {
+impl Apply<ReplayedCall> for LedgerObject {
     async fn apply(
         &self,
         _: &Config,

@@ -8,12 +8,12 @@ use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::ledger::Stats;
 use crate::object::waiting::WaitReport;
-use crate::object::TenantLedger;
+use crate::object::LedgerObject;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::StatsCall;
 
-impl Apply<StatsCall> for TenantLedger {
+impl Apply<StatsCall> for LedgerObject {
     async fn apply(&self, _: &Config, _: StatsCall) -> Result<(Stats, WaitReport), Problem> {
         let mut stats = self
             .ledger
