@@ -48,7 +48,6 @@ pub mod orders;
 pub mod protocol;
 pub mod rpc;
 
-#[cfg(target_arch = "wasm32")]
 pub mod platform;
 
 #[cfg(all(target_arch = "wasm32", feature = "gateway"))]

@@ -22,24 +22,38 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use wasm_bindgen::JsValue;
-
 /// `future`'s value if it finishes without waiting, else a promise of it.
-pub fn eager(future: impl Future<Output = JsValue> + 'static) -> JsValue {
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
+pub fn eager(
+    future: impl Future<Output = wasm_bindgen::JsValue> + 'static,
+) -> wasm_bindgen::JsValue {
+    match poll_now(future) {
+        Now::Done(value) => value,
+        Now::Later(rest) => {
+            worker::wasm_bindgen_futures::future_to_promise(async move { Ok(rest.await) }).into()
+        }
+    }
+}
+
+/// A future polled once: its value, or what is left of it.
+pub enum Now<F: Future> {
+    Done(F::Output),
+    /// Still waiting: poll it on (any executor; it wakes whoever polls it).
+    Later(Relayed<F>),
+}
+
+/// Polls `future` once, on the spot, with a [`Relay`] for its waker.
+pub fn poll_now<F: Future>(future: F) -> Now<F> {
     let relay = Arc::new(Relay::default());
     let waker = Waker::from(Arc::clone(&relay));
     let mut future = Box::pin(future);
     match future.as_mut().poll(&mut Context::from_waker(&waker)) {
-        Poll::Ready(value) => value,
-        Poll::Pending => worker::wasm_bindgen_futures::future_to_promise(async move {
-            Ok(Relayed {
-                future,
-                relay,
-                waker,
-            }
-            .await)
-        })
-        .into(),
+        Poll::Ready(value) => Now::Done(value),
+        Poll::Pending => Now::Later(Relayed {
+            future,
+            relay,
+            waker,
+        }),
     }
 }
 
@@ -58,14 +72,16 @@ impl Wake for Relay {
 
     fn wake_by_ref(self: &Arc<Self>) {
         // wasm32 is single-threaded: the lock is never contended.
-        if let Some(waker) = self.polling.lock().ok().and_then(|w| w.clone()) {
+        let polling = self.polling.lock().ok().and_then(|w| w.clone());
+        if let Some(waker) = polling {
             waker.wake();
         }
     }
 }
 
-/// The rest of the future, polled by its task through the relay.
-struct Relayed<F> {
+/// The rest of a future [`poll_now`] could not finish, polled through its
+/// relay.
+pub struct Relayed<F> {
     future: Pin<Box<F>>,
     relay: Arc<Relay>,
     waker: Waker,

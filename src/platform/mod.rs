@@ -1,7 +1,9 @@
-//! The workers-rs edges both deployables share (wasm32 only): the typed
+//! The workers-rs edges both deployables share (wasm32 only, but for
+//! [`eager`]'s polling, which the host tests drive): the typed
 //! RPC v1 client, the conversion between the core's response values and
 //! workers-rs responses, logs, and the runtime environment. Everything but
-//! the clock and the JS error text ([`env`]'s `now_ms`, `js_message`) is
+//! the clock, the JS error text ([`env`]'s `now_ms`, `js_message`) and
+//! [`eager`]'s polling (host-tested) is
 //! behind the `workers-rs` feature: the slim `js-ledger` build has no
 //! workers-rs.
 //!
@@ -12,20 +14,21 @@
 //! What must stay true here: nothing decides idempotency semantics; it
 //! carries requests and renders values that were decided elsewhere.
 
-#[cfg(feature = "workers-rs")]
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod analytics;
-#[cfg(feature = "workers-rs")]
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod client;
-#[cfg(feature = "workers-rs")]
 pub mod eager;
+#[cfg(target_arch = "wasm32")]
 pub mod env;
-#[cfg(feature = "workers-rs")]
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod http;
-#[cfg(feature = "workers-rs")]
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod log;
 
-#[cfg(feature = "workers-rs")]
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub use eager::eager;
+#[cfg(target_arch = "wasm32")]
 pub use env::now_ms;
-#[cfg(feature = "workers-rs")]
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub use env::{config_lookup, load_config, misconfigured, LEDGER_BINDING};

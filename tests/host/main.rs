@@ -5,6 +5,7 @@ mod support;
 
 mod config;
 mod contract;
+mod eager;
 mod execute;
 mod fencing;
 mod fuzz;
