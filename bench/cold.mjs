@@ -18,8 +18,9 @@
 // the bundle's wasm in this Node (the same engine), median of `runs`.
 //
 // The Workers: the floor (bench/floor: a bare JS Worker + SQLite Durable
-// Object doing the order INSERT), the gateway (the deployed entry,
-// wrangler.toml), and a TypeScript-style Worker that only embeds
+// Object doing the order INSERT), the Rust floor (bench/floor-rs: the same
+// Worker written with workers-rs, built by its build.sh), the gateway (the
+// deployed entry, wrangler.toml), and a TypeScript-style Worker that only embeds
 // `idempotency-ledger/ledger` in its own object (bench/embedded/worker.mjs,
 // whose `Bare` object is its own floor).
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
@@ -64,6 +65,15 @@ const workers = [
     durableObjects: { ORDERS: { className: "Orders", useSQLite: true } },
     bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS) },
     path: "/v1/orders", init: () => ORDER, status: 201,
+    reference: 0,
+  },
+  {
+    name: "Rust floor (workers-rs Worker + SQLite DO, no idempotency)",
+    config: join(ROOT, "bench/floor-rs/wrangler.toml"),
+    durableObjects: { ORDERS: { className: "Orders", useSQLite: true } },
+    bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS) },
+    path: "/v1/orders", init: () => ORDER, status: 201,
+    reference: 0,
   },
   {
     name: "gateway (wrangler.toml)",
@@ -71,6 +81,7 @@ const workers = [
     durableObjects: { TENANT_LEDGER: { className: "TenantLedger", useSQLite: true } },
     bindings: { ...wranglerVars(), LOG_LEVEL: "warn", API_TOKENS: JSON.stringify(DEMO_TOKENS) },
     path: "/v1/orders", init: () => keyed(ORDER), status: 201,
+    reference: 0,
   },
   {
     name: "own DO, bare INSERT (bench/embedded Bare)",
@@ -78,6 +89,7 @@ const workers = [
     durableObjects: { BARE: { className: "Bare", useSQLite: true }, EMBEDDED: { className: "Embedded", useSQLite: true } },
     bindings: {},
     path: "/bare", init: () => CHARGE, status: 201,
+    reference: 3,
   },
   {
     name: "own DO + idempotency-ledger/ledger (Embedded)",
@@ -85,6 +97,7 @@ const workers = [
     durableObjects: { BARE: { className: "Bare", useSQLite: true }, EMBEDDED: { className: "Embedded", useSQLite: true } },
     bindings: {},
     path: "/embedded", init: () => keyed(CHARGE), status: 201,
+    reference: 3,
   },
 ];
 
@@ -108,7 +121,8 @@ function bundle(worker, i) {
     else if (f.endsWith(".js") || f.endsWith(".mjs")) modules.push({ type: "ESModule", path });
   }
   // The entry first: Miniflare takes the first module as the main one.
-  modules.sort((a, b) => Number(b.path.endsWith("entry.js") || b.path.endsWith("worker.js")) - Number(a.path.endsWith("entry.js") || a.path.endsWith("worker.js")));
+  const entry = (m) => Number(["entry.js", "worker.js", "index.js"].some((name) => m.path.endsWith(`/${name}`)));
+  modules.sort((a, b) => entry(b) - entry(a));
   return { modules, modulesRoot: outdir, raw, gzip };
 }
 
@@ -184,10 +198,14 @@ try {
   console.log("| Worker | bundle KiB (raw / gzip) | wasm compile (V8, Node) | start → ready | first answer | next answer | first answer, floor ÷ this |");
   console.log("|---|---|---|---|---|---|---|");
   for (const [i, row] of rows.entries()) {
-    // The gateway against the floor; the embedded object against its bare twin.
-    const reference = i <= 1 ? rows[0] : rows[2];
+    // The floors and the gateway against the JS floor; the embedded object
+    // against its bare twin.
+    const reference = rows[workers[i].reference];
     console.log(`| ${row.worker} | ${row.kib} | ${fmt(row.compile)} | ${fmt(row.start)} | ${fmt(row.first)} | ${fmt(row.warm)} | ${(reference.first / row.first).toFixed(2)} |`);
   }
+  // The gateway's first answer split: the workers-rs binding's share is the
+  // Rust floor's row; what the product adds is this.
+  console.log(`\ngateway first answer, Rust floor ÷ gateway: ${(rows[1].first / rows[2].first).toFixed(2)}`);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

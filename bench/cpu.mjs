@@ -1,12 +1,14 @@
 // CPU per request — the figure to steer by (docs/development.md): the
 // server's own CPU, not req/s from a load generator sharing the 2 cores.
 //
-//   npm run bench:cpu [-- --duration 8 --warmup 3 --connections 16 --rounds 2]
+//   npm run bench:cpu [-- --duration 8 --warmup 3 --connections 16 --rounds 2 --no-rust-floor]
 //
 // Each round starts, one after another, each server under `wrangler dev`
 // (bench/server.mjs): the floor (a bare JS Worker + SQLite Durable Object
-// doing the same order INSERT), the product with LOG_LEVEL=warn, and the
-// product with the replay cache off. Against each it runs every scenario
+// doing the same order INSERT), the product with LOG_LEVEL=warn, the
+// product with the replay cache off, and the Rust floor (bench/floor-rs:
+// the floor written with workers-rs 0.8.7, built by its build.sh; left out
+// with --no-rust-floor). Against each it runs every scenario
 // after a warm-up: it reads utime + stime of every process in the
 // server's process group (/proc/PID/stat: wrangler's Node and workerd)
 // before and after a fixed autocannon load, and divides by the requests
@@ -14,9 +16,12 @@
 // Ratios are floor CPU ÷ product CPU (1.0 = as cheap as the floor):
 // fresh key, mismatch and replay without the cache against the floor's
 // fresh POST; a cached replay and /health against the floor's /health.
+// The Rust floor's rows split the product's cost in two: JS floor ÷ Rust
+// floor is what the workers-rs binding costs (platform), Rust floor ÷
+// product what the product adds on top of it (the contract).
 import { readdirSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { cannon, floorServer, scenariosAt, withServer } from "./server.mjs";
+import { cannon, floorServer, rustFloorServer, scenariosAt, withServer } from "./server.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -25,6 +30,7 @@ const { values: opts } = parseArgs({
     connections: { type: "string", default: "16" },
     rounds: { type: "string", default: "2" },
     port: { type: "string", default: "8798" },
+    "no-rust-floor": { type: "boolean", default: false },
   },
 });
 const DURATION = Number(opts.duration);
@@ -39,6 +45,7 @@ const servers = [
   { ...floorServer(PORT), scenarios: ["fresh", "health"] },
   { name: "product, LOG_LEVEL=warn", vars: { LOG_LEVEL: "warn" }, scenarios: ["fresh", "replay", "mismatch", "health"] },
   { name: "product, LOG_LEVEL=warn, REPLAY_CACHE_BYTES=0", vars: { LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0" }, scenarios: ["replay"] },
+  ...(opts["no-rust-floor"] ? [] : [{ ...rustFloorServer(PORT), scenarios: ["fresh", "health"] }]),
 ];
 
 /** utime + stime, in milliseconds, of every live process in process group `pgid`. */
@@ -90,12 +97,21 @@ const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
 const floor = results[servers[0].name];
 const product = results[servers[1].name];
 const uncached = results[servers[2].name];
+const rustFloor = servers[3] && results[servers[3].name];
 const rows = [
   ["fresh key", product.fresh, floor.fresh, "floor fresh"],
   ["replay, cache on", product.replay, floor.health, "floor /health"],
   ["replay, cache off", uncached.replay, floor.fresh, "floor fresh"],
   ["mismatch 422", product.mismatch, floor.fresh, "floor fresh"],
   ["/health", product.health, floor.health, "floor /health"],
+  // The split: the workers-rs binding (the Rust floor against the JS floor),
+  // then the product against the Rust floor. Here "product" is the column's
+  // subject, the Rust floor in the first two rows.
+  ...(rustFloor ? [
+    ["Rust floor fresh ÷ JS floor fresh", rustFloor.fresh, floor.fresh, "JS floor fresh"],
+    ["Rust floor /health ÷ JS floor /health", rustFloor.health, floor.health, "JS floor /health"],
+    ["fresh key, against the Rust floor", product.fresh, rustFloor.fresh, "Rust floor fresh"],
+  ] : []),
 ];
 console.log(`\nServer CPU per request (utime + stime of the dev server's processes), ${CONNECTIONS} connections, ${DURATION} s after a ${WARMUP} s warm-up, ${ROUNDS} rounds alternating servers`);
 console.log("| scenario | product ms/request (rounds) | reference | reference ms/request (rounds) | floor ÷ product |");
@@ -103,4 +119,7 @@ console.log("|---|---|---|---|---|");
 for (const [name, p, ref, refName] of rows) {
   const f = (xs) => `${mean(xs).toFixed(3)} (${xs.map((x) => x.toFixed(3)).join(", ")})`;
   console.log(`| ${name} | ${f(p)} | ${refName} | ${f(ref)} | ${(mean(ref) / mean(p)).toFixed(2)} |`);
+}
+if (rustFloor) {
+  console.log("\nIn the two \"Rust floor … ÷ JS floor …\" rows the product column is the Rust floor (bench/floor-rs) and the ratio JS floor ÷ Rust floor: what the workers-rs binding costs. The last row is Rust floor ÷ product: what the product adds over the binding.");
 }

@@ -1,6 +1,6 @@
 // What the HTTP benchmarks share (bench/http.mjs, bench/cpu.mjs): a server
-// under `wrangler dev` on 127.0.0.1 with a fresh state directory (the
-// floor, or the product through scripts/dev.sh with `--var`s), waited for
+// under `wrangler dev` on 127.0.0.1 with a fresh state directory (a floor,
+// JS or Rust, or the product through scripts/dev.sh with `--var`s), waited for
 // on /health and stopped with its whole process group; and one autocannon
 // run. One server at a time: these do not run two.
 import autocannon from "autocannon";
@@ -17,6 +17,18 @@ export const floorServer = (port) => ({
   floor: true,
   command: ["node_modules/.bin/wrangler", ["dev", "-c", "bench/floor/wrangler.toml", "--ip", "127.0.0.1", "--port", String(port), "--log-level", "warn"]],
   setup: () => copyFileSync(join(ROOT, ".dev.vars.example"), join(ROOT, "bench/floor/.dev.vars")),
+});
+
+/**
+ * The Rust floor: the same Worker written with workers-rs 0.8.7
+ * (bench/floor-rs, built by its build.sh), no idempotency: the cost of the
+ * workers-rs binding itself.
+ */
+export const rustFloorServer = (port) => ({
+  name: "Rust floor (workers-rs DO, no idempotency)",
+  floor: true,
+  command: ["node_modules/.bin/wrangler", ["dev", "-c", "bench/floor-rs/wrangler.toml", "--ip", "127.0.0.1", "--port", String(port), "--log-level", "warn"]],
+  setup: () => copyFileSync(join(ROOT, ".dev.vars.example"), join(ROOT, "bench/floor-rs/.dev.vars")),
 });
 
 /** One autocannon run of `options` for `duration` seconds. */
