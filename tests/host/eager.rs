@@ -79,7 +79,11 @@ fn a_waker_taken_on_the_first_poll_wakes_the_task_that_polls_later() {
     // The event fires and wakes the waker of the *first* poll.
     fired.set(true);
     kept.borrow().as_ref().expect("kept a waker").wake_by_ref();
-    assert_eq!(task.0.load(Ordering::SeqCst), 1, "the task that polls now was woken");
+    assert_eq!(
+        task.0.load(Ordering::SeqCst),
+        1,
+        "the task that polls now was woken"
+    );
     assert_eq!(Pin::new(&mut rest).poll(&mut cx), Poll::Ready("fired"));
     assert_eq!(polls.get(), 3);
 }

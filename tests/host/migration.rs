@@ -124,7 +124,13 @@ fn completed_keys_replay_byte_for_byte_and_tombstones_stay_tombstones() {
             &capture(),
             T0 + 100,
             |store| {
-                idempotency_ledger::orders::handle(store, "POST", "/v1/orders", order, T0 + 100)
+                idempotency_ledger::orders::handle_within(
+                    store,
+                    "POST",
+                    "/v1/orders",
+                    order,
+                    T0 + 100,
+                )
             },
         )
         .unwrap();

@@ -171,3 +171,39 @@ fn a_replay_counted_in_the_enclosing_rollback_still_counts() {
     l.flush_pending().unwrap();
     assert_eq!(l.stats(3_000).unwrap().replays, 1);
 }
+
+/// The object's `execute` runs the orders app within its own transaction
+/// (`orders::handle_within`: no savepoint of the app's own): an app that
+/// fails after writing its order takes the order, the record and the
+/// counts back with the ledger's transaction; the key then runs once.
+#[test]
+fn an_app_run_within_execute_that_fails_takes_back_its_order_with_the_record() {
+    let l = ledger();
+    let failed = l.execute("k", &fp(ORDER), &policy(), &capture(), 1_000, |store| {
+        let created = orders::handle_within(store, "POST", "/v1/orders", ORDER.as_bytes(), 1_000)?;
+        assert_eq!(
+            created.status, 201,
+            "the order was written before the failure"
+        );
+        Err::<idempotency_ledger::protocol::AppResponse, _>(StoreError::Sql(
+            "the application failed after its insert".into(),
+        ))
+    });
+    assert!(failed.is_err());
+    assert_eq!(
+        count(&l, "orders"),
+        0,
+        "the order went with the transaction"
+    );
+    assert!(l.lookup("k", 2_000).unwrap().is_none(), "the key is free");
+    l.flush_pending().unwrap();
+    let stats = l.stats(2_000).unwrap();
+    assert_eq!((stats.claims, stats.records), (0, 0), "{stats:?}");
+    let ran = l
+        .execute("k", &fp(ORDER), &policy(), &capture(), 3_000, |store| {
+            orders::handle_within(store, "POST", "/v1/orders", ORDER.as_bytes(), 3_000)
+        })
+        .unwrap();
+    assert!(matches!(ran, ExecuteOutcome::Ran { .. }), "{ran:?}");
+    assert_eq!(count(&l, "orders"), 1);
+}

@@ -28,7 +28,7 @@ impl Apply<ExecuteCall> for LedgerObject {
         let request = &call.request;
         let execute = |now| {
             let app = |store: &DoSqlStore| {
-                orders::handle(store, &request.method, request.path(), &request.body, now)
+                orders::handle_within(store, &request.method, request.path(), &request.body, now)
             };
             self.ledger
                 .execute(&call.key, &call.fingerprint, &policy, &capture, now, app)

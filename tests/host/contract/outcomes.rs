@@ -9,7 +9,7 @@ fn first_request_runs_once_and_its_answer_is_returned_in_full() {
     let body = br#"{"sku":"A","quantity":1}"#;
     let out = l
         .execute("k", &fp("x"), &policy(), &capture(), 1_000, |s| {
-            orders::handle(s, "POST", "/v1/orders", body, 1_000)
+            orders::handle_within(s, "POST", "/v1/orders", body, 1_000)
         })
         .unwrap();
     let (answer, outcome) = execute_answer(out);
@@ -284,7 +284,7 @@ fn execute_answers_refusals_exactly_as_claim_does() {
     let l = ledger();
     let run = |at| {
         l.execute("k", &fp("x"), &policy(), &capture(), at, |s| {
-            orders::handle(s, "POST", "/v1/orders", br#"{"sku":"A","quantity":1}"#, at)
+            orders::handle_within(s, "POST", "/v1/orders", br#"{"sku":"A","quantity":1}"#, at)
         })
         .unwrap()
     };
