@@ -1,7 +1,8 @@
 // worker/entry.mjs's default export: a handler object that calls the Rust
 // gateway's fetch directly, and after a critical error (a panicked wasm
 // module) goes once through worker-build's proxied class, which
-// re-instantiates the module — so a panic never leaves the isolate broken.
+// re-instantiates the module — so a panic never leaves the isolate broken;
+// and its TenantLedger class, which does the same for calls to the object.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { GATEWAY_MODULES, ROOT, orderInit, startGateway } from "../workerd.mjs";
@@ -29,5 +30,31 @@ test("after a critical error the next request re-instantiates the wasm module, a
     assert.equal(replay.status, 201);
     assert.equal(replay.headers.get("idempotent-replayed"), "true");
     assert.equal((await gw.request("/health")).status, 200);
+  } finally { await gw.dispose(); }
+});
+
+test("the TenantLedger class: a call that reaches the object while the module is marked critical re-instantiates it first, and the ledger answers from its SQLite", async () => {
+  const gw = await startGateway({ vars: { LOG_LEVEL: "warn" }, gateway: { modules: [ENTRY, ...GATEWAY_MODULES] } });
+  try {
+    const state = async () => (await gw.request("/__state")).json();
+    assert.equal((await gw.request("/v1/orders", orderInit({ key: "object-1" }))).status, 201);
+    const direct = await gw.request("/__object-stats");
+    assert.equal(direct.status, 200);
+    assert.equal((await direct.json()).records, 1);
+    const before = await state();
+    assert.equal(before.criticalError, false);
+    assert.equal((await gw.request("/__critical")).status, 204);
+    // Straight to the object: only its class sees the flag.
+    const after = await gw.request("/__object-stats");
+    assert.equal(after.status, 200);
+    const stats = await after.json();
+    assert.equal(stats.records, 1, "the new instance reads the same ledger");
+    const now = await state();
+    assert.equal(now.criticalError, false, "the object's call cleared the flag by re-instantiating");
+    assert.ok(now.instanceId > before.instanceId, `instantiated anew (${before.instanceId} → ${now.instanceId})`);
+    // The next calls take the direct path again and still answer.
+    assert.equal((await gw.request("/__object-stats")).status, 200);
+    const replay = await gw.request("/v1/orders", orderInit({ key: "object-1" }));
+    assert.equal(replay.headers.get("idempotent-replayed"), "true");
   } finally { await gw.dispose(); }
 });
