@@ -12,7 +12,9 @@
 // after a warm-up: it reads utime + stime of every process in the
 // server's process group (/proc/PID/stat: wrangler's Node and workerd)
 // before and after a fixed autocannon load, and divides by the requests
-// completed. Rounds alternate the servers, so a noisy minute hits both.
+// completed; the last two columns count the workerd processes alone (the
+// runtime; wrangler's Node proxy is a fixed cost a deployment does not
+// have, and its noise). Rounds alternate the servers, so a noisy minute hits both.
 // Ratios are floor CPU ÷ product CPU (1.0 = as cheap as the floor):
 // fresh key, mismatch and replay without the cache against the floor's
 // fresh POST; a cached replay and /health against the floor's /health.
@@ -48,9 +50,15 @@ const servers = [
   ...(opts["no-rust-floor"] ? [] : [{ ...rustFloorServer(PORT), scenarios: ["fresh", "health"] }]),
 ];
 
-/** utime + stime, in milliseconds, of every live process in process group `pgid`. */
+/**
+ * utime + stime, in milliseconds, of every live process in process group
+ * `pgid`, and of its workerd processes alone (the runtime that runs the
+ * Worker; the rest is wrangler's Node, its dev proxy, a fixed cost per
+ * request that a deployment does not have).
+ */
 function groupCpuMs(pgid) {
   let ticks = 0;
+  let workerd = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     let stat;
@@ -58,9 +66,12 @@ function groupCpuMs(pgid) {
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     // After the name: state(0) ppid(1) pgrp(2) … utime(11) stime(12).
     if (Number(fields[2]) !== pgid) continue;
-    ticks += Number(fields[11]) + Number(fields[12]);
+    const used = Number(fields[11]) + Number(fields[12]);
+    ticks += used;
+    if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === "workerd") workerd += used;
   }
-  return (ticks * 1000) / TICKS_PER_SECOND;
+  const ms = (t) => (t * 1000) / TICKS_PER_SECOND;
+  return { all: ms(ticks), workerd: ms(workerd) };
 }
 
 async function measure(child, name) {
@@ -69,17 +80,19 @@ async function measure(child, name) {
   const { expect, options } = await scenarios[name]();
   const before = groupCpuMs(child.pid);
   const r = await cannon(options, { connections: CONNECTIONS, duration: DURATION });
-  const cpu = groupCpuMs(child.pid) - before;
+  const after = groupCpuMs(child.pid);
   const codes = r.statusCodeStats ?? {};
   const wrong = Object.entries(codes).filter(([code]) => Number(code) !== expect);
   if (wrong.length || r.errors || r.timeouts) {
     throw new Error(`${name}: expected only ${expect}, got ${JSON.stringify(codes)} errors=${r.errors} timeouts=${r.timeouts}`);
   }
-  return { msPerRequest: cpu / r.requests.total, requests: r.requests.total };
+  const per = (k) => (after[k] - before[k]) / r.requests.total;
+  return { msPerRequest: per("all"), workerdMs: per("workerd"), requests: r.requests.total };
 }
 
-/** results[server][scenario] = [ms per request, one per round] */
+/** results[server][scenario] = [ms per request, one per round]; workerd[…] the same, workerd alone */
 const results = Object.fromEntries(servers.map((s) => [s.name, {}]));
+const workerd = Object.fromEntries(servers.map((s) => [s.name, {}]));
 for (let round = 1; round <= ROUNDS; round++) {
   for (const server of round % 2 ? servers : [...servers].reverse()) {
     process.stderr.write(`== round ${round}: ${server.name}\n`);
@@ -87,18 +100,20 @@ for (let round = 1; round <= ROUNDS; round++) {
       for (const name of server.scenarios) {
         const m = await measure(child, name);
         (results[server.name][name] ??= []).push(m.msPerRequest);
-        process.stderr.write(`   ${name}: ${m.msPerRequest.toFixed(3)} ms CPU per request (${m.requests} requests)\n`);
+        (workerd[server.name][name] ??= []).push(m.workerdMs);
+        process.stderr.write(`   ${name}: ${m.msPerRequest.toFixed(3)} ms CPU per request, ${m.workerdMs.toFixed(3)} in workerd (${m.requests} requests)\n`);
       }
     });
   }
 }
 
 const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
+const rowsOf = (results) => {
 const floor = results[servers[0].name];
 const product = results[servers[1].name];
 const uncached = results[servers[2].name];
 const rustFloor = servers[3] && results[servers[3].name];
-const rows = [
+return [
   ["fresh key", product.fresh, floor.fresh, "floor fresh"],
   ["replay, cache on", product.replay, floor.health, "floor /health"],
   ["replay, cache off", uncached.replay, floor.fresh, "floor fresh"],
@@ -113,13 +128,17 @@ const rows = [
     ["fresh key, against the Rust floor", product.fresh, rustFloor.fresh, "Rust floor fresh"],
   ] : []),
 ];
+};
+const rows = rowsOf(results);
+const workerdRows = rowsOf(workerd);
 console.log(`\nServer CPU per request (utime + stime of the dev server's processes), ${CONNECTIONS} connections, ${DURATION} s after a ${WARMUP} s warm-up, ${ROUNDS} rounds alternating servers`);
-console.log("| scenario | product ms/request (rounds) | reference | reference ms/request (rounds) | floor ÷ product |");
-console.log("|---|---|---|---|---|");
-for (const [name, p, ref, refName] of rows) {
+console.log("| scenario | product ms/request (rounds) | reference | reference ms/request (rounds) | floor ÷ product | workerd alone: product, reference ms/request | floor ÷ product, workerd alone |");
+console.log("|---|---|---|---|---|---|---|");
+rows.forEach(([name, p, ref, refName], i) => {
   const f = (xs) => `${mean(xs).toFixed(3)} (${xs.map((x) => x.toFixed(3)).join(", ")})`;
-  console.log(`| ${name} | ${f(p)} | ${refName} | ${f(ref)} | ${(mean(ref) / mean(p)).toFixed(2)} |`);
-}
-if (rustFloor) {
+  const [, wp, wref] = workerdRows[i];
+  console.log(`| ${name} | ${f(p)} | ${refName} | ${f(ref)} | ${(mean(ref) / mean(p)).toFixed(2)} | ${mean(wp).toFixed(3)}, ${mean(wref).toFixed(3)} | ${(mean(wref) / mean(wp)).toFixed(2)} |`);
+});
+if (servers[3]) {
   console.log("\nIn the two \"Rust floor … ÷ JS floor …\" rows the product column is the Rust floor (bench/floor-rs) and the ratio JS floor ÷ Rust floor: what the workers-rs binding costs. The last row is Rust floor ÷ product: what the product adds over the binding.");
 }

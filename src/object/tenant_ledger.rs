@@ -3,10 +3,11 @@
 //!
 //! Role: build the object (its ledger over its own SQLite, its schema, its
 //! configuration, its waiters, its place in the tenant's shard layout);
-//! carry each `fetch` down one path read top to bottom — `fetch` →
-//! [`TenantLedger::serve`] (ready? the embedded application's unprotected
-//! `/app` requests, or an RPC v1 call) → [`TenantLedger::route`] (the
-//! route list, written once in `rpc`) → [`TenantLedger::call`] (parse,
+//! carry each request down one path read top to bottom — `fetch` (or
+//! `serveRead`, worker/entry.mjs's class, with the body already read) →
+//! [`LedgerObject::serve`] (ready? the embedded application's unprotected
+//! `/app` requests, or an RPC v1 call) → [`LedgerObject::route`] (the
+//! route list, written once in `rpc`) → [`LedgerObject::call`] (parse,
 //! validate) → the call's apply in `calls/<call>.rs`; hand each `alarm` to
 //! [`super::alarm`].
 //!
@@ -199,7 +200,7 @@ async fn whole_body(req: &Request) -> Result<Vec<u8>, JsValue> {
     Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
 
-/// [`TenantLedger::route`]: one arm per call in the route list.
+/// [`LedgerObject::route`]: one arm per call in the route list.
 macro_rules! route_to_call {
     ($($route:ident => $path:literal, $call:ty;)*) => {
         impl LedgerObject {

@@ -2,7 +2,7 @@
 //! shape: `rpc/claim.rs`).
 //!
 //! What must stay true here: a claim runs in the key's home and may wait
-//! for an in-flight key (see [`TenantLedger::keyed`]); a granted claim
+//! for an in-flight key (see [`LedgerObject::keyed`]); a granted claim
 //! arms the alarm by the time its record may expire.
 
 use super::{bad_call, Apply};

@@ -2,9 +2,9 @@
 //! wire shape in `src/rpc/<call>.rs` (the mini-redis `cmd/` shape).
 //!
 //! Role: each file holds one [`Apply`] impl — what that call does to this
-//! object once it is parsed and validated (`TenantLedger::call`, in
+//! object once it is parsed and validated (`LedgerObject::call`, in
 //! [`super::tenant_ledger`]). This file holds what several calls share: the
-//! claim policy, the keyed path that may wait ([`TenantLedger::keyed`]), the
+//! claim policy, the keyed path that may wait ([`LedgerObject::keyed`]), the
 //! retired shard's home check, and the store failure every call answers.
 //!
 //! What must stay true here:
