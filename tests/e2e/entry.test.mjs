@@ -58,3 +58,24 @@ test("the TenantLedger class: a call that reaches the object while the module is
     assert.equal(replay.headers.get("idempotent-replayed"), "true");
   } finally { await gw.dispose(); }
 });
+
+// Deterministic, as billed rows are (docs/development.md "CPU per
+// request"): 6 microtasks and 10 closure registrations per fresh key
+// before the object's body was read in JS and its call polled at once
+// (src/platform/eager.rs) and the client's fetch and answer chained in one
+// promise; the gateway's own three awaits remain.
+test("a fresh key costs at most 3 microtasks and 5 closure registrations of wasm-bindgen plumbing", async () => {
+  const PLUMBING = { type: "ESModule", path: `${ROOT}tests/e2e/workers/plumbing-entry.mjs` };
+  const gw = await startGateway({ vars: { LOG_LEVEL: "warn" }, gateway: { modules: [PLUMBING, ...GATEWAY_MODULES] } });
+  try {
+    // The object's first call checks its alarm (it waits): not counted.
+    for (let i = 0; i < 3; i++) assert.equal((await gw.request("/v1/orders", orderInit({ key: `warm-${i}` }))).status, 201);
+    await gw.request("/__plumbing");
+    const N = 10;
+    for (let i = 0; i < N; i++) assert.equal((await gw.request("/v1/orders", orderInit({ key: `plumbing-${i}` }))).status, 201);
+    const seen = await (await gw.request("/__plumbing")).json();
+    assert.ok(seen.microtasks > 0, "the counter sees the gateway's own plumbing");
+    assert.ok(seen.microtasks / N <= 3, `microtasks per fresh key: ${seen.microtasks / N}`);
+    assert.ok(seen.finalizers / N <= 5, `closure registrations per fresh key: ${seen.finalizers / N}`);
+  } finally { await gw.dispose(); }
+});
