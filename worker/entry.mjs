@@ -40,7 +40,7 @@ import { consoleResponse, isConsoleUrl } from "./console.mjs";
 const rustFetch = RustGateway.prototype.fetch;
 const serveRead = RustTenantLedger.prototype.serveRead;
 
-/** Whether `error` is a trap, which marks the module for re-instantiation (as the shim does). */
+/** Rethrows `error`, first marking the module for re-instantiation if it is a trap (as the shim does). */
 function markCritical(error) {
   const state = globalThis.__worker_init_state;
   if (error instanceof WebAssembly.RuntimeError && state) state.criticalError = true;
@@ -63,7 +63,10 @@ export class TenantLedger {
   }
 
   async fetch(request) {
-    const body = new Uint8Array(await request.arrayBuffer());
+    let body = null; // unreadable: the object answers it, as its Rust fetch does (400)
+    try {
+      body = new Uint8Array(await request.arrayBuffer());
+    } catch {}
     if (globalThis.__worker_init_state?.criticalError) return this.#ledger.serveRead(request, body);
     try {
       return await serveRead.call(this.#ledger, request, body);

@@ -118,14 +118,13 @@ impl TenantLedger {
     /// of wasm-bindgen's promise plumbing). The answer itself when the
     /// request needs nothing asynchronous (the common case: a call applied
     /// in one transaction), else a promise of it
-    /// ([`crate::platform::eager`]).
+    /// ([`crate::platform::eager`]). `body` is `null` when it could not be
+    /// read: answered as the Rust `fetch` answers it (a `400`).
     #[wasm_bindgen(js_name = serveRead)]
-    pub fn serve_read(&self, req: web_sys::Request, body: js_sys::Uint8Array) -> JsValue {
+    pub fn serve_read(&self, req: web_sys::Request, body: Option<js_sys::Uint8Array>) -> JsValue {
         let object = Rc::clone(&self.object);
-        let body = body.to_vec();
-        eager(
-            async move { JsValue::from(web_sys::Response::from(object.serve(&req, Ok(body)).await)) },
-        )
+        let body = body.map(|b| b.to_vec()).ok_or(JsValue::NULL);
+        eager(async move { JsValue::from(web_sys::Response::from(object.serve(&req, body).await)) })
     }
 }
 
