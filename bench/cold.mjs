@@ -58,23 +58,19 @@ const CHARGE = { method: "POST", headers: { "content-type": "text/plain" }, body
 let n = 0;
 const keyed = (init) => ({ ...init, headers: { ...init.headers, "idempotency-key": `cold-${process.pid}-${n++}` } });
 
+/** A floor (JS or Rust: the same Orders object, the same answers), measured against the JS floor. */
+const floor = (name, config) => ({
+  name,
+  config: join(ROOT, config),
+  durableObjects: { ORDERS: { className: "Orders", useSQLite: true } },
+  bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS) },
+  path: "/v1/orders", init: () => ORDER, status: 201,
+  reference: 0,
+});
+
 const workers = [
-  {
-    name: "floor (JS Worker + SQLite DO, no idempotency)",
-    config: join(ROOT, "bench/floor/wrangler.toml"),
-    durableObjects: { ORDERS: { className: "Orders", useSQLite: true } },
-    bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS) },
-    path: "/v1/orders", init: () => ORDER, status: 201,
-    reference: 0,
-  },
-  {
-    name: "Rust floor (workers-rs Worker + SQLite DO, no idempotency)",
-    config: join(ROOT, "bench/floor-rs/wrangler.toml"),
-    durableObjects: { ORDERS: { className: "Orders", useSQLite: true } },
-    bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS) },
-    path: "/v1/orders", init: () => ORDER, status: 201,
-    reference: 0,
-  },
+  floor("floor (JS Worker + SQLite DO, no idempotency)", "bench/floor/wrangler.toml"),
+  floor("Rust floor (workers-rs Worker + SQLite DO, no idempotency)", "bench/floor-rs/wrangler.toml"),
   {
     name: "gateway (wrangler.toml)",
     config: join(ROOT, "wrangler.toml"),
