@@ -10,7 +10,8 @@
 //! - The tenant comes only from the bearer token (via `API_TOKENS`), never
 //!   from anything the client sends. Without `API_TOKENS` nobody is let in.
 //! - An unusable configuration answers `500 misconfigured` naming the
-//!   variable, for every request but `/health` and `/openapi.json`.
+//!   variable, for every request but `/health` and `/openapi.json`. The
+//!   metrics binding is never part of it: metrics only observe.
 
 use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
@@ -33,7 +34,8 @@ pub struct Settings {
     pub config: Config,
     tokens: Option<TokenMap>,
     /// The script has an `ANALYTICS` dataset: one data point per protected
-    /// request (`platform::analytics`).
+    /// request (`platform::analytics`). Anything else under that name is
+    /// logged once and counts as none.
     pub analytics: bool,
 }
 
@@ -50,7 +52,8 @@ fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
         .as_deref()
         .map(TokenMap::parse)
         .transpose()?;
-    let analytics = analytics::configured(env)?;
+    // Metrics only observe: an unusable binding is logged, never refused.
+    let analytics = analytics::configured(env);
     Ok(Settings {
         config,
         tokens,

@@ -164,8 +164,8 @@ impl LedgerObject {
             ledger.track_expiries_beyond(Some(super::reshard::window_ms(config)));
         }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
-        // An unusable binding is the gateway's misconfiguration to answer.
-        let metered = crate::platform::analytics::configured(&env).unwrap_or(false);
+        // An unusable binding is logged (once per isolate) and counts as none.
+        let metered = crate::platform::analytics::configured(&env);
         LedgerObject {
             metered,
             place: OnceCell::new(),

@@ -2,10 +2,14 @@
 // Workers Analytics Engine dataset, every protected request writes one
 // data point (outcome, method, tenant hash; status, duration, rows
 // written; indexed by the tenant hash); without it nothing changes; an
-// ANALYTICS that is not a dataset is refused as misconfigured.
+// ANALYTICS that is not a dataset costs no answer: one error line per
+// isolate, and traffic is served without metrics.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { GATEWAY_MODULES, ROOT, orderInit, startGateway } from "../workerd.mjs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ACME, GATEWAY_MODULES, ROOT, orderInit, startGateway } from "../workerd.mjs";
 
 const ENTRY = { type: "ESModule", path: `${ROOT}tests/e2e/workers/analytics-entry.mjs` };
 const read = async (r) => ({ status: r.status, headers: Object.fromEntries(r.headers), text: await r.text() });
@@ -61,14 +65,43 @@ test("without ANALYTICS the object's answers carry no rows header; with Miniflar
   } finally { await real.dispose(); }
 });
 
-test("an ANALYTICS that is a variable, not a dataset, is refused: 500 misconfigured naming it, nothing claimed", async () => {
-  const gw = await startGateway({ vars: { ANALYTICS: "yes please" } });
+test("an ANALYTICS that is a variable, not a dataset, costs no answer: traffic and replays served, one error line per isolate", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "analytics-var-"));
+  const shared = { resourcePersistencePath: dir };
   try {
-    const r = await read(await gw.request("/v1/orders", orderInit({ key: "bad-analytics" })));
-    assert.equal(r.status, 500);
-    const problem = JSON.parse(r.text);
-    assert.match(problem.type, /misconfigured/);
-    assert.match(JSON.stringify(problem), /ANALYTICS/);
-    assert.equal((await read(await gw.request("/health"))).status, 200);
-  } finally { await gw.dispose(); }
+    // A key completed before the variable appears.
+    const before = await startGateway({ shared });
+    let done;
+    try {
+      done = await read(await before.request("/v1/orders", orderInit({ key: "before-change" })));
+      assert.equal(done.status, 201);
+    } finally { await before.dispose(); }
+
+    const gw = await startGateway({ vars: { ANALYTICS: "off" }, shared });
+    try {
+      const replay = await read(await gw.request("/v1/orders", orderInit({ key: "before-change" })));
+      assert.equal(replay.status, 201, replay.text);
+      assert.equal(replay.headers["idempotent-replayed"], "true");
+      assert.equal(replay.text, done.text);
+      const fresh = await read(await gw.request("/v1/orders", orderInit({ key: "after-change" })));
+      assert.equal(fresh.status, 201, fresh.text);
+      const again = await read(await gw.request("/v1/orders", orderInit({ key: "after-change" })));
+      assert.equal(again.headers["idempotent-replayed"], "true");
+      const stats = await read(await gw.request("/v1/idempotency/stats", { headers: { authorization: ACME } }));
+      assert.equal(stats.status, 200, stats.text);
+      assert.equal((await read(await gw.request("/health"))).status, 200);
+      // The object serves without metering too: no rows header.
+      const stub = await gw.ledger("acme");
+      const r = await stub.fetch("https://tenant-ledger/rpc/v1/stats", { method: "POST", body: "{}" });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get("ledger-rows-written"), null);
+      await r.text();
+      // Loud, once: the gateway and its object share the isolate's one line.
+      const lines = gw.events("idempotency.analytics_unusable");
+      assert.equal(lines.length, 1, JSON.stringify(gw.events()));
+      assert.equal(lines[0].variable, "ANALYTICS");
+      assert.match(lines[0].error, /analytics_engine_datasets/);
+      assert.equal(gw.events("idempotency.misconfigured").length, 0);
+    } finally { await gw.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
