@@ -106,7 +106,10 @@ let shardMap = null; // parsed once per isolate (variables never change within o
 /** JS RPC over RPC v1: `env.LEDGER.claim("acme", { key, fingerprint })`. */
 export class LedgerService extends WorkerEntrypoint {
   get #ledgers() {
-    shardMap ??= parseTenantShards(this.env.TENANT_SHARDS);
+    // A TOML table (`TENANT_SHARDS = { acme = 8 }`) arrives as an object:
+    // read as its JSON text, as the Rust gateway reads it.
+    const raw = this.env.TENANT_SHARDS;
+    shardMap ??= parseTenantShards(raw !== null && typeof raw === "object" ? JSON.stringify(raw) : raw);
     return new TenantLedgers(this.env.TENANT_LEDGER, shardMap);
   }
 

@@ -254,6 +254,36 @@ impl Config {
         })
     }
 
+    /// Every variable [`Config::from_lookup`] refuses, not only the first
+    /// (`npm run check:config` lists them all): after each refusal the
+    /// variables it names read as unset, and the rest are parsed again.
+    /// Empty when the configuration parses.
+    pub fn errors(get: &dyn Fn(&str) -> Option<String>) -> Vec<ConfigError> {
+        let mut unset: Vec<String> = Vec::new();
+        let mut errors = Vec::new();
+        loop {
+            let masked = |name: &str| {
+                if unset.iter().any(|u| u == name) {
+                    None
+                } else {
+                    get(name)
+                }
+            };
+            let Err(e) = Config::from_lookup(&masked) else {
+                return errors;
+            };
+            // A refusal names one variable, or two joined by " and ".
+            let named: Vec<String> = e.variable.split(" and ").map(str::to_string).collect();
+            let known = named.iter().all(|n| unset.contains(n));
+            errors.push(e);
+            if known {
+                // Refused with its variables unset: nothing more to learn.
+                return errors;
+            }
+            unset.extend(named);
+        }
+    }
+
     /// Settings that are allowed but unwise, as log-ready sentences.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();

@@ -182,6 +182,19 @@ impl ShardMap {
         self.tenants.get(tenant).copied().unwrap_or(Layout::SINGLE)
     }
 
+    /// A tenant spread over several objects (now or while resharding), if
+    /// any: sharding needs proxy mode.
+    pub fn first_sharded(&self) -> Option<&str> {
+        let mut sharded: Vec<&str> = self
+            .tenants
+            .iter()
+            .filter(|(_, l)| l.is_sharded())
+            .map(|(t, _)| t.as_str())
+            .collect();
+        sharded.sort_unstable();
+        sharded.first().copied()
+    }
+
     /// The role of the object named `name` under this map.
     pub fn role_of(&self, name: &str) -> Role {
         let place = parse_object_name(name);

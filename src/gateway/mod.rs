@@ -26,6 +26,7 @@
 //! alone was ~4% of the isolate's CPU per request in `npm run
 //! bench:profile`; the gateway reads only the headers it needs.
 
+pub mod check;
 pub mod origin;
 pub mod protected;
 pub mod proxied;

@@ -32,6 +32,7 @@ use worker::{durable_object, DurableObject, Env, Request, Response, State};
 use super::alarm::AlarmBelief;
 use super::calls::{bad_call, store_unavailable, Apply};
 use super::do_store::DoSqlStore;
+use super::meter::rows_written_by;
 use super::place::Place;
 use super::waiting::Waiters;
 use crate::config::{Config, ConfigError};
@@ -164,8 +165,8 @@ impl LedgerObject {
             ledger.track_expiries_beyond(Some(super::reshard::window_ms(config)));
         }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
-        // An unusable binding is the gateway's misconfiguration to answer.
-        let metered = crate::platform::analytics::configured(&env).unwrap_or(false);
+        // An unusable binding is logged (once per isolate) and counts as none.
+        let metered = crate::platform::analytics::configured(&env);
         LedgerObject {
             metered,
             place: OnceCell::new(),
@@ -319,14 +320,17 @@ impl LedgerObject {
     {
         let call = C::parse(body).map_err(bad_call)?;
         call.validate().map_err(bad_call)?;
-        let before = self.metered.then(|| self.ledger.store().billed_rows());
-        let (answer, report) = self.apply(config, call).await?;
+        // Only this call's own statements: other calls and the flush timer
+        // write while it awaits (a parked `Prefer: wait` claim).
+        let store = self.ledger.store();
+        let written = || store.billed_rows().map(|(written, _)| written);
+        let (applied, rows) = rows_written_by(written, self.apply(config, call)).await;
+        let (answer, report) = applied?;
         let response = http::json(200, &answer);
-        if let Some(Some((written, _))) = before {
-            let now = self.ledger.store().billed_rows().map_or(written, |r| r.0);
+        if self.metered {
             let _ = response
                 .headers()
-                .set(ROWS_WRITTEN_HEADER, &(now - written).to_string());
+                .set(ROWS_WRITTEN_HEADER, &rows.to_string());
         }
         if let Some(ms) = report.waited_ms {
             let _ = response.headers().set(WAITED_HEADER, &ms.to_string());

@@ -205,3 +205,50 @@ fn the_published_defaults_are_the_defaults_applied() {
     let absent = Config::from_lookup(&|_| None).unwrap();
     assert_eq!(from_published, absent);
 }
+
+/// `npm run check:config` lists every invalid variable, not only the first.
+#[test]
+fn every_invalid_variable_is_reported_not_only_the_first() {
+    let vars: HashMap<&str, &str> = [
+        ("PROTECTED_METHODS", "PO ST"),
+        ("LEASE_SECONDS", "120"),
+        ("RETENTION_SECONDS", "60"),
+        ("FAILURE_POLICY", "maybe"),
+        ("TENANT_SHARDS", r#"{"acme": 0}"#),
+        ("LOG_HASH_KEY", "short"),
+    ]
+    .into_iter()
+    .collect();
+    let get = |name: &str| vars.get(name).map(|v| v.to_string());
+    let named: Vec<String> = Config::errors(&get)
+        .into_iter()
+        .map(|e| e.variable)
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "PROTECTED_METHODS",
+            "FAILURE_POLICY",
+            "RETENTION_SECONDS and LEASE_SECONDS",
+            "LOG_HASH_KEY",
+            "TENANT_SHARDS"
+        ]
+    );
+    // The first is the one the Worker refuses with.
+    assert_eq!(
+        Config::from_lookup(&get).unwrap_err().variable,
+        "PROTECTED_METHODS"
+    );
+    assert!(Config::errors(&|_| None).is_empty());
+}
+
+#[test]
+fn the_first_sharded_tenant_is_found_for_the_proxy_mode_rule() {
+    let map = ShardMap::parse(r#"{"zeta": 1, "beta": {"shards": 1, "previous": 2}, "alpha": 4}"#)
+        .unwrap();
+    assert_eq!(map.first_sharded(), Some("alpha"));
+    assert_eq!(
+        ShardMap::parse(r#"{"zeta": 1}"#).unwrap().first_sharded(),
+        None
+    );
+}
