@@ -3,7 +3,7 @@
 // (the gateway's, ./defaults.js) and their check, made once when the
 // middleware is made (a TypeError naming what is wrong); and the hooks,
 // called so that one that throws never changes the answer.
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { ledgerSource } from "./sources.js";
 /** @import { LedgerSource, TenantShardsValue, Resolved } from "./sources.js" */
@@ -142,6 +142,13 @@ import { ledgerSource } from "./sources.js";
  */
 
 const WHO = "idempotency middleware";
+
+/** Every option of `withIdempotency` and the Hono middleware: any other name is a TypeError. */
+export const MIDDLEWARE_OPTIONS = Object.freeze([
+  "ledger", "tenant", "tenantShards", "protectedMethods", "required", "fingerprintHeaders", "storedHeaders",
+  "maxStoredBodyBytes", "maxBodyBytes", "waitSeconds", "maxWaitSeconds", "leaseSeconds", "retentionSeconds",
+  "shouldStore", "failurePolicy", "problemBase", "onReplayed", "onConflict", "onStored", "onSettlementFailed",
+]);
 /** @param {string} name @param {unknown} value @param {number} min @param {number} max */
 const wholeNumber = (name, value, min, max) => wholeOption(WHO, name, value, min, max);
 
@@ -154,7 +161,8 @@ function optionalFunction(name, hook) {
 }
 
 /**
- * The options with their defaults, checked (a TypeError naming what is wrong).
+ * The options with their defaults, checked (a TypeError naming what is wrong,
+ * an unknown name included: ./defaults.js `knownOptions`).
  * @template {unknown[]} A
  * @param {IdempotencyOptions<A>} options
  * @returns {CheckedOptions<A>}
@@ -174,7 +182,7 @@ export function checkedOptions(options) {
     shouldStore, failurePolicy = DEFAULTS.failurePolicy, problemBase,
     onReplayed, onConflict, onStored,
     onSettlementFailed = logSettlementFailure,
-  } = options;
+  } = knownOptions(WHO, options, MIDDLEWARE_OPTIONS);
   if (typeof onSettlementFailed !== "function") throw new TypeError("idempotency middleware: onSettlementFailed must be a function");
   for (const [name, hook] of /** @type {const} */ ([["shouldStore", shouldStore], ["onReplayed", onReplayed], ["onConflict", onConflict], ["onStored", onStored]])) {
     optionalFunction(name, hook);

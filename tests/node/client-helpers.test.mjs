@@ -276,3 +276,60 @@ test("targetOf cuts the target out of the URL verbatim, as the gateway's target_
   assert.ok(vectors.length >= 8);
   for (const { url, target } of vectors) assert.equal(targetOf(url), target, url);
 });
+
+test("an option name the middleware does not know is a TypeError naming it, the nearest name, and ours for another library's name", async () => {
+  const { withIdempotency, LedgerClient } = await import("../../client/index.js");
+  const { idempotency } = await import("../../client/hono.js");
+  const namespace = { idFromName: () => ({}), get: () => ({ fetch: async () => new Response() }) };
+  const ledger = LedgerClient.forTenant(namespace, "acme");
+  // The options of hono-idempotency, node-idempotency and the seed package's middleware, as a migrating
+  // team passes them (a variable, so no TypeScript check catches them), and typos of ours.
+  for (const [name, message] of [
+    ["headerName", /unknown option "headerName" \(the key is read from the Idempotency-Key header\)/],
+    ["cacheKeyPrefix", /unknown option "cacheKeyPrefix" \(ours is "tenant"/],
+    ["skipRequest", /unknown option "skipRequest" \(ours is "protectedMethods"/],
+    ["onError", /unknown option "onError" \(ours is "problemBase"/],
+    ["store", /unknown option "store" \(ours is "ledger"/],
+    ["scope", /unknown option "scope" \(ours is "tenant"/],
+    ["ttl", /unknown option "ttl" \(ours is "retentionSeconds"/],
+    ["lease", /unknown option "lease" \(ours is "leaseSeconds"/],
+    ["methods", /unknown option "methods" \(ours is "protectedMethods"/],
+    ["maxBodySize", /unknown option "maxBodySize" \(ours is "maxBodyBytes"/],
+    ["maxKeyLength", /unknown option "maxKeyLength" \(a key is 1-255/],
+    ["onCacheHit", /unknown option "onCacheHit" \(ours is "onReplayed"/],
+    ["onCacheMiss", /unknown option "onCacheMiss" \(ours is "onStored"/],
+    ["dangerouslyAllowGlobalKeys", /unknown option "dangerouslyAllowGlobalKeys" \(ours is "tenant"/],
+    ["prefix", /unknown option "prefix" \(ours is "tenant"/],
+    ["problems", /unknown option "problems" \(ours is "problemBase"/],
+    ["fingerprint", /unknown option "fingerprint" \(ours is "fingerprintHeaders"/],
+    ["retentionSecond", /unknown option "retentionSecond" \(did you mean "retentionSeconds"\?\)/],
+    ["leaseSecs", /unknown option "leaseSecs" \(did you mean "leaseSeconds"\?\)/],
+    ["failurepolicy", /unknown option "failurepolicy" \(did you mean "failurePolicy"\?\)/],
+    ["onStore", /unknown option "onStore" \(did you mean "onStored"\?\)/],
+    ["zzz", /unknown option "zzz"; the options are "ledger", /],
+  ]) {
+    const options = { ledger, [name]: "x" };
+    assert.throws(() => withIdempotency(() => new Response(), options), (e) => e instanceof TypeError && message.test(e.message), name);
+    assert.throws(() => idempotency(options), (e) => e instanceof TypeError && message.test(e.message), `hono: ${name}`);
+  }
+  for (const bad of ["ledger", 42, [ledger]]) {
+    assert.throws(() => withIdempotency(() => new Response(), /** @type {any} */ (bad)), /options must be an object/, String(bad));
+  }
+  // A valid options object made in plain JS (not a literal TypeScript checks) is still accepted.
+  const options = Object.assign({}, { ledger, leaseSeconds: 30, retentionSeconds: 60, onStored: () => {} });
+  withIdempotency(() => new Response(), options);
+  idempotency(options);
+});
+
+test("knownOptions: the nearest name is suggested only when it is near, and an inherited name is not an option", async () => {
+  const { knownOptions } = await import("../../client/defaults.js");
+  const known = ["retentionSeconds", "maxKeys"];
+  assert.throws(() => knownOptions("x", { maxkey: 1 }, known), /unknown option "maxkey" \(did you mean "maxKeys"\?\)/);
+  assert.throws(() => knownOptions("x", { colour: 1 }, known), (e) => !/did you mean/.test(e.message));
+  // Another library's name whose counterpart this object does not have gets the nearest name instead.
+  assert.throws(() => knownOptions("x", { store: 1 }, known), (e) => /unknown option "store"/.test(e.message) && !/ours is "ledger"/.test(e.message));
+  const inherited = Object.create({ notAnOption: 1 });
+  inherited.maxKeys = 5;
+  assert.equal(knownOptions("x", inherited, known), inherited);
+  assert.deepEqual(knownOptions("x", undefined, known), {});
+});
