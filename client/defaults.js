@@ -11,6 +11,8 @@
  * same meaning.
  */
 export const DEFAULTS = Object.freeze({
+  /** IDEMPOTENCY_KEY_HEADER (the middleware's `key`) */
+  keyHeader: "Idempotency-Key",
   /** PROTECTED_METHODS */
   protectedMethods: Object.freeze(["POST", "PATCH"]),
   /** IDEMPOTENCY_REQUIRED */
@@ -116,11 +118,12 @@ export const FOREIGN_OPTIONS = Object.freeze({
   onError: { ours: "problemBase", why: "refusals are RFC 9457 problems whose type is problemBase + slug; shape them in your app after the middleware" },
   inProgressStrategy: { ours: "waitSeconds", why: "a retry of an in-flight key waits this long for the first answer, else 409" },
   skipRequest: { ours: "protectedMethods", why: "mount the middleware on the routes to protect; only protectedMethods are claimed" },
-  headerName: { ours: null, why: "the key is read from the Idempotency-Key header" },
-  idempotencyKey: { ours: null, why: "the key is read from the Idempotency-Key header" },
+  headerName: { ours: "key", why: "a header name, or a function returning the key" },
+  idempotencyKey: { ours: "key", why: "a header name, or a function returning the key" },
   maxKeyLength: { ours: null, why: "a key is 1-255 printable ASCII characters, as the gateway's" },
   keyMaxLength: { ours: null, why: "a key is 1-255 printable ASCII characters, as the gateway's" },
   fingerprint: { ours: "fingerprintHeaders", why: "the fingerprint is the method, the target, these headers and the raw body" },
+  getKey: { ours: "key", why: "a header name, or a function returning the key" },
 });
 
 /**

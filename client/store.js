@@ -17,10 +17,9 @@
 // Every answer is a `Result`: `{ ok: true, value }` or `{ ok: false, error }`
 // with an `IdempotencyStoreError`; nothing here throws once the store is made.
 import { knownOptions, MAX_WINDOW_SECONDS } from "./defaults.js";
-import { concat, encoder, sha256hex, u64be } from "./bytes.js";
+import { oneComponent } from "./fingerprint.js";
 import { ledgerSource } from "./sources.js";
 /** @import { LedgerSource } from "./sources.js" */
-/** @import { Fingerprint } from "./fingerprint.js" */
 /** @import { StoredResponse as LedgerResponse } from "./stored.js" */
 
 /**
@@ -102,21 +101,11 @@ function seconds(ms) {
 }
 
 /**
- * The request's fingerprint as one component: its string, or "keys alone".
+ * The request's fingerprint as one component: its string, or "keys alone"
+ * (as the middleware's `fingerprint` option makes them).
  * @param {string | null} value
- * @returns {Promise<Fingerprint>}
  */
-async function asFingerprint(value) {
-  const component = value === null
-    ? { name: "keys-only", digest: await sha256hex(encoder.encode("")) }
-    : { name: "fingerprint", digest: await sha256hex(encoder.encode(value)) };
-  // The overall digest over the length-prefixed name and digest (./fingerprint.js, src/protocol/fingerprint.rs).
-  const parts = [component.name, component.digest].flatMap((text) => {
-    const bytes = encoder.encode(text);
-    return [u64be(bytes.length), bytes];
-  });
-  return { digest: await sha256hex(concat(parts)), components: [component] };
-}
+const asFingerprint = (value) => (value === null ? oneComponent("keys-only", "") : oneComponent("fingerprint", value));
 
 /** @param {LedgerResponse} r @returns {StoredResponse} */
 const toSeed = (r) => ({ status: r.status, headers: r.headers, body: r.body ?? "" });

@@ -181,6 +181,7 @@ test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixt
   const { variables: v } = JSON.parse(readFileSync(new URL("../fixtures/defaults.json", import.meta.url), "utf8"));
   const list = (s) => s.split(",").map((t) => t.trim()).filter(Boolean);
   assert.deepEqual({ ...DEFAULTS }, {
+    keyHeader: v.IDEMPOTENCY_KEY_HEADER,
     protectedMethods: list(v.PROTECTED_METHODS).map((m) => m.toUpperCase()),
     required: v.IDEMPOTENCY_REQUIRED === "true",
     fingerprintHeaders: list(v.FINGERPRINT_HEADERS).map((h) => h.toLowerCase()),
@@ -285,7 +286,8 @@ test("an option name the middleware does not know is a TypeError naming it, the 
   // The options of hono-idempotency, node-idempotency and the seed package's middleware, as a migrating
   // team passes them (a variable, so no TypeScript check catches them), and typos of ours.
   for (const [name, message] of [
-    ["headerName", /unknown option "headerName" \(the key is read from the Idempotency-Key header\)/],
+    ["headerName", /unknown option "headerName" \(ours is "key": a header name, or a function returning the key\)/],
+    ["idempotencyKey", /unknown option "idempotencyKey" \(ours is "key"/],
     ["cacheKeyPrefix", /unknown option "cacheKeyPrefix" \(ours is "tenant"/],
     ["skipRequest", /unknown option "skipRequest" \(ours is "protectedMethods"/],
     ["onError", /unknown option "onError" \(ours is "problemBase"/],
@@ -301,7 +303,6 @@ test("an option name the middleware does not know is a TypeError naming it, the 
     ["dangerouslyAllowGlobalKeys", /unknown option "dangerouslyAllowGlobalKeys" \(ours is "tenant"/],
     ["prefix", /unknown option "prefix" \(ours is "tenant"/],
     ["problems", /unknown option "problems" \(ours is "problemBase"/],
-    ["fingerprint", /unknown option "fingerprint" \(ours is "fingerprintHeaders"/],
     ["retentionSecond", /unknown option "retentionSecond" \(did you mean "retentionSeconds"\?\)/],
     ["leaseSecs", /unknown option "leaseSecs" \(did you mean "leaseSeconds"\?\)/],
     ["failurepolicy", /unknown option "failurepolicy" \(did you mean "failurePolicy"\?\)/],
