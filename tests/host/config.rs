@@ -177,7 +177,13 @@ fn tokens_map_by_hash_to_tenants() {
     assert_eq!(map.tenant_for("dev-token-globex"), None);
     assert!(TokenMap::parse("[]").is_err());
     assert!(TokenMap::parse(r#"{"abc":"acme"}"#).is_err());
-    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad tenant"}}"#)).is_err());
+    // Scope-style ids are tenants; control characters and over-long ids are not.
+    let scoped = TokenMap::parse(&format!(r#"{{"{acme}":"api-key:123"}}"#)).unwrap();
+    assert_eq!(scoped.tenant_for("dev-token-acme"), Some("api-key:123"));
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad\ttenant"}}"#)).is_err());
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":""}}"#)).is_err());
+    let long = "t".repeat(257);
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"{long}"}}"#)).is_err());
 }
 
 #[test]

@@ -238,7 +238,8 @@ test("middleware options are checked when the middleware is made: each wrong one
     [{ ledger: namespace }, /needs options\.tenant/],
     [{ ledger: new TenantLedgers(namespace) }, /needs options\.tenant/],
     [{ ledger: client, tenant: "acme" }, /already one tenant's object/],
-    [{ ledger: namespace, tenant: "a/b" }, /tenant must be 1-64/],
+    [{ ledger: namespace, tenant: "a\u0000b" }, /tenant must be 1-256 bytes of UTF-8 without control characters/],
+    [{ ledger: namespace, tenant: "x".repeat(257) }, /tenant must be 1-256 bytes/],
     [{ ledger: namespace, tenant: "acme", tenantShards: "{not json" }, /tenantShards: TENANT_SHARDS is not valid JSON/],
     [{ ledger: namespace, tenant: "acme", tenantShards: '{"acme": 0}' }, /tenantShards: TENANT_SHARDS: acme must be/],
     [{ ledger: namespace, tenant: "acme", tenantShards: 8 }, /tenantShards must be/],
@@ -333,4 +334,36 @@ test("knownOptions: the nearest name is suggested only when it is near, and an i
   inherited.maxKeys = 5;
   assert.equal(knownOptions("x", inherited, known), inherited);
   assert.deepEqual(knownOptions("x", undefined, known), {});
+});
+
+test("tenant ids and their objects' names follow the one rule both languages pin (tests/fixtures/tenants.json)", async () => {
+  const { isTenantId, tenantObjectName, isObjectName } = await import("../../client/tenant.js");
+  const { shardObjectName, LedgerClient } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/tenants.json", import.meta.url), "utf8"));
+  assert.ok(vectors.length >= 20);
+  const named = [];
+  const namespace = { idFromName: (name) => { named.push(name); return name; }, get: (id) => ({ id, fetch: async () => new Response() }) };
+  const names = new Set();
+  for (const v of vectors) {
+    assert.equal(isTenantId(v.tenant), v.valid, JSON.stringify(v.tenant));
+    if (!v.valid) {
+      assert.throws(() => LedgerClient.forTenant(namespace, v.tenant), TypeError, JSON.stringify(v.tenant));
+      continue;
+    }
+    assert.equal(tenantObjectName(v.tenant), v.object, JSON.stringify(v.tenant));
+    assert.equal(shardObjectName(v.tenant, 1, 2), v.shard_1_of_2);
+    assert.equal(shardObjectName(v.tenant, 0, 1), v.object);
+    assert.ok(isObjectName(v.object) && isObjectName(v.shard_1_of_2));
+    assert.ok(!names.has(v.object), "one object per tenant");
+    names.add(v.object);
+    // A tenant id names its object by the rule; a name the rule made is taken as it is.
+    LedgerClient.forTenant(namespace, v.tenant);
+    assert.equal(named.at(-1), v.tenant.startsWith("~") || /\/shard-[0-9]+-of-[0-9]+$/.test(v.tenant) ? v.tenant : v.object, JSON.stringify(v.tenant));
+    LedgerClient.forTenant(namespace, v.shard_1_of_2);
+    assert.equal(named.at(-1), v.shard_1_of_2);
+  }
+  // v1.3 ids keep their objects: the name is the id.
+  for (const t of ["acme", "globex", "a.b-c_D9"]) assert.equal(tenantObjectName(t), t);
+  assert.equal(isTenantId("\ud800"), false, "a lone surrogate is not UTF-8");
 });
