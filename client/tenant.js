@@ -11,6 +11,8 @@ export const MAX_TENANT_ID_BYTES = 256;
 export const TENANT_RULE = "1-256 bytes of UTF-8 without control characters";
 const UNRESERVED = /^[A-Za-z0-9._-]$/;
 const encoder = new TextEncoder();
+/** A string with one is not UTF-8 (the gateway's ids come from JSON it parses as UTF-8). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Is `tenant` a valid tenant id, as the gateway's: 1–256 bytes of UTF-8 with no control character
@@ -19,7 +21,7 @@ const encoder = new TextEncoder();
  * @returns {tenant is string}
  */
 export function isTenantId(tenant) {
-  if (typeof tenant !== "string" || tenant.length === 0 || !tenant.isWellFormed()) return false;
+  if (typeof tenant !== "string" || tenant.length === 0 || LONE_SURROGATE.test(tenant)) return false;
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f-\u009f]/.test(tenant)) return false;
   return encoder.encode(tenant).length <= MAX_TENANT_ID_BYTES;
