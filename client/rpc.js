@@ -1,6 +1,7 @@
 // @ts-check
 // Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
 // docs/rpc-v1.md), and the types of that protocol.
+import { isObjectName, isTenantId, tenantObjectName } from "./tenant.js";
 /** @import { Fingerprint } from "./fingerprint.js" */
 /** @import { Problem } from "./problems.js" */
 /** @import { StoredResponse } from "./stored.js" */
@@ -249,7 +250,9 @@ export class LedgerClient {
   }
 
   /**
-   * The object named `tenant` (or a shard's object name) in a namespace bound with script_name.
+   * The object of `tenant` (or the object a shard's name names) in a namespace bound with script_name.
+   * A tenant id names its object by the one rule the gateway uses (`tenantObjectName`: a v1.3 id as it
+   * is, any other escaped); a name `shardObjectName` made is taken as it is. A TypeError for anything else.
    * One client is one object, so this is an unsharded tenant's ledger: a tenant that TENANT_SHARDS
    * spreads over several objects has no single object to name (its keys live in different ones).
    * For a sharded tenant use `TenantLedgers` (./shards.js: `new TenantLedgers(env.LEDGER,
@@ -260,7 +263,11 @@ export class LedgerClient {
    * @returns {LedgerClient}
    */
   static forTenant(namespace, tenant) {
-    return new LedgerClient(namespace.get(namespace.idFromName(tenant)));
+    if (typeof tenant !== "string" || !(isObjectName(tenant) || isTenantId(tenant))) {
+      throw new TypeError("LedgerClient.forTenant needs a tenant id (1-256 bytes of UTF-8 without control characters) or a shard's object name");
+    }
+    const name = isObjectName(tenant) ? tenant : tenantObjectName(tenant);
+    return new LedgerClient(namespace.get(namespace.idFromName(name)));
   }
 
   /**

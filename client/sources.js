@@ -17,7 +17,7 @@
 //   the server's configuration, not an outage, so never a reason for
 //   FAILURE_POLICY=open to run a request unprotected.
 import { LedgerClient, LedgerError } from "./rpc.js";
-import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
+import { TENANT_RULE, TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
 /**
  * @import { LedgerNamespace, ClaimCall, CompleteCall, ReleaseCall,
  *   ClaimOutcome, CompleteOutcome, ReleaseOutcome, WaitedAnswer } from "./rpc.js"
@@ -65,7 +65,6 @@ import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
  *   | { misconfigured: string; variable?: string }} Resolved
  */
 
-const TENANT_RULE = "1-64 characters of A-Z a-z 0-9 . _ -";
 
 /**
  * The kind of a ledger source, or null for anything else. A service

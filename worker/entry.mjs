@@ -11,7 +11,8 @@
 //
 // A service binding is trusted: whoever holds it may act for any tenant
 // (as with a Durable Object binding). The tenant argument is checked for
-// shape only (1–64 of [A-Za-z0-9._-]), exactly as the gateway's tenants.
+// shape only (1–256 bytes of UTF-8, no control characters), exactly as the
+// gateway's tenants, and named to objects by the same rule (client/tenant.js).
 //
 // Sharded tenants (TENANT_SHARDS) are routed by the package's TenantLedgers
 // (client/shards.js), the gateway's one rule: a key lives in one object of

@@ -161,7 +161,7 @@ async fn application(
         });
         (http::problem(&rejection.problem), line)
     };
-    let head_key = header(req, "idempotency-key");
+    let head_key = header(req, &config.idempotency_key_header);
     let head_length = header(req, "content-length");
     let head = RequestHead {
         method,

@@ -25,6 +25,7 @@ fn defaults_match_the_contract() {
     assert_eq!(c.sweep_batch, 500);
     assert_eq!(c.sweep_interval_seconds, 60);
     assert!(c.idempotency_required);
+    assert_eq!(c.idempotency_key_header, "idempotency-key");
     assert_eq!(c.protected_methods, vec!["POST", "PATCH"]);
     assert_eq!(c.fingerprint_headers, vec!["content-type"]);
     assert_eq!(
@@ -57,6 +58,14 @@ fn invalid_values_name_their_variable() {
         ("SWEEP_INTERVAL_SECONDS", "0"),
         ("SWEEP_INTERVAL_SECONDS", "3601"),
         ("IDEMPOTENCY_REQUIRED", "yes"),
+        ("IDEMPOTENCY_KEY_HEADER", ""),
+        (
+            "IDEMPOTENCY_KEY_HEADER",
+            "X-Idempotency-Key,Idempotency-Key",
+        ),
+        ("IDEMPOTENCY_KEY_HEADER", "x idempotency key"),
+        ("IDEMPOTENCY_KEY_HEADER", "Authorization"),
+        ("IDEMPOTENCY_KEY_HEADER", "x-tenant-id"),
         ("STORED_RESPONSE_HEADERS", "content-type,Set-Cookie"),
         ("FAILURE_POLICY", "sometimes"),
         ("PROTECTED_METHODS", " , "),
@@ -168,7 +177,13 @@ fn tokens_map_by_hash_to_tenants() {
     assert_eq!(map.tenant_for("dev-token-globex"), None);
     assert!(TokenMap::parse("[]").is_err());
     assert!(TokenMap::parse(r#"{"abc":"acme"}"#).is_err());
-    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad tenant"}}"#)).is_err());
+    // Scope-style ids are tenants; control characters and over-long ids are not.
+    let scoped = TokenMap::parse(&format!(r#"{{"{acme}":"api-key:123"}}"#)).unwrap();
+    assert_eq!(scoped.tenant_for("dev-token-acme"), Some("api-key:123"));
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad\ttenant"}}"#)).is_err());
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":""}}"#)).is_err());
+    let long = "t".repeat(257);
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"{long}"}}"#)).is_err());
 }
 
 #[test]
@@ -185,6 +200,12 @@ fn repeated_or_case_colliding_token_hashes_are_refused() {
     }
     let map = TokenMap::parse(&format!(r#"{{"{upper}":"acme"}}"#)).unwrap();
     assert_eq!(map.tenant_for("dev-token-acme"), Some("acme"));
+}
+
+#[test]
+fn the_key_header_is_one_header_name_lowercased() {
+    let c = parse(&[("IDEMPOTENCY_KEY_HEADER", " X-Idempotency-Key ")]).unwrap();
+    assert_eq!(c.idempotency_key_header, "x-idempotency-key");
 }
 
 #[test]
