@@ -28,7 +28,8 @@ import { ledgerSource } from "./sources.js";
  *   `500 misconfigured` whatever `failurePolicy` says, and nothing runs; a thrown message is only logged
  *   (`idempotency.ledger_failed`), never answered.
  * @property {string | PerRequest<A, string | null | undefined>} [tenant] The tenant, for a binding or a
- *   namespace: 1–64 of `A-Z a-z 0-9 . _ -`, e.g. `(c) => c.get("tenant")`. Anything else at request time is
+ *   namespace: 1–256 bytes of UTF-8 without control characters, e.g. `(c) => c.get("tenant")` or
+ *   `` (c) => `api-key:${c.get("caller").id}` ``. Anything else at request time is
  *   `500 misconfigured` and nothing runs. Given with a `LedgerClient`: a TypeError (it is one tenant's object).
  * @property {TenantShardsValue | PerRequest<A, TenantShardsValue | null | undefined>} [tenantShards] TENANT_SHARDS, for
  *   a namespace: keys are placed and resharding followed as the gateway does (`TenantLedgers`). Invalid: a TypeError

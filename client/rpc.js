@@ -194,8 +194,8 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * The JS RPC entrypoint `LedgerService` of the deployed script, as another
  * Worker sees it through a service binding:
  * `services = [{ binding = "LEDGER", service = "idempotency-ledger", entrypoint = "LedgerService" }]`.
- * Every method is RPC v1 with the tenant as first argument (1-64 of
- * [A-Za-z0-9._-]; anything else throws a TypeError). A refusal by the object
+ * Every method is RPC v1 with the tenant as first argument (1–256 bytes of
+ * UTF-8 without control characters; anything else throws a TypeError). A refusal by the object
  * (a bad call) rejects with an Error whose message starts
  * `ledger refused <op> (<status>)`.
  * @typedef {object} LedgerServiceRpc

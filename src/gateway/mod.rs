@@ -313,7 +313,7 @@ async fn protect(
     let prefer = header(req, "prefer");
     let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
     // The key's object (and, while resharding, its object in the previous layout).
-    let step = match key_homes(env, who.base(), tenant, who.layout, key) {
+    let step = match key_homes(env, who.base(), &who.objects, who.layout, key) {
         Err(e) => Err(e),
         Ok((client, previous)) => {
             let protected = Protected {

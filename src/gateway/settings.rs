@@ -31,6 +31,7 @@ use crate::platform::analytics;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{self, header};
 use crate::platform::{config_lookup, load_config, log, misconfigured, LEDGER_BINDING};
+use crate::protocol::object_base;
 
 /// Why nobody is let in without `API_TOKENS`.
 pub const NO_TOKENS: &str = "the secret is not set; no token can be accepted";
@@ -79,7 +80,12 @@ pub fn settings(env: &Env) -> Result<Rc<Settings>, ConfigError> {
 /// One authenticated request's tenant and what the gateway knows of it.
 pub struct Tenancy {
     pub settings: Rc<Settings>,
+    /// The tenant id, as `API_TOKENS` names it (logged only as a hash).
     pub tenant: String,
+    /// The name of the tenant's (first) object, by the one rule
+    /// ([`object_base`]): every object name of the tenant's layouts is
+    /// built on it.
+    pub objects: String,
     /// The application behind the gateway (proxy mode), if any.
     pub origin: Option<Origin>,
     /// The tenant's objects: one, or a shard layout (`TENANT_SHARDS`).
@@ -126,14 +132,16 @@ impl Tenancy {
         let origin = Origin::from_env(env, config);
         // A tenant spread over several objects (TENANT_SHARDS): only in proxy
         // mode — the embedded orders must commit with the one ledger they share.
-        let layout = config.tenant_shards.layout(&tenant);
+        let objects = object_base(&tenant);
+        let layout = config.tenant_shards.layout(&objects);
         if layout.is_sharded() && origin.is_none() {
             return Err(misconfigured("TENANT_SHARDS", SHARDING_NEEDS_ORIGIN));
         }
-        let base_name = object_name(&tenant, 0, layout.shards);
+        let base_name = object_name(&objects, 0, layout.shards);
         Ok(Tenancy {
             settings: settings.clone(),
             tenant,
+            objects,
             origin,
             layout,
             base: OnceCell::new(),

@@ -95,6 +95,11 @@ app.use("/windows/*", idempotency<AppEnv>({
 app.use("/branded/*", idempotency<AppEnv>({
   ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-branded"), problemBase: "https://errors.example.com/idempotency/",
 }));
+// Scope-style tenants (the app's own: an API key's id, an org path, an email…), over the namespace.
+// (The scope arrives percent-encoded: header values are bytes, not UTF-8.)
+app.use("/scoped/*", idempotency<AppEnv>({
+  ledger: (c) => c.env.LEDGER_NS, tenant: (c) => decodeURIComponent(c.req.header("x-scope") ?? ""),
+}));
 // The key from a legacy header; from a job id (a function); keys alone; a fingerprint that ignores a
 // field the client changes on every retry.
 app.use("/legacykey/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-legacykey"), key: "X-Idempotency-Key" }));
@@ -207,6 +212,8 @@ app.post("/self/stream-to-limited", async (c) => {
 });
 
 app.get("/runs/:route", (c) => c.json({ runs: runs[c.req.param("route")] ?? 0 }));
+// What the LedgerService entrypoint (JS RPC) finds for a tenant's key: the same objects the middleware used.
+app.get("/service-lookup", async (c) => c.json(await c.env.LEDGER_SVC.lookup(c.req.query("tenant") ?? "", c.req.query("key") ?? "")));
 app.get("/told", (c) => c.json(told));
 app.post("/gate/:id", (c) => { opened.add(c.req.param("id")); return c.json({ opened: true }); });
 
