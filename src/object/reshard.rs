@@ -93,6 +93,7 @@ impl LedgerObject {
             LedgerError::Refused {
                 status: 500,
                 problem,
+                ..
             } => refused(
                 problem["detail"]
                     .as_str()

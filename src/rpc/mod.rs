@@ -66,10 +66,14 @@ pub enum LedgerError {
     /// The object answered 200 but the answer could not be decoded: the call
     /// may well have been applied.
     Undecodable(String),
-    /// The object answered with a non-200 status (a problem document).
+    /// The object answered with a non-200 status (a problem document),
+    /// and the `Retry-After` it sent with it, in seconds (an upgrading
+    /// object's `503`; `None` when it sent none or one that is not a
+    /// number of seconds).
     Refused {
         status: u16,
         problem: serde_json::Value,
+        retry_after: Option<u32>,
     },
 }
 
@@ -79,7 +83,9 @@ impl std::fmt::Display for LedgerError {
             LedgerError::NotReached(m) => write!(f, "ledger not reached: {m}"),
             LedgerError::Unreachable(m) => write!(f, "ledger unreachable: {m}"),
             LedgerError::Undecodable(m) => write!(f, "undecodable ledger answer: {m}"),
-            LedgerError::Refused { status, problem } => {
+            LedgerError::Refused {
+                status, problem, ..
+            } => {
                 write!(f, "ledger refused ({status}): {problem}")
             }
         }
