@@ -190,6 +190,14 @@ macro_rules! route_table {
 rpc_v1_calls!(route_table);
 
 impl Route {
+    /// Does this call settle a claim the object already granted
+    /// (`complete`, `release`)? Those touch only that key's record and
+    /// create none, so no operation (a schema upgrade, a layout the
+    /// registry refuses or holds) ever refuses them (docs/contract.md §4, §8).
+    pub fn settles(self) -> bool {
+        matches!(self, Route::Complete | Route::Release)
+    }
+
     /// Resolves a request path such as `/rpc/v1/claim`.
     pub fn from_path(path: &str) -> Option<Route> {
         ROUTES.iter().find(|(_, p)| *p == path).map(|(r, _)| *r)

@@ -536,3 +536,55 @@ test("a key kept longer than RETENTION_SECONDS keeps the previous layout named u
     } finally { await back.dispose(); }
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
+
+test("a claim granted under an accepted layout is completed or released while a refused layout is configured; restored, it replays, never a second run", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-settle-"));
+  const { origin, runs } = await countingOrigin();
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...vars }, shared: { resourcePersistencePath: dir } });
+  const resharding = '{"acme": {"shards": 4, "previous": 1}}';
+  const home = async (key) => shardObjectName("acme", await shardOf(key, 4), 4);
+  const call = async (gw, key, op, body) => {
+    const stub = await gw.ledger(await home(key));
+    const r = await stub.fetch(`https://l/rpc/v1/${op}`, { method: "POST", body: JSON.stringify({ key, ...body }) });
+    return { status: r.status, json: await r.json() };
+  };
+  const fpOf = (key) => fingerprint({ method: "POST", target: "/charges", headers: post(key).headers, body: new TextEncoder().encode(`charge ${key}`) });
+  const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("charged once").toString("base64") };
+  try {
+    // Under the accepted reshard, two keys are granted in their current
+    // objects; their runs are still at the origin when the ledger is redeployed.
+    const accepted = await start({ TENANT_SHARDS: resharding });
+    try {
+      for (const key of ["settle-complete", "settle-release"]) {
+        const claimed = await call(accepted, key, "claim", { fingerprint: await fpOf(key) });
+        assert.deepEqual(claimed.json, { outcome: "claimed", generation: 1, takeover: false }, key);
+      }
+    } finally { await accepted.dispose(); }
+
+    // "previous" dropped inside its window: the registry refuses the layout,
+    // new claims are 500 misconfigured, but the granted claims still settle.
+    const dropped = await start({ TENANT_SHARDS: '{"acme": 4}' });
+    try {
+      const fresh = await json(await dropped.request("/charges", post("settle-new")));
+      assert.equal(fresh.status, 500, fresh.text);
+      assert.equal(slug(fresh.json), "misconfigured");
+      const completed = await call(dropped, "settle-complete", "complete", { generation: 1, response: stored });
+      assert.deepEqual([completed.status, completed.json], [200, { outcome: "stored" }], JSON.stringify(completed.json));
+      const released = await call(dropped, "settle-release", "release", { generation: 1 });
+      assert.deepEqual([released.status, released.json], [200, { outcome: "released" }], JSON.stringify(released.json));
+      // A new claim is still refused after them.
+      const again = await call(dropped, "settle-other", "claim", { fingerprint: await fpOf("settle-other") });
+      assert.equal(again.status, 500, JSON.stringify(again.json));
+    } finally { await dropped.dispose(); }
+
+    // The layout restored: the completed key replays; the origin never runs it.
+    const restored = await start({ TENANT_SHARDS: resharding });
+    try {
+      const r = await read(await restored.request("/charges", post("settle-complete")));
+      assert.deepEqual([r.status, r.headers["idempotent-replayed"], r.text], [201, "true", "charged once"]);
+      assert.equal((await lookupAt(restored, await home("settle-release"), "settle-release"))?.state, "released");
+    } finally { await restored.dispose(); }
+    assert.equal(runs.get("settle-complete"), undefined, "never run a second time");
+    assert.equal(runs.get("settle-new"), undefined);
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
