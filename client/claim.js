@@ -163,7 +163,8 @@ function certainlyNotReached(error) {
  * `500 misconfigured`, the object's own detail only in the log
  * (`idempotency.misconfigured`, with its status and slug). No answer, a 5xx
  * or anything else is `503 idempotency-store-unavailable`, as the gateway's
- * `read_failure` (src/contract/answer.rs). An error that is not a
+ * `read_failure` (src/contract/answer.rs), with the object's `Retry-After`
+ * when it sent one (an upgrading object). An error that is not a
  * `LedgerError` (a bug, not the ledger) is rethrown.
  * @param {unknown} error
  * @param {string | undefined} base
@@ -183,5 +184,7 @@ function claimFailure(error, base) {
       detail: `the ledger refused the idempotency middleware's claim (${status}${slug ? ` ${slug}` : ""}): check its options against the ledger's configuration; the ledger's detail is in the Worker's log (idempotency.misconfigured)`,
     });
   }
-  return problemResponse("idempotency-store-unavailable", { base });
+  // An upgrading object's `Retry-After` reaches the client (as the gateway's).
+  const headers = error.retryAfter === null ? undefined : { "retry-after": String(error.retryAfter) };
+  return problemResponse("idempotency-store-unavailable", { base, headers });
 }

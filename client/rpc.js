@@ -197,7 +197,8 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * Every method is RPC v1 with the tenant as first argument (1–256 bytes of
  * UTF-8 without control characters; anything else throws a TypeError). A refusal by the object
  * (a bad call) rejects with an Error whose message starts
- * `ledger refused <op> (<status>)`.
+ * `ledger refused <op> (<status>)`, and ends `(retry-after: <seconds>)`
+ * when the object sent a `Retry-After` (an upgrading object's `503`).
  * @typedef {object} LedgerServiceRpc
  * @property {(tenant: string, call: ClaimCall) => Promise<ClaimOutcome & WaitedAnswer>} claim
  * @property {(tenant: string, call: CompleteCall) => Promise<CompleteOutcome>} complete
@@ -222,17 +223,35 @@ export class LedgerError extends Error {
    * @type {Problem | null}
    */
   problem;
+  /**
+   * The `Retry-After` the object answered with, in seconds (an upgrading
+   * object's `503`), or null when it sent none.
+   * @readonly
+   * @type {number | null}
+   */
+  retryAfter;
 
   /**
    * @param {string} message
-   * @param {{ status?: number | null; problem?: Problem | null; cause?: unknown }} [details]
+   * @param {{ status?: number | null; problem?: Problem | null; retryAfter?: number | null; cause?: unknown }} [details]
    */
-  constructor(message, { status = null, problem = null, cause } = {}) {
+  constructor(message, { status = null, problem = null, retryAfter = null, cause } = {}) {
     super(message, { cause });
     this.name = "LedgerError";
     this.status = status;
     this.problem = problem;
+    this.retryAfter = retryAfter;
   }
+}
+
+/**
+ * A `Retry-After` header's delta-seconds, or null (absent, a date, or not a
+ * whole number of seconds).
+ * @param {string | null} value
+ * @returns {number | null}
+ */
+export function retryAfterSeconds(value) {
+  return value !== null && /^\s*\d{1,9}\s*$/.test(value) ? Number(value) : null;
 }
 
 /** Typed RPC v1 calls to one tenant's TenantLedger. */
@@ -290,7 +309,10 @@ export class LedgerClient {
     let body = null;
     try { body = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
     if (res.status !== 200) {
-      throw new LedgerError(`ledger refused ${route} (${res.status}): ${body?.detail ?? text}`, { status: res.status, problem: body });
+      const retryAfter = retryAfterSeconds(res.headers.get("retry-after"));
+      // The message also carries it: a LedgerService binding passes only the message on.
+      const hint = retryAfter === null ? "" : ` (retry-after: ${retryAfter})`;
+      throw new LedgerError(`ledger refused ${route} (${res.status}): ${body?.detail ?? text}${hint}`, { status: res.status, problem: body, retryAfter });
     }
     // A claim or execute that was parked on an in-flight key says how long.
     const waited = res.headers.get(WAITED_HEADER);

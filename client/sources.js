@@ -105,8 +105,9 @@ function mismatch(kind, withTenant, withShards) {
 
 /**
  * A JS RPC rejection as a `LedgerError` (JS RPC carries an error's message,
- * not its properties): `ledger refused <op> (<status>)` keeps its status,
- * anything else is an answer that never came (status null).
+ * not its properties): `ledger refused <op> (<status>)` keeps its status
+ * (and a closing `(retry-after: <seconds>)` its retryAfter), anything else
+ * is an answer that never came (status null).
  * @param {unknown} error
  * @param {string} op
  */
@@ -114,7 +115,12 @@ function remoteError(error, op) {
   if (error instanceof LedgerError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const status = /^ledger refused \w+ \((\d{3})\)/.exec(message)?.[1];
-  return new LedgerError(`ledger service ${op} failed: ${message}`, { status: status === undefined ? null : Number(status), cause: error });
+  const retryAfter = status === undefined ? undefined : /\(retry-after: (\d{1,9})\)$/.exec(message)?.[1];
+  return new LedgerError(`ledger service ${op} failed: ${message}`, {
+    status: status === undefined ? null : Number(status),
+    retryAfter: retryAfter === undefined ? null : Number(retryAfter),
+    cause: error,
+  });
 }
 
 /**

@@ -162,6 +162,10 @@ pub struct Ledger<S> {
     /// Expiries granted later than `now` + this raise the horizon (see
     /// [`Ledger::track_expiries_beyond`]); `None`: never.
     horizon_cover: Cell<Option<Millis>>,
+    /// An upgrade from schema 1 still has records set aside (as its last
+    /// step found): a settlement moves its key first
+    /// ([`schema::upgrade_v1_key`]). False costs a settlement nothing.
+    v1_set_aside: Cell<bool>,
 }
 
 impl<S: SqlStore> Ledger<S> {
@@ -175,6 +179,7 @@ impl<S: SqlStore> Ledger<S> {
             counts_in_transaction: false,
             stored: RefCell::new(None),
             horizon_cover: Cell::new(None),
+            v1_set_aside: Cell::new(false),
         }
     }
 
@@ -341,11 +346,26 @@ impl<S: SqlStore> Ledger<S> {
                 .store
                 .atomically(|| schema::upgrade_v1_step(&self.store))?;
             *self.stored.borrow_mut() = None;
+            self.v1_set_aside.set(!done);
             if done {
                 return Ok(true);
             }
         }
-        schema::upgrading_v1(&self.store).map(|upgrading| !upgrading)
+        let upgrading = schema::upgrading_v1(&self.store)?;
+        self.v1_set_aside.set(upgrading);
+        Ok(!upgrading)
+    }
+
+    /// Inside a settlement's transaction, while an upgrade from schema 1
+    /// is under way: moves `key`'s record out of the set-aside table first
+    /// (that key alone), so the claim the object granted is settled
+    /// whatever the upgrade has not moved yet.
+    fn upgrade_key_first(&self, key: &str) -> Result<(), StoreError> {
+        if self.v1_set_aside.get() && schema::upgrade_v1_key(&self.store, key)? {
+            // The state row changed under the copy kept in memory.
+            self.forget_stored();
+        }
+        Ok(())
     }
 
     fn read(&self, key: &str) -> Result<Option<Record>, StoreError> {

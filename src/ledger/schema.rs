@@ -310,6 +310,67 @@ pub fn upgrade_v1_step(store: &impl SqlStore) -> Result<bool, StoreError> {
     Ok(false)
 }
 
+/// Does the table set aside by an upgrade from schema 1 still hold `key`
+/// with a record not yet past its window (at `now`)? False when no
+/// upgrade is under way.
+pub fn v1_holds(store: &impl SqlStore, key: &str, now: i64) -> Result<bool, StoreError> {
+    if !upgrading_v1(store)? {
+        return Ok(false);
+    }
+    let rows = store.query(
+        &format!("SELECT 1 FROM {V1_RECORDS} WHERE key = ? AND expires_at > ?"),
+        &[key.into(), now.into()],
+    )?;
+    Ok(!rows.is_empty())
+}
+
+/// Moves one key's record set aside by the upgrade from schema 1 into
+/// this version's table ahead of the steps (one transaction, the
+/// caller's: the settlement that needs it), and adds it to the state row as
+/// a step would. Settling a claim the object granted never waits for the
+/// rest of the upgrade, and no other key is touched. `true` when it moved
+/// one (none when no upgrade is under way or the key is not set aside).
+pub fn upgrade_v1_key(store: &impl SqlStore, key: &str) -> Result<bool, StoreError> {
+    if !upgrading_v1(store)? {
+        return Ok(false);
+    }
+    let rows = store.query(
+        &format!("SELECT state, expires_at FROM {V1_RECORDS} WHERE key = ?"),
+        &[key.into()],
+    )?;
+    let Some(row) = rows.first() else {
+        return Ok(false);
+    };
+    // The counter named by the record's state (never a value interpolated).
+    let counter = match row.text(0)?.as_str() {
+        "in_flight" => "in_flight",
+        "completed" => "completed",
+        _ => "released",
+    };
+    let expires_at = row.int(1)?;
+    // Guard: this key only; the step that would have moved it later finds
+    // it gone from the v1 table.
+    store.execute(
+        &format!(
+            "INSERT INTO idempotency_records ({RECORD_COLUMNS}, sweep_at)
+             SELECT {RECORD_COLUMNS}, expires_at FROM {V1_RECORDS} WHERE key = ?"
+        ),
+        &[key.into()],
+    )?;
+    store.execute(
+        &format!("DELETE FROM {V1_RECORDS} WHERE key = ?"),
+        &[key.into()],
+    )?;
+    store.execute(
+        &format!(
+            "UPDATE ledger_state SET {counter} = {counter} + 1, expires_by = MAX(expires_by, ?)
+             WHERE id = 1"
+        ),
+        &[expires_at.into()],
+    )?;
+    Ok(true)
+}
+
 /// Schema 2 → 3: the state row gains the expiry horizon (the latest expiry
 /// any record holds: schema 2 did not keep it) and the upgrade-from-v1
 /// time (NULL: schema 2 kept the layout history). [`upgrade_v3`] follows.

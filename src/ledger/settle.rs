@@ -12,6 +12,9 @@
 //! - A completed record's response is never replaced; a release never
 //!   deletes the record nor resets its generation.
 //! - A completion's `sweep_at` never stays after its `expires_at`.
+//! - While an upgrade from schema 1 is under way, both move their own key's
+//!   record out of the set-aside table first (that key alone, in the same
+//!   transaction): settling a granted claim never waits for the upgrade.
 
 use super::outcome::{CompleteOutcome, Counter, ReleaseOutcome};
 use super::store::{SqlStore, StoreError};
@@ -33,6 +36,7 @@ impl<S: SqlStore> Ledger<S> {
     ) -> Result<CompleteOutcome, StoreError> {
         let expires_at = now.saturating_add(retention_ms);
         let out = self.transaction(|| {
+            self.upgrade_key_first(key)?;
             if !self.store_completion(key, generation, response, expires_at, now)? {
                 self.tally().count(Counter::FencedOut, None, now);
                 return Ok(CompleteOutcome::FencedOut {
@@ -108,6 +112,7 @@ impl<S: SqlStore> Ledger<S> {
         now: Millis,
     ) -> Result<ReleaseOutcome, StoreError> {
         let out = self.transaction(|| {
+            self.upgrade_key_first(key)?;
             // Guard: in flight at the caller's generation.
             let changed = self.store.update(
                 "UPDATE idempotency_records

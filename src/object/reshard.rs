@@ -5,9 +5,10 @@
 //! answers RPC `layout` for the tenant's other objects.
 //!
 //! What must stay true here:
-//! - A refused layout answers every keyed call `500 misconfigured` naming
-//!   `TENANT_SHARDS` (and logs why): no key runs where an older layout may
-//!   hold it.
+//! - A refused (or held) layout answers every claim and execute `500
+//!   misconfigured` naming `TENANT_SHARDS` (and logs why): no key runs
+//!   where an older layout may hold it. `complete` and `release` never ask:
+//!   they settle a claim this object granted and create no key.
 //! - Unsharded tenants pay nothing: their object is their registry, and a
 //!   layout equal to the recorded one (or to "one object" when nothing is
 //!   recorded) is accepted from memory.
@@ -51,8 +52,8 @@ fn refused(reason: &str) -> Problem {
 }
 
 impl LedgerObject {
-    /// Before this object's first keyed call: its tenant's registry accepts
-    /// the configured layout, or every keyed call is refused.
+    /// Before this object's first claim or execute: its tenant's registry
+    /// accepts the configured layout, or every claim and execute is refused.
     pub(super) async fn check_layout(&self, config: &Config) -> Result<(), Problem> {
         if self.layout_accepted.get() {
             return Ok(());
@@ -93,6 +94,7 @@ impl LedgerObject {
             LedgerError::Refused {
                 status: 500,
                 problem,
+                ..
             } => refused(
                 problem["detail"]
                     .as_str()

@@ -209,7 +209,17 @@ impl LedgerClient {
         let status = response.status();
         if status != 200 {
             let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-            return Err(LedgerError::Refused { status, problem });
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .ok()
+                .flatten()
+                .and_then(|v| v.trim().parse().ok());
+            return Err(LedgerError::Refused {
+                status,
+                problem,
+                retry_after,
+            });
         }
         if let Some(meter) = &self.meter {
             let rows: u64 = response
