@@ -23,12 +23,18 @@ impl Apply<CompleteCall> for LedgerObject {
         self.check_layout(config).await?;
         let now = now_ms();
         self.check_home(config, &call.key, now)?;
-        let retention = self
-            .policy(config, None, call.retention_seconds)?
-            .retention_ms;
+        let policy = self.policy(config, None, call.retention_seconds)?;
+        let retention = policy.retention_ms;
         let out = self
             .ledger
-            .complete(&call.key, call.generation, &call.response, retention, now)
+            .complete_within(
+                &call.key,
+                call.generation,
+                &call.response,
+                retention,
+                policy.max_db_bytes,
+                now,
+            )
             .map_err(|e| store_unavailable(&e))?;
         match &out {
             CompleteOutcome::FencedOut { current } => {
