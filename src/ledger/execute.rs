@@ -14,6 +14,7 @@
 //!   false), the application's own writes still commit.
 
 use super::outcome::{ClaimOutcome, ExecuteOutcome};
+use super::settle::Kept;
 use super::store::{SqlStore, StoreError};
 use super::{ClaimPolicy, Ledger, Millis};
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
@@ -62,7 +63,7 @@ impl<S: SqlStore> Ledger<S> {
             // already equals the expiry, so no fix-up as in `complete`.
             let expires_at = now.saturating_add(policy.retention_ms);
             let max_db_bytes = policy.max_db_bytes;
-            let Some(retained) =
+            let Some(kept) =
                 self.store_completion(key, generation, &stored, expires_at, max_db_bytes, now)?
             else {
                 // Impossible inside one transaction; refuse loudly and roll back
@@ -75,7 +76,7 @@ impl<S: SqlStore> Ledger<S> {
             Ok(ExecuteOutcome::Ran {
                 generation,
                 takeover,
-                retained,
+                retained: kept == Kept::Body,
                 response,
             })
         })?;

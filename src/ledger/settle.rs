@@ -48,12 +48,14 @@ impl<S: SqlStore> Ledger<S> {
         now: Millis,
     ) -> Result<CompleteOutcome, StoreError> {
         self.complete_within(key, generation, response, retention_ms, u64::MAX, now)
+            .map(|(out, _)| out)
     }
 
     /// [`Ledger::complete`] under the byte quota `max_db_bytes`
     /// (`MAX_DB_BYTES_PER_OBJECT`): a body the database has no room for is
     /// not stored — the record completes as a tombstone, counted in
-    /// `quota_tombstones` (see [`Ledger::fit_to_quota`]).
+    /// `quota_tombstones` (see [`Ledger::fit_to_quota`]). With the outcome:
+    /// whether the quota made it a tombstone (for the object's log line).
     pub fn complete_within(
         &self,
         key: &str,
@@ -62,17 +64,16 @@ impl<S: SqlStore> Ledger<S> {
         retention_ms: Millis,
         max_db_bytes: u64,
         now: Millis,
-    ) -> Result<CompleteOutcome, StoreError> {
+    ) -> Result<(CompleteOutcome, bool), StoreError> {
         let expires_at = now.saturating_add(retention_ms);
         let out = self.transaction(|| {
             let stored =
                 self.store_completion(key, generation, response, expires_at, max_db_bytes, now)?;
-            if stored.is_none() {
+            let Some(kept) = stored else {
                 self.tally().count(Counter::FencedOut, None, now);
-                return Ok(CompleteOutcome::FencedOut {
-                    current: self.current_state(key)?,
-                });
-            }
+                let current = self.current_state(key)?;
+                return Ok((CompleteOutcome::FencedOut { current }, false));
+            };
             // Guard: the record this owner just completed, if its claim's
             // retention was longer than this completion's (rare: a caller
             // chose both). Keeps sweep_at <= expires_at, so the sweep is
@@ -87,7 +88,7 @@ impl<S: SqlStore> Ledger<S> {
                     expires_at.into(),
                 ],
             )?;
-            Ok(CompleteOutcome::Stored)
+            Ok((CompleteOutcome::Stored, kept == Kept::OverQuota))
         })?;
         self.flush_after_commit(now);
         Ok(out)
@@ -95,8 +96,8 @@ impl<S: SqlStore> Ledger<S> {
 
     /// Stores `response` as the answer of the owner at `generation`, if
     /// the record is still in flight at that generation (`None`: it is
-    /// not, the owner was fenced out), and counts the move; `Some(kept)`:
-    /// stored, with its body or (`false`) as a tombstone.
+    /// not, the owner was fenced out), and counts the move; `Some`: stored,
+    /// and what of it was kept.
     pub(super) fn store_completion(
         &self,
         key: &str,
@@ -105,7 +106,7 @@ impl<S: SqlStore> Ledger<S> {
         expires_at: Millis,
         max_db_bytes: u64,
         now: Millis,
-    ) -> Result<Option<bool>, StoreError> {
+    ) -> Result<Option<Kept>, StoreError> {
         let headers = serde_json::to_string(&response.headers)
             .map_err(|e| StoreError::Decode(e.to_string()))?;
         let mut params: Vec<SqlValue> = vec![
@@ -140,7 +141,7 @@ impl<S: SqlStore> Ledger<S> {
         }
         drop(tally);
         self.note_expiry(expires_at, now)?;
-        Ok(Some(kept == Kept::Body))
+        Ok(Some(kept))
     }
 
     /// Holds a completion to the byte quota: `params` bind a write of

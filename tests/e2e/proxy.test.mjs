@@ -348,6 +348,7 @@ test("MAX_DB_BYTES_PER_OBJECT holds under large answers: 8 keys in flight answer
     assert.equal(origin.requests.length, 8, "no key ran twice");
     const s = await stats(gw);
     assert.equal(s.quota_tombstones, 8);
+    assert.equal(gw.events("idempotency.quota_tombstone").length, 8, "each is logged");
     // docs/contract.md §4: the quota + 128 KiB × (1 + records in flight).
     assert.ok(s.db_bytes <= 65_536 + 9 * 128 * 1024, `db_bytes ${s.db_bytes}`);
   } finally { await gw.dispose(); await origin.close(); }

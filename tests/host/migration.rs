@@ -599,7 +599,7 @@ fn a_v4_database_upgrades_in_place_with_no_quota_tombstones_keeping_every_record
     assert_eq!(
         l.complete_within("busy", 1, &big, RETENTION_MS, full, T0 + 3_000)
             .unwrap(),
-        CompleteOutcome::Stored
+        (CompleteOutcome::Stored, true)
     );
     l.flush_pending().unwrap();
     assert_eq!(l.stats(T0 + 3_000).unwrap().quota_tombstones, 1);

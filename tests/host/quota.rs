@@ -243,7 +243,11 @@ fn a_completion_past_the_byte_quota_is_a_counted_tombstone_within_the_stated_bou
                 2_000,
             )
             .unwrap();
-        assert_eq!(out, CompleteOutcome::Stored, "the caller keeps its answer");
+        assert_eq!(
+            out,
+            (CompleteOutcome::Stored, true),
+            "stored, as a tombstone the quota made: the caller keeps its answer"
+        );
     }
     let bytes = l.store().database_size().unwrap();
     let bound = p.max_db_bytes + (1 + 8) * QUOTA_OVERSHOOT_PER_RECORD;

@@ -3,7 +3,8 @@
 //!
 //! What must stay true here: only a key this shard holds is completed; a
 //! stored completion wakes the key's waiters and moves the alarm earlier
-//! when its retention ends sooner than the claim's — never late.
+//! when its retention ends sooner than the claim's — never late; one the
+//! byte quota made a tombstone is logged (`idempotency.quota_tombstone`).
 
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
@@ -25,7 +26,7 @@ impl Apply<CompleteCall> for LedgerObject {
         self.check_home(config, &call.key, now)?;
         let policy = self.policy(config, None, call.retention_seconds)?;
         let retention = policy.retention_ms;
-        let out = self
+        let (out, over_quota) = self
             .ledger
             .complete_within(
                 &call.key,
@@ -41,6 +42,17 @@ impl Apply<CompleteCall> for LedgerObject {
                 log::fenced_out("complete", &call.key, call.generation, current)
             }
             CompleteOutcome::Stored => {
+                if over_quota {
+                    log::warn(
+                        "idempotency.quota_tombstone",
+                        crate::fields! {
+                            "key" => log::short_hash(&call.key),
+                            "generation" => call.generation,
+                            "status" => call.response.status,
+                            "max_db_bytes" => policy.max_db_bytes,
+                        },
+                    );
+                }
                 self.waiters.wake(&call.key);
                 // A completion's retention may be shorter than its claim's:
                 // the record then expires earlier than the alarm the claim
