@@ -123,6 +123,7 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * @property {number} waited Claims that met a live lease and waited for its outcome.
  * @property {number} waited_replayed Waiters answered with the replay of the run they waited for.
  * @property {number} waited_timed_out Waiters whose budget ran out (409).
+ * @property {number} quota_tombstones Completions stored as tombstones because the byte quota (MAX_DB_BYTES_PER_OBJECT) had no room for their body.
  * @property {number} waiting Requests parked on in-flight keys right now (this object instance).
  * @property {number} db_bytes The object's SQLite database size in bytes (summed for a sharded tenant).
  * @property {number} unwritten_counts Counts kept in memory, not yet written: what a restart of the object right now would lose.

@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 4), and the in-place upgrade of an
-//! object written by an earlier version (1, 2 or 3).
+//! The ledger's tables (schema version 5), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3 or 4).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -22,7 +22,9 @@
 //!   slack — never with the configured retention on a current layout;
 //! - and so does the per-minute trend (`trend`, schema 4: the last hour's
 //!   outcome counts by minute, see `trend`), written in the counters' own
-//!   row write: it costs no row.
+//!   row write: it costs no row;
+//! - and so does every counter added since (`quota_tombstones`, schema
+//!   5): one column of that row, added in place.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -40,7 +42,7 @@ use super::outcome::Counter;
 use super::store::{RowExt, SqlStore, StoreError};
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -122,6 +124,8 @@ pub enum Found {
     V2,
     /// Schema version 3 (no per-minute trend).
     V3,
+    /// Schema version 4 (no `quota_tombstones` counter).
+    V4,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -138,6 +142,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             v if v > SCHEMA_VERSION => Found::Newer(v),
             2 => Found::V2,
             3 => Found::V3,
+            4 => Found::V4,
             _ => Found::V1,
         });
     }
@@ -163,9 +168,14 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
         Found::V1 => upgrade_v1(store, now)?,
         Found::V2 => {
             upgrade_v2(store)?;
-            upgrade_v3(store)?
+            upgrade_v3(store)?;
+            upgrade_v4(store)?
         }
-        Found::V3 => upgrade_v3(store)?,
+        Found::V3 => {
+            upgrade_v3(store)?;
+            upgrade_v4(store)?
+        }
+        Found::V4 => upgrade_v4(store)?,
     }
     Ok(was)
 }
@@ -189,7 +199,7 @@ const LATEST_EXPIRY: &str = "SELECT COALESCE(MAX(expires_at), 0) FROM idempotenc
 /// is under way.
 pub const V1_RECORDS: &str = "idempotency_records_v1";
 
-/// Schema 1 → 4, its first step (one transaction, the caller's, bounded
+/// Schema 1 → 5, its first step (one transaction, the caller's, bounded
 /// whatever the object holds): the v1 records table is set aside (renamed,
 /// which rewrites no row), this version's tables are created, and the
 /// counters are moved from `ledger_counters` rows into the state row, with
@@ -393,10 +403,20 @@ fn upgrade_v2(store: &impl SqlStore) -> Result<(), StoreError> {
 
 /// Schema 3 → 4: the state row gains the per-minute trend, empty (schema 3
 /// kept no counts by minute). One statement on one row, whatever the
-/// object holds.
+/// object holds. [`upgrade_v4`] follows.
 fn upgrade_v3(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE ledger_state ADD COLUMN trend TEXT NOT NULL DEFAULT '{}'",
+        &[],
+    )
+}
+
+/// Schema 4 → 5: the state row gains the `quota_tombstones` counter, at 0
+/// (schema 4 stored every body it was given). One statement on one row,
+/// whatever the object holds; then the version.
+fn upgrade_v4(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE ledger_state ADD COLUMN quota_tombstones INTEGER NOT NULL DEFAULT 0",
         &[],
     )?;
     store.execute(

@@ -148,6 +148,7 @@ impl LedgerObject {
                     Found::V1 => Some(1),
                     Found::V2 => Some(2),
                     Found::V3 => Some(3),
+                    Found::V4 => Some(4),
                     _ => None,
                 };
                 if let Some(from) = from {

@@ -1,6 +1,6 @@
-//! The in-place upgrades from schema v1, v2 and v3, from databases those
-//! versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite and
-//! ledger-v3.sqlite:
+//! The in-place upgrades from schema v1, v2, v3 and v4, from databases
+//! those versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite,
+//! ledger-v3.sqlite and ledger-v4.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -614,4 +614,60 @@ fn a_claim_granted_before_a_stepwise_upgrade_settles_during_it_moving_only_its_o
         (s.records, s.in_flight, s.completed, s.released),
         (5_008, 2, 5_004, 2)
     );
+}
+
+#[test]
+fn a_v4_database_upgrades_in_place_with_no_quota_tombstones_keeping_every_record_counter_and_trend()
+{
+    let l = fixture_ledger("ledger-v4.sqlite");
+    assert_eq!(version_of(&l), 4, "the fixture is v4");
+    let has_column = |l: &Ledger<RusqliteStore>| -> bool {
+        l.store()
+            .connection()
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('ledger_state') WHERE name = 'quota_tombstones'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+            == 1
+    };
+    assert!(!has_column(&l));
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V4);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    assert!(has_column(&l));
+    assert_eq!(count(&l, "idempotency_records"), 3);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    let s = l.stats(T0 + 2_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use, s.quota_tombstones),
+        (3, 1, 1, 1, 0),
+        "every counter kept, the new one at 0"
+    );
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (3, 1, 1, 1)
+    );
+    // Schema 4's trend is kept: the fixture's minute is this one.
+    let now = &s.trend[59];
+    assert_eq!(
+        (now.claims, now.replays, now.in_use, now.reused),
+        (3, 1, 1, 1)
+    );
+    assert_eq!(l.lookup("done", T0 + 2_000).unwrap().unwrap().replays, 1);
+    // The in-flight key completes past a quota it has no room under: a
+    // tombstone, counted in the new column.
+    let full = idempotency_ledger::ledger::SqlStore::database_size(l.store()).unwrap();
+    let big = idempotency_ledger::protocol::StoredResponse {
+        body: Some(vec![b'x'; 100_000]),
+        ..response("")
+    };
+    assert_eq!(
+        l.complete_within("busy", 1, &big, RETENTION_MS, full, T0 + 3_000)
+            .unwrap(),
+        (CompleteOutcome::Stored, true)
+    );
+    l.flush_pending().unwrap();
+    assert_eq!(l.stats(T0 + 3_000).unwrap().quota_tombstones, 1);
 }
