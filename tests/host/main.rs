@@ -9,7 +9,6 @@ mod eager;
 mod execute;
 mod fencing;
 mod fuzz;
-mod gen_v5;
 mod horizon;
 mod ledger;
 mod list;
