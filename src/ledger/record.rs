@@ -81,7 +81,7 @@ pub(super) struct Record {
     pub created_at: Millis,
     pub replays: i64,
     /// The claim attempt that holds the lease, as its caller named it
-    /// (schema 5; `None`: unnamed, or written before).
+    /// (schema 6; `None`: unnamed, or written before).
     pub lease_attempt: Option<String>,
     /// Did the lease's grant take the record over from an earlier owner?
     pub lease_took_over: bool,
