@@ -195,6 +195,18 @@ impl<S: SqlStore> Ledger<S> {
         self.with_stored(|s| s.expires_by)
     }
 
+    /// The latest expiry this ledger holds or has promised: at or after
+    /// the expiry of every record it holds (read from the records
+    /// themselves, whatever retention and configuration granted them) and
+    /// [`Ledger::expires_by`]. One scan of the records: for the rare ask of
+    /// a tenant's registry before a reshard forgets this object's layout
+    /// (`config::reshard`), never on a request path.
+    pub fn horizon(&self) -> Result<Millis, StoreError> {
+        let rows = self.store.query(schema::LATEST_EXPIRY, &[])?;
+        let held = rows.first().map(|r| r.int(0)).transpose()?.unwrap_or(0);
+        Ok(held.max(self.expires_by()?))
+    }
+
     /// When this ledger was upgraded from schema 1 (which kept no layout
     /// history), if it was.
     pub fn v1_upgraded_at(&self) -> Result<Option<Millis>, StoreError> {

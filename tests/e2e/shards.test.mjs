@@ -463,19 +463,24 @@ test("a TENANT_SHARDS change that would forget live keys is refused, never a sec
       assert.equal((await read(await resharding.request("/charges", post("after-reshard")))).status, 201);
     } finally { await resharding.dispose(); }
 
-    // Dropping "previous" before its window has passed is refused again.
+    // Dropping "previous" before its window has passed keeps the previous
+    // layout in force (logged): old keys still replay, new keys run.
     const early = await start({ TENANT_SHARDS: '{"acme": 4}' });
     try {
-      const r = await json(await early.request("/charges", post("too-early")));
-      assert.equal(r.status, 500);
-      assert.equal(slug(r.json), "misconfigured");
+      for (const key of keys) {
+        const r = await read(await early.request("/charges", post(key)));
+        assert.deepEqual([r.status, r.headers["idempotent-replayed"]], [201, "true"], key);
+      }
+      assert.equal((await read(await early.request("/charges", post("too-early")))).status, 201);
+      assert.ok(early.events("idempotency.previous_kept").length > 0);
     } finally { await early.dispose(); }
     for (const key of keys) assert.equal(runs.get(key), 1, `${key} still ran once`);
+    assert.equal(runs.get("too-early"), 1);
     assert.equal(runs.get("brand-new"), undefined);
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
 
-test("a key kept longer than RETENTION_SECONDS keeps the previous layout named until it expires: never a second run", async () => {
+test("a key kept longer than RETENTION_SECONDS keeps the previous layout in force until it expires: never a second run", async () => {
   const dir = mkdtempSync(join(tmpdir(), "reshard-long-"));
   const caller = rpcCaller();
   const { origin, runs } = await countingOrigin();
@@ -516,17 +521,16 @@ test("a key kept longer than RETENTION_SECONDS keeps the previous layout named u
     try {
       // globex's records expired with the window: previous may go.
       assert.equal((await read(await after.request("/charges", globex("after")))).status, 201);
-      // acme's object still holds a key for a year: dropping previous is
-      // refused, and the key does not run.
-      const r = await json(await after.request("/charges", post("kept-a-year")));
-      assert.equal(r.status, 500, r.text);
-      assert.equal(slug(r.json), "misconfigured");
-      assert.ok(after.events("idempotency.misconfigured").some((e) => /kept until/.test(e.error ?? "")), JSON.stringify(after.events("idempotency.misconfigured")));
-      // Every keyed call of acme is refused, a new key too.
-      assert.equal((await json(await after.request("/charges", post("new-after")))).status, 500);
+      // acme's object still holds a key for a year: dropping previous keeps
+      // the previous layout in force (logged), and the key replays.
+      const r = await read(await after.request("/charges", post("kept-a-year")));
+      assert.deepEqual([r.status, r.text, r.headers["idempotent-replayed"]], [201, "ran once", "true"]);
+      assert.ok(after.events("idempotency.previous_kept").some((e) => /kept until/.test(e.reason ?? "")), JSON.stringify(after.events("idempotency.previous_kept")));
+      // acme's new keys are served meanwhile.
+      assert.equal((await read(await after.request("/charges", post("new-after")))).status, 201);
     } finally { await after.dispose(); }
     assert.equal(runs.get("kept-a-year"), undefined, "the origin never ran it");
-    assert.equal(runs.get("new-after"), undefined);
+    assert.equal(runs.get("new-after"), 1);
 
     // With previous named again the key still replays its one answer.
     const back = await start({ TENANT_SHARDS: resharding });
@@ -534,5 +538,51 @@ test("a key kept longer than RETENTION_SECONDS keeps the previous layout named u
       const replay = await read(await back.request("/charges", post("kept-a-year")));
       assert.deepEqual([replay.status, replay.text, replay.headers["idempotent-replayed"]], [201, "ran once", "true"]);
     } finally { await back.dispose(); }
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("a reshard after a lowered retention: a key granted under the longer one replays after previous is dropped, fresh keys are served (issue 33)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-lowered-"));
+  const { origin, runs } = await countingOrigin();
+  // The reshard's window under the lowered retention: 10 + 3 + 1 + 2 = 16 s.
+  const windows = { LEASE_SECONDS: "3", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "2" };
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir } });
+  try {
+    // K completes under RETENTION_SECONDS=600.
+    const long = await start({ RETENTION_SECONDS: "600" });
+    try {
+      assert.equal((await read(await long.request("/charges", post("K")))).status, 201);
+    } finally { await long.dispose(); }
+
+    // Retention lowered to 10 s with the reshard to 2 shards.
+    const resharding = await start({ RETENTION_SECONDS: "10", TENANT_SHARDS: '{"acme": {"shards": 2, "previous": 1}}' });
+    try {
+      const replay = await read(await resharding.request("/charges", post("K")));
+      assert.deepEqual([replay.status, replay.text, replay.headers["idempotent-replayed"]], [201, "ran K #1", "true"]);
+      // A new key: its object asks the registry, which records the reshard.
+      assert.equal((await read(await resharding.request("/charges", post("during")))).status, 201);
+    } finally { await resharding.dispose(); }
+
+    // "previous" dropped 18 s later: past the new window, well inside K's 600 s.
+    await new Promise((r) => setTimeout(r, 18_000));
+    const dropped = await start({ RETENTION_SECONDS: "10", TENANT_SHARDS: '{"acme": 2}' });
+    try {
+      const again = await read(await dropped.request("/charges", post("K")));
+      assert.deepEqual([again.status, again.text, again.headers["idempotent-replayed"]], [201, "ran K #1", "true"], "K replays its one answer");
+      // Fresh keys are served, not refused: the previous layout is kept in
+      // force until K's record expires, and said so in the log.
+      for (const key of ["fresh-0", "fresh-1", "fresh-2", "fresh-3"]) {
+        const r = await read(await dropped.request("/charges", post(key)));
+        assert.equal(r.status, 201, `${key}: ${r.text}`);
+        assert.equal(r.headers["idempotent-replayed"], undefined, key);
+        const replay = await read(await dropped.request("/charges", post(key)));
+        assert.equal(replay.headers["idempotent-replayed"], "true", key);
+      }
+      const kept = dropped.events("idempotency.previous_kept");
+      assert.ok(kept.length > 0 && kept.every((e) => e.previous === 1 && e.variable === "TENANT_SHARDS"), JSON.stringify(kept));
+      assert.equal(dropped.events("idempotency.misconfigured").length, 0, JSON.stringify(dropped.events("idempotency.misconfigured")));
+    } finally { await dropped.dispose(); }
+    assert.equal(runs.get("K"), 1, "the origin ran K once");
+    for (const key of ["fresh-0", "fresh-1", "fresh-2", "fresh-3"]) assert.equal(runs.get(key), 1, key);
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });

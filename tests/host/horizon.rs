@@ -124,3 +124,43 @@ fn library_ledgers_keep_no_horizon() {
     l.claim("long", &fp("a"), &kept_a_year(), T0).unwrap();
     assert_eq!(l.expires_by().unwrap(), 0);
 }
+
+#[test]
+fn the_horizon_covers_every_record_whatever_configuration_granted_it() {
+    // Issue 33: keys granted under RETENTION_SECONDS=600 (a window that
+    // covered them, so nothing was tracked), then the configuration lowered
+    // to 10 s. The horizon a registry reads must still cover them.
+    const OLD_RETENTION_MS: i64 = 600_000;
+    let file = LedgerFile::new("horizon-lowered");
+    let l = file.open();
+    l.track_expiries_beyond(Some(OLD_RETENTION_MS + 16_000));
+    let mut old = policy();
+    old.retention_ms = OLD_RETENTION_MS;
+    l.claim("done", &fp("a"), &old, T0).unwrap();
+    l.complete("done", 1, &response("x"), OLD_RETENTION_MS, T0 + 5)
+        .unwrap();
+    l.claim("running", &fp("b"), &old, T0 + 10).unwrap();
+    assert_eq!(
+        l.expires_by().unwrap(),
+        0,
+        "within its window then: untracked"
+    );
+    // The next instance runs the lowered configuration.
+    let l = file.open();
+    l.track_expiries_beyond(Some(10_000 + 6_000));
+    let horizon = l.horizon().unwrap();
+    assert_eq!(
+        horizon,
+        old.in_flight_expires_at(T0 + 10),
+        "the key in flight"
+    );
+    assert!(horizon >= T0 + 5 + OLD_RETENTION_MS, "the completed key");
+    // A tracked expiry beyond every record still counts.
+    l.claim("long", &fp("c"), &kept_a_year(), T0 + 20).unwrap();
+    assert_eq!(l.horizon().unwrap(), T0 + 20 + YEAR_MS + HORIZON_SLACK_MS);
+    // An empty ledger has no horizon.
+    assert_eq!(
+        LedgerFile::new("horizon-empty").open().horizon().unwrap(),
+        0
+    );
+}

@@ -326,10 +326,14 @@ fn a_v1_registry_treats_its_layout_history_as_unknown_for_a_window_and_believes_
     };
     assert_eq!((record.shards, record.previous), (4, Some(2)));
     l.record_layout(&record).unwrap();
-    // Dropping it is refused for a window from then.
+    // Dropping it keeps the previous layout in force for a window from then.
     assert!(matches!(
         registry_decides(&l, r#"{"acme": 4}"#, true, upgraded + window, window),
-        LayoutDecision::Refuse(_)
+        LayoutDecision::KeepPrevious {
+            previous: 2,
+            record: None,
+            ..
+        }
     ));
     assert!(matches!(
         registry_decides(&l, r#"{"acme": 4}"#, true, upgraded + 1 + window, window),

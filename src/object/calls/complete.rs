@@ -21,6 +21,9 @@ impl Apply<CompleteCall> for LedgerObject {
         call: CompleteCall,
     ) -> Result<(CompleteOutcome, WaitReport), Problem> {
         self.check_layout(config).await?;
+        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+            return Ok(answer);
+        }
         let now = now_ms();
         self.check_home(config, &call.key, now)?;
         let retention = self

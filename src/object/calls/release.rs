@@ -21,6 +21,9 @@ impl Apply<ReleaseCall> for LedgerObject {
         call: ReleaseCall,
     ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
         self.check_layout(config).await?;
+        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+            return Ok(answer);
+        }
         self.check_home(config, &call.key, now_ms())?;
         let out = self
             .ledger
