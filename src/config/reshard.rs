@@ -7,8 +7,11 @@
 //! object when unsharded) — and every object of the configured layout asks
 //! it once per instance before it takes a keyed call. A change that would
 //! stop asking an older layout while that layout may still hold live
-//! records is refused (`500 misconfigured` naming `TENANT_SHARDS`): the
-//! keys it holds would otherwise run a second time.
+//! records never takes effect: dropping `"previous"` too early keeps the
+//! recorded previous layout in force ([`LayoutDecision::KeepPrevious`]),
+//! and any other such change is refused (`500 misconfigured` naming
+//! `TENANT_SHARDS`): the keys it holds would otherwise run a second time.
+//! Pure, so an offline check of a configuration can reuse it.
 //!
 //! What must stay true here:
 //! - A layout that stops taking new keys may hold live records for one
@@ -19,10 +22,16 @@
 //! - The history starts as "one object" (what every tenant was before
 //!   `TENANT_SHARDS` named it); that layout holds live records exactly when
 //!   the registry holds any.
-//! - A record given a longer retention than the window keeps the previous
+//! - A record that outlives the window (a per-call retention, or one
+//!   granted under an older, longer configuration) keeps the previous
 //!   layout needed until it expires: a change that forgets the previous
-//!   layout is decided only with its objects' expiry horizons
-//!   ([`LayoutDecision::AskPrevious`]) and held until the latest.
+//!   layout is decided only with its objects' expiry horizons — the latest
+//!   expiry of any record they hold ([`LayoutDecision::AskPrevious`]) —
+//!   and held until the latest.
+//! - Dropping `"previous"` is never an outage: until the previous layout
+//!   may be forgotten it stays in force (asked first for every key) rather
+//!   than refused; only changes that cannot be made safe (a second
+//!   reshard, a layout that does not start from the one in use) are.
 //! - A registry upgraded from schema 1 (which kept no layout history)
 //!   believes `previous`, believes a layout vouched for by an object that
 //!   held v1 records, and refuses any other layout without `previous` for a
@@ -148,8 +157,8 @@ pub fn decide(
                 previous: m,
                 record,
                 reason: held.unwrap_or_else(|| format!(
-                    "the previous layout ({m} objects) may still hold live keys until {live_until} (epoch ms)"
-                )) + "; served as if \"previous\" were still named until then",
+                    "the previous layout ({m} objects) may still hold live keys until {live_until} (epoch ms); keep \"previous\" until then"
+                )) + "; meanwhile it is kept in force, as if still named",
             };
             if previous_live {
                 return early(None, None);

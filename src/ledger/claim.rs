@@ -158,7 +158,7 @@ impl<S: SqlStore> Ledger<S> {
                 policy.sweep_at(now).into(),
             ],
         )?;
-        self.note_expiry(policy.in_flight_expires_at(now), now)?;
+        self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         self.granted(true, generation, None, false, now, "a new key")
     }
 
@@ -200,7 +200,7 @@ impl<S: SqlStore> Ledger<S> {
                 i64::from(stored.retained()).into(),
             ],
         )?;
-        self.note_expiry(policy.sweep_at(now), now)?;
+        self.note_expiry(policy.sweep_at(now), policy.sweep_at(now), now)?;
         self.granted(true, generation, None, false, now, "a new key")?;
         // Granted in flight, then completed: the record counts as completed.
         self.tally()
@@ -244,7 +244,7 @@ impl<S: SqlStore> Ledger<S> {
             ],
         )?;
         if changed {
-            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+            self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Counter::of_state(record.state);
         let generation = record.generation + 1;
@@ -283,7 +283,7 @@ impl<S: SqlStore> Ledger<S> {
             ],
         )?;
         if changed {
-            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+            self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Some(Counter::Released);
         let generation = seen_generation + 1;
@@ -316,7 +316,7 @@ impl<S: SqlStore> Ledger<S> {
             ],
         )?;
         if changed {
-            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+            self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Some(Counter::InFlight);
         let generation = seen_generation + 1;

@@ -182,10 +182,7 @@ fn create(store: &impl SqlStore) -> Result<(), StoreError> {
 
 /// The expiry horizon an upgrade starts from: the latest expiry any record
 /// holds (one scan, once; earlier schemas did not keep it).
-/// The latest expiry any record holds (0: none): a scan of every record,
-/// for the rare reads that must be exact (an upgrade, a reshard's horizon).
-pub(crate) const LATEST_EXPIRY: &str =
-    "SELECT COALESCE(MAX(expires_at), 0) FROM idempotency_records";
+const LATEST_EXPIRY: &str = "SELECT COALESCE(MAX(expires_at), 0) FROM idempotency_records";
 
 /// Where schema 1's records wait while they are moved (see
 /// [`upgrade_v1`]): the table exists exactly while an upgrade from schema 1

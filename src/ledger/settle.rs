@@ -12,10 +12,13 @@
 //! - A completed record's response is never replaced; a release never
 //!   deletes the record nor resets its generation.
 //! - A completion's `sweep_at` never stays after its `expires_at`.
+//! - A completion's expiry more than `HORIZON_GAP_MS` past its record's
+//!   `sweep_at` raises the horizon in its transaction (`Ledger::horizon`
+//!   reads only the latest `sweep_at`); the usual one writes one row.
 
 use super::outcome::{CompleteOutcome, Counter, ReleaseOutcome};
-use super::store::{SqlStore, StoreError};
-use super::{Ledger, Millis};
+use super::store::{SqlStore, SqlValue, StoreError};
+use super::{Ledger, Millis, HORIZON_GAP_MS};
 use crate::protocol::StoredResponse;
 
 impl<S: SqlStore> Ledger<S> {
@@ -72,29 +75,41 @@ impl<S: SqlStore> Ledger<S> {
     ) -> Result<bool, StoreError> {
         let headers = serde_json::to_string(&response.headers)
             .map_err(|e| StoreError::Decode(e.to_string()))?;
-        // Guard: in flight at the caller's generation. A late completion
-        // with no takeover since is still accepted: nobody else ran.
-        let changed = self.store.update(
-            "UPDATE idempotency_records
+        const SET: &str = "UPDATE idempotency_records
              SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
                  expires_at = ?, response_status = ?, response_headers = ?,
                  response_body = ?, retained = ?
-             WHERE key = ? AND state = 'in_flight' AND generation = ?",
-            &[
-                now.into(),
-                expires_at.into(),
-                i64::from(response.status).into(),
-                headers.into(),
-                response.body.clone().into(),
-                i64::from(response.retained()).into(),
-                key.into(),
-                generation.into(),
-            ],
-        )?;
+             WHERE key = ? AND state = 'in_flight' AND generation = ?";
+        let mut params: Vec<SqlValue> = vec![
+            now.into(),
+            expires_at.into(),
+            i64::from(response.status).into(),
+            headers.into(),
+            response.body.clone().into(),
+            i64::from(response.retained()).into(),
+            key.into(),
+            generation.into(),
+        ];
+        // Guard: in flight at the caller's generation, and this expiry
+        // within HORIZON_GAP_MS of the record's sweep_at (a completion soon
+        // after its claim, with the claim's retention: the usual one), so
+        // the latest sweep_at bounds it without a row of its own.
+        params.push(expires_at.saturating_sub(HORIZON_GAP_MS).into());
+        let within_gap = self
+            .store
+            .update(&format!("{SET} AND sweep_at >= ?"), &params)?;
+        params.pop();
+        // Guard: in flight at the caller's generation — a late completion,
+        // or a longer retention than the claim's: the horizon is raised
+        // with it. A late completion with no takeover since is still
+        // accepted: nobody else ran.
+        let changed = within_gap || self.store.update(SET, &params)?;
         if changed {
             self.tally()
                 .moved(Some(Counter::InFlight), Counter::Completed, now);
-            self.note_expiry(expires_at, now)?;
+            // Beyond the gap: noted as if its sweep_at were 0.
+            let sweep_at = if within_gap { expires_at } else { 0 };
+            self.note_expiry(expires_at, sweep_at, now)?;
         }
         Ok(changed)
     }
