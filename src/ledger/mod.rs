@@ -188,11 +188,12 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     /// Keeps the expiry horizon ([`Ledger::expires_by`]) for a tenant's
-    /// reshard window: every expiry this ledger grants later than `now` +
-    /// `cover` raises it, in the granting transaction. A current layout's
-    /// object passes its reshard window (which covers what it grants with
-    /// the configured retention, so that costs nothing), a retired one 0;
-    /// `None` (the default: library mode, the embedded `Ledger`) keeps none.
+    /// reshard: every expiry this ledger grants later than `now` + `cover`,
+    /// or more than [`HORIZON_GAP_MS`] past its record's `sweep_at`, raises
+    /// it, in the granting transaction. A current layout's object passes its
+    /// reshard window (which covers what it grants with the configured
+    /// retention, so that costs nothing), a retired one 0; `None` (the
+    /// default: library mode, the embedded `Ledger`) keeps none.
     pub fn track_expiries_beyond(&self, cover: Option<Millis>) {
         self.horizon_cover.set(cover);
     }

@@ -15,11 +15,13 @@
 //! - every counter lives in the single `ledger_state` row, written once per
 //!   flush (see `pending`), never per operation;
 //! - so does the object's *expiry horizon* (`expires_by`, schema 3): at or
-//!   after every expiry it granted that its layout's reshard window does not
-//!   cover (a per-call retention longer than the configured one, or any
-//!   grant while its layout is retired; `config::reshard`). It is written in
-//!   the granting transaction, and only when it grows by more than its
-//!   slack — never with the configured retention on a current layout;
+//!   after every expiry it granted that neither its layout's reshard window
+//!   nor the latest `sweep_at` plus `HORIZON_GAP_MS` covers (a per-call
+//!   retention longer than the configured one, a completion long after its
+//!   claim, or any grant while its layout is retired; `config::reshard`,
+//!   `Ledger::horizon`). It is written in the granting transaction, and
+//!   only when it grows by more than its slack — never with the configured
+//!   retention and a completion soon after its claim;
 //! - and so does the per-minute trend (`trend`, schema 4: the last hour's
 //!   outcome counts by minute, see `trend`), written in the counters' own
 //!   row write: it costs no row.
