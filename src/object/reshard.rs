@@ -57,7 +57,15 @@ fn passed_on(problem: &serde_json::Value) -> Problem {
         .and_then(ProblemKind::from_slug)
         .unwrap_or(ProblemKind::StoreUnavailable);
     let detail = problem["detail"].as_str().unwrap_or_default();
-    Problem::new(kind, detail)
+    let mut passed = Problem::new(kind, detail);
+    if let Some(members) = problem.as_object() {
+        for (name, value) in members {
+            if !matches!(name.as_str(), "type" | "title" | "status" | "detail") {
+                passed = passed.with(name, value.clone());
+            }
+        }
+    }
+    passed
 }
 
 fn refused(reason: &str) -> Problem {

@@ -546,7 +546,7 @@ test("a reshard after a lowered retention: a key granted under the longer one re
   const { origin, runs } = await countingOrigin();
   // The reshard's window under the lowered retention: 10 + 3 + 1 + 2 = 16 s.
   const windows = { LEASE_SECONDS: "3", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "2" };
-  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir } });
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir }, workers: [rpcCaller()] });
   try {
     // K completes under RETENTION_SECONDS=600.
     const long = await start({ RETENTION_SECONDS: "600" });
@@ -578,6 +578,20 @@ test("a reshard after a lowered retention: a key granted under the longer one re
         const replay = await read(await dropped.request("/charges", post(key)));
         assert.equal(replay.headers["idempotent-replayed"], "true", key);
       }
+      // JS RPC routes by the same configuration: K is answered by the
+      // previous layout it lives in, a fresh key claims and completes in the
+      // current one.
+      const worker = await dropped.mf.getWorker("rpc-caller");
+      const rpc = async (op, ...args) => (await worker.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();
+      const fpOf = (key) => fingerprint({ method: "POST", target: "/charges", headers: { "content-type": "text/plain" }, body: new TextEncoder().encode(`charge ${key}`) });
+      const k = await rpc("claim", "acme", { key: "K", fingerprint: await fpOf("K") });
+      assert.equal(k.outcome, "completed", JSON.stringify(k));
+      const fresh = await rpc("claim", "acme", { key: "rpc-fresh", fingerprint: await fpOf("rpc-fresh") });
+      assert.equal(fresh.outcome, "claimed", JSON.stringify(fresh));
+      const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("via rpc").toString("base64") };
+      assert.deepEqual(await rpc("complete", "acme", { key: "rpc-fresh", generation: fresh.generation, response: stored }), { outcome: "stored" });
+      assert.equal((await lookupAt(dropped, shardObjectName("acme", await shardOf("rpc-fresh", 2), 2), "rpc-fresh"))?.state, "completed");
+      assert.equal(await lookupAt(dropped, "acme", "rpc-fresh"), null, "never in the previous layout");
       const kept = dropped.events("idempotency.previous_kept");
       assert.ok(kept.length > 0 && kept.every((e) => e.previous === 1 && e.variable === "TENANT_SHARDS"), JSON.stringify(kept));
       assert.equal(dropped.events("idempotency.misconfigured").length, 0, JSON.stringify(dropped.events("idempotency.misconfigured")));
