@@ -11,13 +11,14 @@
 // estimate: the figures are the cursors'), and the floor (bench/floor) the
 // same way. Each scenario sends `n` sequential operations to a fresh object
 // and divides. Rows are deterministic, so `--check` asserts the bounds in
-// BOUNDS below (npm test runs it); docs/development.md carries the latest
+// BOUNDS below (npm test runs it), and the byte quota's bound on db_bytes
+// under large answers (QUOTA); docs/development.md carries the latest
 // table.
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { parseArgs } from "node:util";
 import { fingerprint } from "../client/fingerprint.js";
 import { LedgerClient } from "../client/rpc.js";
-import { DEMO_TOKENS, ROOT, eventually, orderInit, wranglerVars } from "../tests/workerd.mjs";
+import { ACME, DEMO_TOKENS, ROOT, eventually, orderInit, startOrigin, wranglerVars } from "../tests/workerd.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -298,6 +299,53 @@ const settle = () => new Promise((r) => setTimeout(r, 2_500));
   await p.mf.dispose();
 }
 
+// ---- the byte quota under large answers (docs/contract.md §4) -----------------
+// 8 keys in flight at once in proxy mode, each answered with 1,000,000 bytes,
+// under MAX_DB_BYTES_PER_OBJECT=65536: every caller gets its whole answer,
+// no body is stored (each completion is a counted tombstone), replays say so,
+// and db_bytes stays within the stated bound (before: 8,069,120 bytes, 123×
+// the quota).
+const QUOTA = { keys: 8, body: 1_000_000, maxDbBytes: 65_536, overshootPerRecord: 128 * 1024 };
+const quotaChecks = [];
+{
+  const answer = Buffer.alloc(QUOTA.body, "q");
+  let open;
+  const gate = new Promise((r) => { open = r; });
+  const origin = await startOrigin(async () => { await gate; return { status: 201, headers: { "content-type": "application/octet-stream" }, body: answer }; });
+  const p = await start({ vars: { ORIGIN_URL: origin.url, MAX_DB_BYTES_PER_OBJECT: String(QUOTA.maxDbBytes) } });
+  try {
+    const post = (key) => ({
+      method: "POST",
+      headers: { authorization: ACME, "content-type": "application/x-www-form-urlencoded", "idempotency-key": key },
+      body: "amount=100",
+    });
+    const keys = Array.from({ length: QUOTA.keys }, (_, i) => `quota-${i}`);
+    const firsts = keys.map((key) => p.request("/charges", post(key)).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) })));
+    await origin.waitForRequests(QUOTA.keys); // every key claimed before any completes
+    open();
+    for (const [i, first] of (await Promise.all(firsts)).entries()) {
+      if (first.status !== 201 || !first.bytes.equals(answer)) quotaChecks.push(`${keys[i]}: the caller got ${first.status} with ${first.bytes.length} bytes, not its whole answer`);
+    }
+    for (const key of keys) {
+      const r = await p.request("/charges", post(key));
+      const doc = await r.json().catch(() => ({}));
+      if (r.status !== 500 || !String(doc.type).endsWith("/idempotency-response-not-retained") || doc.original_status !== 201) {
+        quotaChecks.push(`${key}: the replay answered ${r.status} ${JSON.stringify(doc).slice(0, 120)}, not 500 not-retained with original_status 201`);
+      }
+    }
+    if (origin.requests.length !== QUOTA.keys) quotaChecks.push(`the origin ran ${origin.requests.length} times for ${QUOTA.keys} keys`);
+    const s = await p.ledger.stats();
+    const bound = QUOTA.maxDbBytes + (1 + QUOTA.keys) * QUOTA.overshootPerRecord;
+    if (s.db_bytes > bound) quotaChecks.push(`db_bytes ${s.db_bytes} > the stated bound ${bound} (MAX_DB_BYTES_PER_OBJECT ${QUOTA.maxDbBytes} + (1 + ${QUOTA.keys}) × 128 KiB)`);
+    if (s.quota_tombstones !== QUOTA.keys) quotaChecks.push(`quota_tombstones ${s.quota_tombstones}, want ${QUOTA.keys}`);
+    QUOTA.dbBytes = s.db_bytes;
+    QUOTA.bound = bound;
+  } finally {
+    await p.mf.dispose();
+    await origin.close();
+  }
+}
+
 // ---- the table ---------------------------------------------------------------
 const f2 = (x) => x.toFixed(2);
 console.log(`\nBilled SQLite rows per operation (${N} sequential operations each, fresh objects, REPLAY_CACHE_BYTES=0, LOG_LEVEL=warn; written includes setAlarm):`);
@@ -307,8 +355,10 @@ for (const r of results) {
   console.log(`| ${r.name} | ${f2(r.written)} | ${f2(r.read)} | ${f2(r.statements)} | ${f2(r.calls)} | ${f2(r.setAlarm)} | ${r.alarmsPerRecord ? f2(r.alarmsPerRecord) : "—"} |`);
 }
 
+console.log(`\nByte quota: ${QUOTA.keys} keys in flight answered with ${QUOTA.body} bytes each under MAX_DB_BYTES_PER_OBJECT=${QUOTA.maxDbBytes}: db_bytes ${QUOTA.dbBytes} (bound ${QUOTA.bound})${quotaChecks.length ? "" : ", every answer delivered, none stored, replays not retained"}.`);
+
 if (opts.check) {
-  const failed = [];
+  const failed = [...quotaChecks.map((c) => `byte quota: ${c}`)];
   for (const r of results) {
     const b = BOUNDS[r.name];
     if (!b) continue;

@@ -3,6 +3,7 @@
 // (internal: not re-exported by the package).
 
 export const encoder = new TextEncoder();
+export const decoder = new TextDecoder();
 
 /** @param {number | bigint} n @returns {Uint8Array} 8 bytes, big-endian */
 export function u64be(n) {

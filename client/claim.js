@@ -5,7 +5,8 @@
 // answers to a claim that is refused (a replay, 409, 422, 429), that fails
 // (503, or 500 misconfigured for a claim the object refuses) or that
 // certainly never reached the ledger (failurePolicy "open": run unprotected).
-import { fingerprint, targetOf } from "./fingerprint.js";
+import { fingerprint, oneComponent, targetOf } from "./fingerprint.js";
+import { decoder } from "./bytes.js";
 import { problemResponse } from "./problems.js";
 import { LedgerError } from "./rpc.js";
 import { preferWait } from "./waiting.js";
@@ -15,6 +16,7 @@ import { shortHash, tell } from "./options.js";
  * @import { ClaimOutcome, WaitedAnswer } from "./rpc.js"
  * @import { Resolved, TenantLedgerCalls } from "./sources.js"
  * @import { CheckedOptions } from "./options.js"
+ * @import { Fingerprint } from "./fingerprint.js"
  */
 
 /**
@@ -73,13 +75,14 @@ const CLAIM_OUTCOMES = new Set(["claimed", "completed", "in_flight", "mismatch",
  */
 export async function claimKey(o, { request, args, ledger, key, body }) {
   const base = o.problemBase;
-  const fp = await fingerprint({ method: request.method, target: targetOf(request.url), headers: request.headers, fingerprintHeaders: o.fingerprintHeaders, body });
+  const fp = await requestFingerprint(o, request, body, args);
+  if ("answer" in fp) return fp;
   const asked = preferWait(request.headers.get("prefer"));
   const seconds = Math.min(asked ?? o.waitSeconds, o.maxWaitSeconds);
   /** @type {ClaimOutcome & WaitedAnswer} */
   let claim;
   try {
-    claim = await ledger.claim({ key, fingerprint: fp, ...o.windows, ...(seconds > 0 ? { wait_ms: seconds * 1000 } : {}) });
+    claim = await ledger.claim({ key, fingerprint: fp.fingerprint, ...o.windows, ...(seconds > 0 ? { wait_ms: seconds * 1000 } : {}) });
   } catch (e) {
     if (certainlyNotReached(e)) return { unreached: /** @type {Error} */ (e).message };
     return { answer: claimFailure(e, base) }; // nothing ran
@@ -105,6 +108,41 @@ export async function claimKey(o, { request, args, ledger, key, body }) {
 }
 
 /**
+ * The request's fingerprint as the `fingerprint` option says: the
+ * gateway's (default), one constant component for `false` (keys alone), or
+ * one `fingerprint` component holding the digest of a function's string
+ * (so a reuse with another string says `differs: ["fingerprint"]`). A
+ * function that throws or gives a non-string is `500 misconfigured`,
+ * logged (`idempotency.fingerprint_failed`); nothing is claimed.
+ * @template {unknown[]} A
+ * @param {CheckedOptions<A>} o
+ * @param {Request} request
+ * @param {Uint8Array} body
+ * @param {A} args
+ * @returns {Promise<{ fingerprint: Fingerprint } | { answer: Response }>}
+ */
+async function requestFingerprint(o, request, body, args) {
+  const target = targetOf(request.url);
+  if (o.fingerprint === undefined) {
+    return { fingerprint: await fingerprint({ method: request.method, target, headers: request.headers, fingerprintHeaders: o.fingerprintHeaders, body }) };
+  }
+  if (o.fingerprint === false) return { fingerprint: await oneComponent("keys-only", "") };
+  const text = () => decoder.decode(body);
+  let value;
+  try {
+    value = await o.fingerprint({ method: request.method.toUpperCase(), target, headers: request.headers, body, text, json: () => JSON.parse(text()) }, ...args);
+  } catch (e) {
+    console.error(JSON.stringify({ event: "idempotency.fingerprint_failed", error: e instanceof Error ? e.message : String(e) }));
+    return { answer: problemResponse("misconfigured", { base: o.problemBase, detail: "options.fingerprint threw (the error is in the Worker's log, idempotency.fingerprint_failed)" }) };
+  }
+  if (typeof value !== "string") {
+    console.error(JSON.stringify({ event: "idempotency.fingerprint_failed", error: `options.fingerprint gave a ${typeof value}, not a string` }));
+    return { answer: problemResponse("misconfigured", { base: o.problemBase, detail: "options.fingerprint gave something that is not a string (see idempotency.fingerprint_failed in the Worker's log)" }) };
+  }
+  return { fingerprint: await oneComponent("fingerprint", value) };
+}
+
+/**
  * Did the claim certainly not reach the ledger? Only when the runtime
  * refused the call as `overloaded` before delivering it (Durable Object
  * error properties), as the gateway decides (src/platform/client.rs).
@@ -125,7 +163,8 @@ function certainlyNotReached(error) {
  * `500 misconfigured`, the object's own detail only in the log
  * (`idempotency.misconfigured`, with its status and slug). No answer, a 5xx
  * or anything else is `503 idempotency-store-unavailable`, as the gateway's
- * `read_failure` (src/contract/answer.rs). An error that is not a
+ * `read_failure` (src/contract/answer.rs), with the object's `Retry-After`
+ * when it sent one (an upgrading object). An error that is not a
  * `LedgerError` (a bug, not the ledger) is rethrown.
  * @param {unknown} error
  * @param {string | undefined} base
@@ -145,5 +184,7 @@ function claimFailure(error, base) {
       detail: `the ledger refused the idempotency middleware's claim (${status}${slug ? ` ${slug}` : ""}): check its options against the ledger's configuration; the ledger's detail is in the Worker's log (idempotency.misconfigured)`,
     });
   }
-  return problemResponse("idempotency-store-unavailable", { base });
+  // An upgrading object's `Retry-After` reaches the client (as the gateway's).
+  const headers = error.retryAfter === null ? undefined : { "retry-after": String(error.retryAfter) };
+  return problemResponse("idempotency-store-unavailable", { base, headers });
 }

@@ -15,7 +15,7 @@
 // and its error is rethrown whatever the settlement or a hook comes to; a
 // route's body is read no further than maxStoredBodyBytes + 1 bytes before
 // its key is completed, so a larger one streams once its tombstone landed.
-import { readBody, requestBody, requestKey } from "./request.js";
+import { readBody, requestBody, requestKey, sourcedKey } from "./request.js";
 import { checkedOptions, tell } from "./options.js";
 import { claimKey, misconfiguredSource, unreached } from "./claim.js";
 import { runClaimed } from "./settlement.js";
@@ -105,7 +105,9 @@ export function idempotencyContract(options) {
   return {
     protects: (method) => o.methods.has(String(method).toUpperCase()),
     async run({ request, args, ctx, readBody, next }) {
-      const keyed = requestKey(request, o.required, base);
+      const keyed = typeof o.key === "function"
+        ? await sourcedKey(o.key, args, { request, required: o.required, base })
+        : requestKey(request, o.required, base, o.key);
       if (keyed === null) return (await next(undefined, null)).response;
       if ("answer" in keyed) return keyed.answer;
       const { key } = keyed;

@@ -52,15 +52,33 @@ export async function fingerprint({ method, target, headers = {}, fingerprintHea
     components.push({ name: `header:${name}`, digest: await componentDigest(headerValue(headers, name)) });
   }
   components.push({ name: "body", digest: await componentDigest(asBytes(body)) });
-  /** @type {Uint8Array[]} */
-  const parts = [];
-  for (const c of components) {
-    for (const s of [c.name, c.digest]) {
-      const bytes = encoder.encode(s);
-      parts.push(u64be(bytes.length), bytes);
-    }
-  }
-  return { digest: await sha256hex(concat(parts)), components };
+  return { digest: await overallDigest(components), components };
+}
+
+/**
+ * The digest over all components, each name and digest length-prefixed
+ * (src/protocol/fingerprint.rs `from_components`).
+ * @param {FingerprintComponent[]} components
+ */
+async function overallDigest(components) {
+  const parts = components.flatMap((c) => [c.name, c.digest]).flatMap((text) => {
+    const bytes = encoder.encode(text);
+    return [u64be(bytes.length), bytes];
+  });
+  return sha256hex(concat(parts));
+}
+
+/**
+ * A fingerprint of one component whose digest is the SHA-256 of `value`
+ * (a middleware's own fingerprint string, or "keys alone"): the overall
+ * digest built as the gateway builds it from its components.
+ * @param {string} name
+ * @param {string} value
+ * @returns {Promise<Fingerprint>}
+ */
+export async function oneComponent(name, value) {
+  const components = [{ name, digest: await sha256hex(encoder.encode(value)) }];
+  return { digest: await overallDigest(components), components };
 }
 
 /**

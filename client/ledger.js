@@ -32,7 +32,7 @@
 //
 // Beside it: ./app-answer.js (your function's answer, checked and
 // normalised) and ./object-ledger.js (what an object's Ledgers share).
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "./defaults.js";
 import { requestBody, requestKey } from "./request.js";
 import { refusalResponse } from "./answer.js";
 import { handled, normalized, ranResponse } from "./app-answer.js";
@@ -113,6 +113,12 @@ import { flushLater, objectLedger } from "./object-ledger.js";
  *   getAlarm(): Promise<number | null>; setAlarm(scheduledTime: number): Promise<void> } }} LedgerState
  */
 
+/** Every option of `new Ledger(ctx, options)`: any other name is a TypeError. */
+const LEDGER_OPTIONS = Object.freeze([
+  "retentionSeconds", "maxKeys", "maxDbBytes", "maxBodyBytes", "sweepIntervalSeconds", "storedHeaders",
+  "maxStoredBodyBytes", "fingerprintHeaders", "required", "protectedMethods",
+]);
+
 /** @param {unknown} v @param {string} name @param {number} min @param {number} max */
 const whole = (v, name, min, max) => wholeOption("idempotency-ledger", name, v, min, max);
 
@@ -145,7 +151,7 @@ export class Ledger {
       fingerprintHeaders = DEFAULTS.fingerprintHeaders,
       required = DEFAULTS.required,
       protectedMethods = DEFAULTS.protectedMethods,
-    } = options;
+    } = knownOptions("idempotency-ledger", options, LEDGER_OPTIONS);
     tokenListOption("idempotency-ledger", "storedHeaders", storedHeaders);
     tokenListOption("idempotency-ledger", "fingerprintHeaders", fingerprintHeaders);
     tokenListOption("idempotency-ledger", "protectedMethods", protectedMethods, "method");

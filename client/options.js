@@ -3,7 +3,7 @@
 // (the gateway's, ./defaults.js) and their check, made once when the
 // middleware is made (a TypeError naming what is wrong); and the hooks,
 // called so that one that throws never changes the answer.
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, tokenListOption, wholeOption } from "./defaults.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "./defaults.js";
 import { encoder, sha256hex } from "./bytes.js";
 import { ledgerSource } from "./sources.js";
 /** @import { LedgerSource, TenantShardsValue, Resolved } from "./sources.js" */
@@ -28,12 +28,23 @@ import { ledgerSource } from "./sources.js";
  *   `500 misconfigured` whatever `failurePolicy` says, and nothing runs; a thrown message is only logged
  *   (`idempotency.ledger_failed`), never answered.
  * @property {string | PerRequest<A, string | null | undefined>} [tenant] The tenant, for a binding or a
- *   namespace: 1–64 of `A-Z a-z 0-9 . _ -`, e.g. `(c) => c.get("tenant")`. Anything else at request time is
+ *   namespace: 1–256 bytes of UTF-8 without control characters, e.g. `(c) => c.get("tenant")` or
+ *   `` (c) => `api-key:${c.get("caller").id}` ``. Anything else at request time is
  *   `500 misconfigured` and nothing runs. Given with a `LedgerClient`: a TypeError (it is one tenant's object).
  * @property {TenantShardsValue | PerRequest<A, TenantShardsValue | null | undefined>} [tenantShards] TENANT_SHARDS, for
  *   a namespace: keys are placed and resharding followed as the gateway does (`TenantLedgers`). Invalid: a TypeError
  *   when the middleware is made, or `500 misconfigured` naming TENANT_SHARDS from a function. Default: every tenant
  *   is one object. With any other source: a TypeError (a `LedgerService` routes with its own TENANT_SHARDS).
+ * @property {string | PerRequest<A, string | null | undefined>} [key] Where the key comes from: a header name
+ *   (default `"Idempotency-Key"`, as IDEMPOTENCY_KEY_HEADER; its value parsed by the same rules), or a function
+ *   returning the key itself (e.g. `(c) => c.req.header("x-job-id")`, or a key derived from a job id) or null for
+ *   none. Whatever the source, the key is 1–255 printable ASCII characters, else `400 idempotency-key-invalid`;
+ *   a function that throws or gives a non-string is `500 misconfigured`.
+ * @property {false | PerRequest<[request: FingerprintRequest, ...args: A], string>} [fingerprint] What "the same
+ *   request" means. Default: the gateway's fingerprint (method, target, `fingerprintHeaders`, raw body). `false`:
+ *   keys alone are compared (any request with a used key gets its answer). A function: its string is the
+ *   fingerprint (e.g. the body without a field that changes on every retry); a reuse with another string is
+ *   `422` with `differs: ["fingerprint"]`; a function that throws or gives a non-string is `500 misconfigured`.
  * @property {readonly string[]} [protectedMethods] Default `["POST", "PATCH"]` (as PROTECTED_METHODS).
  * @property {boolean} [required] Default `true`: a protected request without a key gets
  *   `400 idempotency-key-missing` (as IDEMPOTENCY_REQUIRED).
@@ -81,6 +92,18 @@ import { ledgerSource } from "./sources.js";
  */
 
 /**
+ * What a `fingerprint` function is given: the request's method, target (path and query as received),
+ * headers and body bytes (already read: the request's own body is consumed), with `text()` and `json()`.
+ * @typedef {object} FingerprintRequest
+ * @property {string} method
+ * @property {string} target
+ * @property {Headers} headers
+ * @property {Uint8Array} body
+ * @property {() => string} text
+ * @property {() => unknown} json Throws on a body that is not JSON.
+ */
+
+/**
  * What `onReplayed` is given.
  * @typedef {object} ReplayedEvent
  * @property {string} key The request's Idempotency-Key (parsed).
@@ -121,6 +144,9 @@ import { ledgerSource } from "./sources.js";
  * @template {unknown[]} A
  * @typedef {object} CheckedOptions
  * @property {{ resolve: (args: A) => Promise<Resolved> }} source
+ * @property {string | ((...args: A) => string | null | undefined | Promise<string | null | undefined>)} key
+ *   The header the key is read from (lowercased), or the function that gives it.
+ * @property {IdempotencyOptions<A>["fingerprint"]} fingerprint
  * @property {Set<string>} methods
  * @property {{ lease_seconds?: number; retention_seconds?: number }} windows
  * @property {boolean} required
@@ -142,6 +168,14 @@ import { ledgerSource } from "./sources.js";
  */
 
 const WHO = "idempotency middleware";
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Every option of `withIdempotency` and the Hono middleware: any other name is a TypeError. */
+export const MIDDLEWARE_OPTIONS = Object.freeze([
+  "ledger", "tenant", "tenantShards", "key", "fingerprint", "protectedMethods", "required", "fingerprintHeaders", "storedHeaders",
+  "maxStoredBodyBytes", "maxBodyBytes", "waitSeconds", "maxWaitSeconds", "leaseSeconds", "retentionSeconds",
+  "shouldStore", "failurePolicy", "problemBase", "onReplayed", "onConflict", "onStored", "onSettlementFailed",
+]);
 /** @param {string} name @param {unknown} value @param {number} min @param {number} max */
 const wholeNumber = (name, value, min, max) => wholeOption(WHO, name, value, min, max);
 
@@ -154,7 +188,8 @@ function optionalFunction(name, hook) {
 }
 
 /**
- * The options with their defaults, checked (a TypeError naming what is wrong).
+ * The options with their defaults, checked (a TypeError naming what is wrong,
+ * an unknown name included: ./defaults.js `knownOptions`).
  * @template {unknown[]} A
  * @param {IdempotencyOptions<A>} options
  * @returns {CheckedOptions<A>}
@@ -162,6 +197,7 @@ function optionalFunction(name, hook) {
 export function checkedOptions(options) {
   const {
     ledger, tenant, tenantShards,
+    key = DEFAULTS.keyHeader, fingerprint,
     protectedMethods = DEFAULTS.protectedMethods,
     required = DEFAULTS.required,
     fingerprintHeaders = DEFAULTS.fingerprintHeaders,
@@ -174,10 +210,16 @@ export function checkedOptions(options) {
     shouldStore, failurePolicy = DEFAULTS.failurePolicy, problemBase,
     onReplayed, onConflict, onStored,
     onSettlementFailed = logSettlementFailure,
-  } = options;
+  } = knownOptions(WHO, options, MIDDLEWARE_OPTIONS);
   if (typeof onSettlementFailed !== "function") throw new TypeError("idempotency middleware: onSettlementFailed must be a function");
   for (const [name, hook] of /** @type {const} */ ([["shouldStore", shouldStore], ["onReplayed", onReplayed], ["onConflict", onConflict], ["onStored", onStored]])) {
     optionalFunction(name, hook);
+  }
+  if (typeof key !== "function" && !(typeof key === "string" && HEADER_NAME.test(key))) {
+    throw new TypeError("idempotency middleware: key must be a header name or a function returning the key");
+  }
+  if (fingerprint !== undefined && fingerprint !== false && typeof fingerprint !== "function") {
+    throw new TypeError("idempotency middleware: fingerprint must be false (compare keys alone) or a function returning a string");
   }
   wholeNumber("waitSeconds", waitSeconds, 0, MAX_WAIT_SECONDS);
   wholeNumber("maxWaitSeconds", maxWaitSeconds, 0, MAX_WAIT_SECONDS);
@@ -204,6 +246,7 @@ export function checkedOptions(options) {
   };
   return {
     source: ledgerSource(/** @type {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} */ ({ ledger, tenant, tenantShards })),
+    key: typeof key === "string" ? key.toLowerCase() : key, fingerprint,
     methods, windows, required, fingerprintHeaders, storedHeaders, maxStoredBodyBytes, maxBodyBytes, waitSeconds, maxWaitSeconds,
     leaseSeconds, retentionSeconds, shouldStore, failurePolicy, problemBase,
     onReplayed, onConflict, onStored, onSettlementFailed,

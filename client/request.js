@@ -11,7 +11,7 @@
 // that chunk loop, shared with the middleware's capture of a route's
 // response (./stored.js). Internal: not re-exported by the package.
 import { concat } from "./bytes.js";
-import { IdempotencyKeyError, parseIdempotencyKey } from "./key.js";
+import { IdempotencyKeyError, MAX_KEY_LENGTH, parseIdempotencyKey } from "./key.js";
 import { problemResponse } from "./problems.js";
 
 /**
@@ -104,10 +104,11 @@ export async function readBody(request, limit) {
  * @param {Request} request
  * @param {boolean} required
  * @param {string} [base] The problem documents' base (`problemBase`).
+ * @param {string} [header] The field the key is read from (the middleware's `key` option); default Idempotency-Key.
  * @returns {{ key: string } | { answer: Response } | null}
  */
-export function requestKey(request, required, base) {
-  const field = request.headers.get("idempotency-key");
+export function requestKey(request, required, base, header = "idempotency-key") {
+  const field = request.headers.get(header);
   if (field === null) {
     return required ? { answer: problemResponse("idempotency-key-missing", { base, args: { method: request.method } }) } : null;
   }
@@ -139,4 +140,48 @@ export async function requestBody(request, limit, base, read = (l) => readBody(r
     return { answer: problemResponse("request-body-unreadable", { base }) };
   }
   return body === null ? tooLarge() : { body };
+}
+
+/**
+ * The key a `key` function gave (the middleware's `key` option), by the
+ * same rules as a key read from the field once parsed: 1–255 printable
+ * ASCII characters, else `400 idempotency-key-invalid` (the value may come
+ * from the client: a body field, a job id). null or undefined: no key
+ * (`400 idempotency-key-missing` when one is required, else unprotected).
+ * A function that throws or gives something that is not a string is the
+ * server's error: `500 misconfigured`, logged (`idempotency.key_failed`).
+ * @template {unknown[]} A
+ * @param {(...args: A) => unknown} source
+ * @param {A} args
+ * @param {{ request: Request; required: boolean; base?: string }} context
+ * @returns {Promise<{ key: string } | { answer: Response } | null>}
+ */
+export async function sourcedKey(source, args, { request, required, base }) {
+  let value;
+  try {
+    value = await source(...args);
+  } catch (e) {
+    console.error(JSON.stringify({ event: "idempotency.key_failed", error: e instanceof Error ? e.message : String(e) }));
+    return { answer: problemResponse("misconfigured", { base, detail: "options.key threw (the error is in the Worker's log, idempotency.key_failed)" }) };
+  }
+  if (value === null || value === undefined) {
+    return required ? { answer: problemResponse("idempotency-key-missing", { base, args: { method: request.method } }) } : null;
+  }
+  if (typeof value !== "string") {
+    console.error(JSON.stringify({ event: "idempotency.key_failed", error: `options.key gave a ${typeof value}, not a string` }));
+    return { answer: problemResponse("misconfigured", { base, detail: "options.key gave something that is not a string (see idempotency.key_failed in the Worker's log)" }) };
+  }
+  const problem = keyProblem(value);
+  return problem === null ? { key: value } : { answer: problemResponse("idempotency-key-invalid", { base, detail: problem }) };
+}
+
+/**
+ * What is wrong with a key value by the key's rules (docs/contract.md §2.3), or null.
+ * @param {string} key
+ */
+function keyProblem(key) {
+  if (key.length === 0) return "the idempotency key is empty";
+  if (!/^[\x20-\x7e]+$/.test(key)) return "the idempotency key may contain only printable ASCII characters (0x20-0x7E)";
+  if (key.length > MAX_KEY_LENGTH) return `the idempotency key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`;
+  return null;
 }

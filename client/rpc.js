@@ -1,6 +1,7 @@
 // @ts-check
 // Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
 // docs/rpc-v1.md), and the types of that protocol.
+import { isObjectName, isTenantId, tenantObjectName } from "./tenant.js";
 /** @import { Fingerprint } from "./fingerprint.js" */
 /** @import { Problem } from "./problems.js" */
 /** @import { StoredResponse } from "./stored.js" */
@@ -122,6 +123,7 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * @property {number} waited Claims that met a live lease and waited for its outcome.
  * @property {number} waited_replayed Waiters answered with the replay of the run they waited for.
  * @property {number} waited_timed_out Waiters whose budget ran out (409).
+ * @property {number} quota_tombstones Completions stored as tombstones because the byte quota (MAX_DB_BYTES_PER_OBJECT) had no room for their body.
  * @property {number} waiting Requests parked on in-flight keys right now (this object instance).
  * @property {number} db_bytes The object's SQLite database size in bytes (summed for a sharded tenant).
  * @property {number} unwritten_counts Counts kept in memory, not yet written: what a restart of the object right now would lose.
@@ -193,10 +195,11 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * The JS RPC entrypoint `LedgerService` of the deployed script, as another
  * Worker sees it through a service binding:
  * `services = [{ binding = "LEDGER", service = "idempotency-ledger", entrypoint = "LedgerService" }]`.
- * Every method is RPC v1 with the tenant as first argument (1-64 of
- * [A-Za-z0-9._-]; anything else throws a TypeError). A refusal by the object
+ * Every method is RPC v1 with the tenant as first argument (1–256 bytes of
+ * UTF-8 without control characters; anything else throws a TypeError). A refusal by the object
  * (a bad call) rejects with an Error whose message starts
- * `ledger refused <op> (<status>)`.
+ * `ledger refused <op> (<status>)`, and ends `(retry-after: <seconds>)`
+ * when the object sent a `Retry-After` (an upgrading object's `503`).
  * @typedef {object} LedgerServiceRpc
  * @property {(tenant: string, call: ClaimCall) => Promise<ClaimOutcome & WaitedAnswer>} claim
  * @property {(tenant: string, call: CompleteCall) => Promise<CompleteOutcome>} complete
@@ -221,17 +224,35 @@ export class LedgerError extends Error {
    * @type {Problem | null}
    */
   problem;
+  /**
+   * The `Retry-After` the object answered with, in seconds (an upgrading
+   * object's `503`), or null when it sent none.
+   * @readonly
+   * @type {number | null}
+   */
+  retryAfter;
 
   /**
    * @param {string} message
-   * @param {{ status?: number | null; problem?: Problem | null; cause?: unknown }} [details]
+   * @param {{ status?: number | null; problem?: Problem | null; retryAfter?: number | null; cause?: unknown }} [details]
    */
-  constructor(message, { status = null, problem = null, cause } = {}) {
+  constructor(message, { status = null, problem = null, retryAfter = null, cause } = {}) {
     super(message, { cause });
     this.name = "LedgerError";
     this.status = status;
     this.problem = problem;
+    this.retryAfter = retryAfter;
   }
+}
+
+/**
+ * A `Retry-After` header's delta-seconds, or null (absent, a date, or not a
+ * whole number of seconds).
+ * @param {string | null} value
+ * @returns {number | null}
+ */
+export function retryAfterSeconds(value) {
+  return value !== null && /^\s*\d{1,9}\s*$/.test(value) ? Number(value) : null;
 }
 
 /** Typed RPC v1 calls to one tenant's TenantLedger. */
@@ -249,7 +270,9 @@ export class LedgerClient {
   }
 
   /**
-   * The object named `tenant` (or a shard's object name) in a namespace bound with script_name.
+   * The object of `tenant` (or the object a shard's name names) in a namespace bound with script_name.
+   * A tenant id names its object by the one rule the gateway uses (`tenantObjectName`: a v1.3 id as it
+   * is, any other escaped); a name `shardObjectName` made is taken as it is. A TypeError for anything else.
    * One client is one object, so this is an unsharded tenant's ledger: a tenant that TENANT_SHARDS
    * spreads over several objects has no single object to name (its keys live in different ones).
    * For a sharded tenant use `TenantLedgers` (./shards.js: `new TenantLedgers(env.LEDGER,
@@ -260,7 +283,11 @@ export class LedgerClient {
    * @returns {LedgerClient}
    */
   static forTenant(namespace, tenant) {
-    return new LedgerClient(namespace.get(namespace.idFromName(tenant)));
+    if (typeof tenant !== "string" || !(isObjectName(tenant) || isTenantId(tenant))) {
+      throw new TypeError("LedgerClient.forTenant needs a tenant id (1-256 bytes of UTF-8 without control characters) or a shard's object name");
+    }
+    const name = isObjectName(tenant) ? tenant : tenantObjectName(tenant);
+    return new LedgerClient(namespace.get(namespace.idFromName(name)));
   }
 
   /**
@@ -283,7 +310,10 @@ export class LedgerClient {
     let body = null;
     try { body = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
     if (res.status !== 200) {
-      throw new LedgerError(`ledger refused ${route} (${res.status}): ${body?.detail ?? text}`, { status: res.status, problem: body });
+      const retryAfter = retryAfterSeconds(res.headers.get("retry-after"));
+      // The message also carries it: a LedgerService binding passes only the message on.
+      const hint = retryAfter === null ? "" : ` (retry-after: ${retryAfter})`;
+      throw new LedgerError(`ledger refused ${route} (${res.status}): ${body?.detail ?? text}${hint}`, { status: res.status, problem: body, retryAfter });
     }
     // A claim or execute that was parked on an in-flight key says how long.
     const waited = res.headers.get(WAITED_HEADER);

@@ -5,6 +5,9 @@
 // is resharded. Shared vectors: tests/fixtures/shards.json.
 import { encoder, sha256 } from "./bytes.js";
 import { LedgerClient, LedgerError } from "./rpc.js";
+import { TENANT_RULE, isTenantId, tenantObjectName } from "./tenant.js";
+
+export { TENANT_RULE, isTenantId };
 /**
  * @import { LedgerNamespace, LedgerServiceRpc, LedgerStats, ClaimCall, CompleteCall, ReleaseCall,
  *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer,
@@ -13,8 +16,6 @@ import { LedgerClient, LedgerError } from "./rpc.js";
 
 /** The most objects one tenant may be spread over. */
 export const MAX_SHARDS = 128;
-const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
 /**
  * One tenant's layout: its shard count, and the previous count while it is being resharded.
  * @typedef {{ shards: number; previous: number | null }} ShardLayout
@@ -22,15 +23,6 @@ const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** @type {ShardLayout} */
 const SINGLE = Object.freeze({ shards: 1, previous: null });
-
-/**
- * Is `tenant` a valid tenant id (1–64 of A-Z a-z 0-9 . _ -), as the gateway's?
- * @param {unknown} tenant
- * @returns {tenant is string}
- */
-export function isTenantId(tenant) {
-  return typeof tenant === "string" && TENANT_ID.test(tenant);
-}
 
 /**
  * The shard of `key` among `shards`: the first 8 bytes of SHA-256(key), big-endian, modulo N (as the gateway).
@@ -53,7 +45,8 @@ export async function shardOf(key, shards) {
  * @returns {string}
  */
 export function shardObjectName(tenant, index, shards) {
-  return shards <= 1 ? tenant : `${tenant}/shard-${index}-of-${shards}`;
+  const base = tenantObjectName(tenant);
+  return shards <= 1 ? base : `${base}/shard-${index}-of-${shards}`;
 }
 
 /**
@@ -300,7 +293,7 @@ export class TenantLedgers {
    * @returns {ShardLayout}
    */
   layout(tenant) {
-    if (!isTenantId(tenant)) throw new TypeError("tenant must be 1-64 characters of A-Z a-z 0-9 . _ -");
+    if (!isTenantId(tenant)) throw new TypeError(`tenant must be ${TENANT_RULE}`);
     return this.#layouts.get(tenant) ?? SINGLE;
   }
 

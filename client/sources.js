@@ -17,7 +17,7 @@
 //   the server's configuration, not an outage, so never a reason for
 //   FAILURE_POLICY=open to run a request unprotected.
 import { LedgerClient, LedgerError } from "./rpc.js";
-import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
+import { TENANT_RULE, TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
 /**
  * @import { LedgerNamespace, ClaimCall, CompleteCall, ReleaseCall,
  *   ClaimOutcome, CompleteOutcome, ReleaseOutcome, WaitedAnswer } from "./rpc.js"
@@ -65,7 +65,6 @@ import { TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
  *   | { misconfigured: string; variable?: string }} Resolved
  */
 
-const TENANT_RULE = "1-64 characters of A-Z a-z 0-9 . _ -";
 
 /**
  * The kind of a ledger source, or null for anything else. A service
@@ -106,8 +105,9 @@ function mismatch(kind, withTenant, withShards) {
 
 /**
  * A JS RPC rejection as a `LedgerError` (JS RPC carries an error's message,
- * not its properties): `ledger refused <op> (<status>)` keeps its status,
- * anything else is an answer that never came (status null).
+ * not its properties): `ledger refused <op> (<status>)` keeps its status
+ * (and a closing `(retry-after: <seconds>)` its retryAfter), anything else
+ * is an answer that never came (status null).
  * @param {unknown} error
  * @param {string} op
  */
@@ -115,7 +115,12 @@ function remoteError(error, op) {
   if (error instanceof LedgerError) return error;
   const message = error instanceof Error ? error.message : String(error);
   const status = /^ledger refused \w+ \((\d{3})\)/.exec(message)?.[1];
-  return new LedgerError(`ledger service ${op} failed: ${message}`, { status: status === undefined ? null : Number(status), cause: error });
+  const retryAfter = status === undefined ? undefined : /\(retry-after: (\d{1,9})\)$/.exec(message)?.[1];
+  return new LedgerError(`ledger service ${op} failed: ${message}`, {
+    status: status === undefined ? null : Number(status),
+    retryAfter: retryAfter === undefined ? null : Number(retryAfter),
+    cause: error,
+  });
 }
 
 /**

@@ -41,7 +41,7 @@ export function wranglerVars() {
  * client/problems.js, so no JSON module is needed).
  */
 export const CLIENT_MODULES = [
-  "index", "defaults", "bytes", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "request", "options", "claim", "capture", "settlement", "contract",
+  "index", "defaults", "bytes", "tenant", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "request", "options", "claim", "capture", "settlement", "contract",
 ].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
 
 /** The console's modules (worker/console.mjs and the files it serves), imported by the entry. */

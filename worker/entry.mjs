@@ -11,7 +11,8 @@
 //
 // A service binding is trusted: whoever holds it may act for any tenant
 // (as with a Durable Object binding). The tenant argument is checked for
-// shape only (1–64 of [A-Za-z0-9._-]), exactly as the gateway's tenants.
+// shape only (1–256 bytes of UTF-8, no control characters), exactly as the
+// gateway's tenants, and named to objects by the same rule (client/tenant.js).
 //
 // Sharded tenants (TENANT_SHARDS) are routed by the package's TenantLedgers
 // (client/shards.js), the gateway's one rule: a key lives in one object of
@@ -106,7 +107,10 @@ let shardMap = null; // parsed once per isolate (variables never change within o
 /** JS RPC over RPC v1: `env.LEDGER.claim("acme", { key, fingerprint })`. */
 export class LedgerService extends WorkerEntrypoint {
   get #ledgers() {
-    shardMap ??= parseTenantShards(this.env.TENANT_SHARDS);
+    // A TOML table (`TENANT_SHARDS = { acme = 8 }`) arrives as an object:
+    // read as its JSON text, as the Rust gateway reads it.
+    const raw = this.env.TENANT_SHARDS;
+    shardMap ??= parseTenantShards(raw !== null && typeof raw === "object" ? JSON.stringify(raw) : raw);
     return new TenantLedgers(this.env.TENANT_LEDGER, shardMap);
   }
 

@@ -56,6 +56,10 @@ pub struct Config {
     /// record outlives its window by at most this long.
     pub sweep_interval_seconds: u64,
     pub idempotency_required: bool,
+    /// The request header the key is read from, lowercased
+    /// (`IDEMPOTENCY_KEY_HEADER`, default `idempotency-key`); its value is
+    /// parsed by the key's rules whatever its name.
+    pub idempotency_key_header: String,
     /// Uppercase method names.
     pub protected_methods: Vec<String>,
     /// Lowercase header names, in configured order.
@@ -152,6 +156,37 @@ fn quotas(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigErro
     Ok((keys, bytes))
 }
 
+/// Headers the key can never be read from: the caller's credentials, the
+/// tenant the gateway sets, and what framing or the runtime owns.
+const NOT_A_KEY_HEADER: &[&str] = &[
+    "authorization",
+    "cookie",
+    "x-tenant-id",
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "prefer",
+    "x-idempotency-signature",
+];
+
+/// `IDEMPOTENCY_KEY_HEADER`: one header name (an HTTP token), lowercased.
+fn key_header(get: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+    const NAME: &str = "IDEMPOTENCY_KEY_HEADER";
+    let names = header_list(get, NAME, "Idempotency-Key")?;
+    match names.as_slice() {
+        [one] if NOT_A_KEY_HEADER.contains(&one.as_str()) => Err(err(
+            NAME,
+            format!(
+                "{one:?} cannot carry the idempotency key (the gateway or the runtime owns it)"
+            ),
+        )),
+        [one] => Ok(one.clone()),
+        _ => Err(err(NAME, "must be exactly one header name")),
+    }
+}
+
 /// `ORIGIN_URL`: an http(s) base URL without query or fragment, or none.
 fn origin_url(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
     match get("ORIGIN_URL").map(|s| s.trim().to_string()) {
@@ -226,6 +261,7 @@ impl Config {
                 *SWEEP_INTERVAL_SECONDS.end(),
             )?,
             idempotency_required: boolean(get, "IDEMPOTENCY_REQUIRED", true)?,
+            idempotency_key_header: key_header(get)?,
             protected_methods,
             fingerprint_headers,
             stored_response_headers,
@@ -252,6 +288,36 @@ impl Config {
                 Some(s) => ShardMap::parse(&s).map_err(|m| err("TENANT_SHARDS", m))?,
             },
         })
+    }
+
+    /// Every variable [`Config::from_lookup`] refuses, not only the first
+    /// (`npm run check:config` lists them all): after each refusal the
+    /// variables it names read as unset, and the rest are parsed again.
+    /// Empty when the configuration parses.
+    pub fn errors(get: &dyn Fn(&str) -> Option<String>) -> Vec<ConfigError> {
+        let mut unset: Vec<String> = Vec::new();
+        let mut errors = Vec::new();
+        loop {
+            let masked = |name: &str| {
+                if unset.iter().any(|u| u == name) {
+                    None
+                } else {
+                    get(name)
+                }
+            };
+            let Err(e) = Config::from_lookup(&masked) else {
+                return errors;
+            };
+            // A refusal names one variable, or two joined by " and ".
+            let named: Vec<String> = e.variable.split(" and ").map(str::to_string).collect();
+            let known = named.iter().all(|n| unset.contains(n));
+            errors.push(e);
+            if known {
+                // Refused with its variables unset: nothing more to learn.
+                return errors;
+            }
+            unset.extend(named);
+        }
     }
 
     /// Settings that are allowed but unwise, as log-ready sentences.

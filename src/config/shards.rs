@@ -10,10 +10,14 @@
 //!   function of the key and the shard count (the first 8 bytes of the
 //!   key's SHA-256, big-endian, modulo N). It never changes: changing it
 //!   would move every key of every sharded tenant.
-//! - One shard (the default) is today's single object, named by the tenant
-//!   alone, so nothing moves for an unsharded tenant.
-//! - Layouts of different N never share an object (`{tenant}/shard-{i}-of-{n}`),
+//! - One shard (the default) is today's single object, named by the tenant's
+//!   object name alone (`protocol::object_base`: a v1.3 tenant id itself),
+//!   so nothing moves for an unsharded tenant.
+//! - Layouts of different N never share an object (`{base}/shard-{i}-of-{n}`),
 //!   so resharding never mixes two layouts' records in one database.
+//! - Names here are built on the tenant's object name, never on the raw
+//!   tenant id: [`ShardMap`] is keyed by it, as an object parses it out of
+//!   its own name.
 //! - While a tenant is resharded (`{"shards": N, "previous": M}`), the
 //!   previous layout stays **authoritative for the keys it holds** and takes
 //!   no new key: an object of the previous layout answers `421
@@ -172,7 +176,9 @@ impl ShardMap {
                     previous: None,
                 },
             };
-            tenants.insert(tenant.clone(), layout);
+            // Keyed by the tenant's object name (protocol::object_base): the
+            // name an object parses out of its own, and the gateway's too.
+            tenants.insert(crate::protocol::object_base(tenant), layout);
         }
         Ok(ShardMap { tenants })
     }
@@ -180,6 +186,19 @@ impl ShardMap {
     /// The tenant's layout (one shard unless configured).
     pub fn layout(&self, tenant: &str) -> Layout {
         self.tenants.get(tenant).copied().unwrap_or(Layout::SINGLE)
+    }
+
+    /// A tenant spread over several objects (now or while resharding), if
+    /// any: sharding needs proxy mode.
+    pub fn first_sharded(&self) -> Option<&str> {
+        let mut sharded: Vec<&str> = self
+            .tenants
+            .iter()
+            .filter(|(_, l)| l.is_sharded())
+            .map(|(t, _)| t.as_str())
+            .collect();
+        sharded.sort_unstable();
+        sharded.first().copied()
     }
 
     /// The role of the object named `name` under this map.

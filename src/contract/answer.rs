@@ -137,16 +137,27 @@ pub fn ledger_failure(error: &LedgerError, policy: FailurePolicy, waiting: bool)
 
 /// The answer to a failed ledger call that runs nothing (more) either way.
 /// A problem the object rendered itself (a `misconfigured` object, a
-/// refused call) is passed through as it is; every other failure is `503`,
+/// refused call) is passed through as it is, with the `Retry-After` it
+/// came with (an upgrading object's `503`); every other failure is `503`,
 /// whose detail says honestly whether the call may have acted: only a
 /// ledger that was certainly not reached "did not run" the request.
 pub fn read_failure(error: &LedgerError) -> AppResponse {
     match error {
-        LedgerError::Refused { status, problem } if problem.is_object() => AppResponse {
-            status: *status,
-            headers: vec![("content-type".into(), PROBLEM_CONTENT_TYPE.into())],
-            body: problem.to_string().into_bytes(),
-        },
+        LedgerError::Refused {
+            status,
+            problem,
+            retry_after,
+        } if problem.is_object() => {
+            let mut headers = vec![("content-type".into(), PROBLEM_CONTENT_TYPE.into())];
+            if let Some(seconds) = retry_after {
+                headers.push(("retry-after".into(), seconds.to_string()));
+            }
+            AppResponse {
+                status: *status,
+                headers,
+                body: problem.to_string().into_bytes(),
+            }
+        }
         LedgerError::NotReached(_) => store_unavailable().into(),
         LedgerError::Unreachable(_) | LedgerError::Undecodable(_) | LedgerError::Refused { .. } => {
             Problem::new(

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::config::vars::{err, ConfigError};
 use crate::protocol::digest::sha256_hex;
-use crate::protocol::{is_valid_tenant_id, Problem, ProblemKind};
+use crate::protocol::{is_valid_tenant_id, Problem, ProblemKind, TENANT_RULE};
 
 /// A JSON object's members in order, duplicates kept (serde_json's own maps
 /// keep only the last of a repeated member).
@@ -71,7 +71,7 @@ impl TokenMap {
             if !is_valid_tenant_id(&tenant) {
                 return Err(err(
                     "API_TOKENS",
-                    format!("tenant id {tenant:?} is not 1-64 of [A-Za-z0-9._-]"),
+                    format!("tenant id {tenant:?} is not {TENANT_RULE}"),
                 ));
             }
             if by_hash.insert(hash, tenant).is_some() {

@@ -26,6 +26,7 @@
 //! alone was ~4% of the isolate's CPU per request in `npm run
 //! bench:profile`; the gateway reads only the headers it needs.
 
+pub mod check;
 pub mod origin;
 pub mod protected;
 pub mod proxied;
@@ -160,7 +161,7 @@ async fn application(
         });
         (http::problem(&rejection.problem), line)
     };
-    let head_key = header(req, "idempotency-key");
+    let head_key = header(req, &config.idempotency_key_header);
     let head_length = header(req, "content-length");
     let head = RequestHead {
         method,
@@ -312,7 +313,7 @@ async fn protect(
     let prefer = header(req, "prefer");
     let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
     // The key's object (and, while resharding, its object in the previous layout).
-    let step = match key_homes(env, who.base(), tenant, who.layout, key) {
+    let step = match key_homes(env, who.base(), &who.objects, who.layout, key) {
         Err(e) => Err(e),
         Ok((client, previous)) => {
             let protected = Protected {

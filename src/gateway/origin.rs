@@ -105,6 +105,8 @@ impl Forward {
 pub struct Signer<'a> {
     pub secret: &'a str,
     pub tenant: &'a str,
+    /// The header that carries the key (`IDEMPOTENCY_KEY_HEADER`, lowercased).
+    pub key_header: &'a str,
 }
 
 impl Forward {
@@ -117,11 +119,12 @@ impl Forward {
         signer: &Signer<'_>,
         unix_seconds: u64,
     ) -> Result<(), String> {
-        // The `Idempotency-Key` as the origin receives it ("" when absent).
+        // The key's field (`Idempotency-Key`, or IDEMPOTENCY_KEY_HEADER's) as
+        // the origin receives it ("" when absent).
         let key = self
             .headers
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+            .find(|(n, _)| n.eq_ignore_ascii_case(signer.key_header))
             .map_or("", |(_, v)| v.as_str());
         let value = origin_signature(
             signer.secret,
@@ -254,5 +257,6 @@ pub(crate) fn signer<'a>(config: &'a crate::config::Config, tenant: &'a str) -> 
     config.origin_signing_secret.as_ref().map(|secret| Signer {
         secret: secret.expose(),
         tenant,
+        key_header: &config.idempotency_key_header,
     })
 }

@@ -38,11 +38,12 @@ pub fn store_unavailable(error: &LedgerError) -> Response {
 
 /// The client of `key`'s object and, while the tenant is resharded, of its
 /// object in the previous layout. An unsharded tenant's key lives in the
-/// tenant's one object (`base`).
+/// tenant's one object (`base`). `objects` is the tenant's object name
+/// (`protocol::object_base`), on which its layouts' names are built.
 pub fn key_homes(
     env: &Env,
     base: Result<&LedgerClient, &LedgerError>,
-    tenant: &str,
+    objects: &str,
     layout: Layout,
     key: &str,
 ) -> Result<(LedgerClient, Option<LedgerClient>), LedgerError> {
@@ -56,10 +57,10 @@ pub fn key_homes(
     let current = like(LedgerClient::for_object(
         env,
         LEDGER_BINDING,
-        &layout.home(tenant, key),
+        &layout.home(objects, key),
     )?);
     let previous = layout
-        .previous_home(tenant, key)
+        .previous_home(objects, key)
         .map(|name| LedgerClient::for_object(env, LEDGER_BINDING, &name).map(like))
         .transpose()?;
     Ok((current, previous))
@@ -122,7 +123,7 @@ async fn list_at(
     }
     let mut clients = Vec::new();
     // The current layout's objects come first in `objects`.
-    for (i, name) in who.layout.objects(&who.tenant).iter().enumerate() {
+    for (i, name) in who.layout.objects(&who.objects).iter().enumerate() {
         let current = i < who.layout.shards as usize;
         clients.push((
             LedgerClient::for_object(env, LEDGER_BINDING, name)?,
@@ -150,7 +151,7 @@ async fn introspect_at(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &
         Ok(k) => k,
         Err(p) => return http::problem(&p),
     };
-    let (current, previous) = match key_homes(env, Ok(base), &who.tenant, who.layout, &key) {
+    let (current, previous) = match key_homes(env, Ok(base), &who.objects, who.layout, &key) {
         Ok(homes) => homes,
         Err(e) => return store_unavailable(&e),
     };
@@ -178,7 +179,7 @@ async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
         };
     }
     let mut clients = Vec::new();
-    for name in who.layout.objects(&who.tenant) {
+    for name in who.layout.objects(&who.objects) {
         match LedgerClient::for_object(env, LEDGER_BINDING, &name) {
             Ok(c) => clients.push(c),
             Err(e) => return store_unavailable(&e),

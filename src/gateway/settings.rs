@@ -10,7 +10,10 @@
 //! - The tenant comes only from the bearer token (via `API_TOKENS`), never
 //!   from anything the client sends. Without `API_TOKENS` nobody is let in.
 //! - An unusable configuration answers `500 misconfigured` naming the
-//!   variable, for every request but `/health` and `/openapi.json`.
+//!   variable, for every request but `/health` and `/openapi.json`. The
+//!   metrics binding is never part of it: metrics only observe.
+//! - What is checked here is what `npm run check:config` checks
+//!   ([`super::check`]): one set of rules, run by the Worker and offline.
 
 use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
@@ -18,6 +21,7 @@ use std::rc::Rc;
 use worker::worker_sys::web_sys;
 use worker::{Env, Response};
 
+use super::check::SHARDING_NEEDS_ORIGIN;
 use super::origin::Origin;
 use crate::config::shards::{object_name, Layout};
 use crate::config::{Config, ConfigError};
@@ -27,13 +31,18 @@ use crate::platform::analytics;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{self, header};
 use crate::platform::{config_lookup, load_config, log, misconfigured, LEDGER_BINDING};
+use crate::protocol::object_base;
+
+/// Why nobody is let in without `API_TOKENS`.
+pub const NO_TOKENS: &str = "the secret is not set; no token can be accepted";
 
 /// Per-isolate parsed settings.
 pub struct Settings {
     pub config: Config,
     tokens: Option<TokenMap>,
     /// The script has an `ANALYTICS` dataset: one data point per protected
-    /// request (`platform::analytics`).
+    /// request (`platform::analytics`). Anything else under that name is
+    /// logged once and counts as none.
     pub analytics: bool,
 }
 
@@ -50,7 +59,8 @@ fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
         .as_deref()
         .map(TokenMap::parse)
         .transpose()?;
-    let analytics = analytics::configured(env)?;
+    // Metrics only observe: an unusable binding is logged, never refused.
+    let analytics = analytics::configured(env);
     Ok(Settings {
         config,
         tokens,
@@ -70,7 +80,12 @@ pub fn settings(env: &Env) -> Result<Rc<Settings>, ConfigError> {
 /// One authenticated request's tenant and what the gateway knows of it.
 pub struct Tenancy {
     pub settings: Rc<Settings>,
+    /// The tenant id, as `API_TOKENS` names it (logged only as a hash).
     pub tenant: String,
+    /// The name of the tenant's (first) object, by the one rule
+    /// ([`object_base`]): every object name of the tenant's layouts is
+    /// built on it.
+    pub objects: String,
     /// The application behind the gateway (proxy mode), if any.
     pub origin: Option<Origin>,
     /// The tenant's objects: one, or a shard layout (`TENANT_SHARDS`).
@@ -110,23 +125,23 @@ impl Tenancy {
         let settings = settings(env).map_err(|e| misconfigured(&e.variable, &e.message))?;
         let config = &settings.config;
         let Some(tokens) = &settings.tokens else {
-            let message = "the secret is not set; no token can be accepted";
-            return Err(misconfigured("API_TOKENS", message));
+            return Err(misconfigured("API_TOKENS", NO_TOKENS));
         };
         let tenant = auth::authenticate(header(req, "authorization").as_deref(), tokens)
             .map_err(|p| http::problem(&p))?;
         let origin = Origin::from_env(env, config);
         // A tenant spread over several objects (TENANT_SHARDS): only in proxy
         // mode — the embedded orders must commit with the one ledger they share.
-        let layout = config.tenant_shards.layout(&tenant);
+        let objects = object_base(&tenant);
+        let layout = config.tenant_shards.layout(&objects);
         if layout.is_sharded() && origin.is_none() {
-            let message = "a tenant is sharded but the gateway runs the embedded application; shard only proxy-mode tenants";
-            return Err(misconfigured("TENANT_SHARDS", message));
+            return Err(misconfigured("TENANT_SHARDS", SHARDING_NEEDS_ORIGIN));
         }
-        let base_name = object_name(&tenant, 0, layout.shards);
+        let base_name = object_name(&objects, 0, layout.shards);
         Ok(Tenancy {
             settings: settings.clone(),
             tenant,
+            objects,
             origin,
             layout,
             base: OnceCell::new(),

@@ -18,20 +18,30 @@
 //!   generation the sweep deleted).
 //! - A record whose owner's lease is live is never reborn or taken over.
 //! - Refusals write nothing: they are counted in memory.
+//! - Every grant that leads to a completion is checked against the byte
+//!   quota first: a new key, a rebirth, a reclaim and a takeover are all
+//!   refused `ledger_full` once the database has reached
+//!   `MAX_DB_BYTES_PER_OBJECT` (docs/contract.md §4).
 
 use super::outcome::{ClaimOutcome, Counter, KeyState, Refusal};
 use super::record::Record;
-use super::store::{SqlStore, StoreError};
+use super::settle::Kept;
+use super::store::{SizeEstimate, SqlStore, SqlValue, StoreError};
 use super::{ClaimPolicy, Ledger, Millis};
 use crate::protocol::{Fingerprint, StoredResponse};
 
 impl<S: SqlStore> Ledger<S> {
     /// Does this ledger hold `key` — a record not yet past its window? (A
-    /// retired shard answers only for the keys it holds.)
+    /// retired shard answers only for the keys it holds.) While an upgrade
+    /// from schema 1 is under way, a record still set aside counts too.
     pub fn holds(&self, key: &str, now: Millis) -> Result<bool, StoreError> {
-        Ok(self
+        if self
             .read(key)?
-            .is_some_and(|record| !record.is_expired(now)))
+            .is_some_and(|record| !record.is_expired(now))
+        {
+            return Ok(true);
+        }
+        Ok(self.v1_set_aside.get() && super::schema::v1_holds(&self.store, key, now)?)
     }
 
     /// Claims `key` for the request with fingerprint `fp`.
@@ -118,10 +128,43 @@ impl<S: SqlStore> Ledger<S> {
                 return Ok(None);
             }
         }
+        self.full(now).map(Some)
+    }
+
+    /// The refusal for a claim on a record the ledger holds (a rebirth, a
+    /// reclaim, a takeover) once the database has reached its byte quota:
+    /// the run it grants would end in a completion that grows the record,
+    /// so it is refused as a new key is. The record count is not asked:
+    /// the record is already held.
+    fn bytes_full(&self, policy: &ClaimPolicy, now: Millis) -> Result<Option<Refusal>, StoreError> {
+        let reached = self
+            .store
+            .database_reached(policy.max_db_bytes)
+            .unwrap_or(false);
+        if !reached {
+            return Ok(None);
+        }
+        self.full(now).map(Some)
+    }
+
+    /// `ledger_full`, to retry once the next sweep may have made room.
+    fn full(&self, now: Millis) -> Result<Refusal, StoreError> {
         let next = self.next_sweep_at(now)?.unwrap_or(now + 1000);
-        Ok(Some(Refusal::LedgerFull {
+        Ok(Refusal::LedgerFull {
             retry_after_ms: (next - now).max(1000),
-        }))
+        })
+    }
+
+    /// Is there room under the byte quota for a statement that binds
+    /// `params` and writes `rows` rows — does the database, grown by the
+    /// most that statement may add ([`SizeEstimate::growth_bound`]), stay
+    /// below `max_db_bytes`? (Engines that cannot tell their size: yes.)
+    pub(super) fn room_for(&self, params: &[SqlValue], rows: u64, max_db_bytes: u64) -> bool {
+        let growth = SizeEstimate::growth_bound(SizeEstimate::bound_bytes(params), rows);
+        !self
+            .store
+            .database_reached(max_db_bytes.saturating_sub(growth))
+            .unwrap_or(false)
     }
 
     /// A key never seen (or already swept): in flight at the generation
@@ -163,7 +206,9 @@ impl<S: SqlStore> Ledger<S> {
     }
 
     /// Embedded mode's fresh key: the record written once, already
-    /// completed with `stored` (the application ran in this transaction).
+    /// completed with `stored` (the application ran in this transaction),
+    /// its body kept if the byte quota has room for it (see
+    /// [`Ledger::fit_to_quota`]). Its generation, and whether the body was kept.
     pub(super) fn insert_completed(
         &self,
         key: &str,
@@ -171,11 +216,28 @@ impl<S: SqlStore> Ledger<S> {
         stored: &StoredResponse,
         policy: &ClaimPolicy,
         now: Millis,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<(i64, bool), StoreError> {
         let components = components(fp)?;
         let headers = serde_json::to_string(&stored.headers)
             .map_err(|e| StoreError::Decode(e.to_string()))?;
         let generation = self.generation_floor()? + 1;
+        let mut params: Vec<SqlValue> = vec![
+            key.into(),
+            generation.into(),
+            fp.digest.as_str().into(),
+            components.into(),
+            now.into(),
+            now.into(),
+            now.into(),
+            policy.sweep_at(now).into(),
+            policy.sweep_at(now).into(),
+            i64::from(stored.status).into(),
+            headers.into(),
+            stored.body.clone().into(),
+            i64::from(stored.retained()).into(),
+        ];
+        // Two rows: the record and its sweep_at index entry.
+        let kept = self.fit_to_quota(&mut params, 10, 2, policy.max_db_bytes);
         // Guard: the primary key — the key was read absent in this
         // transaction; a row that exists after all fails the insert loudly.
         self.store.execute(
@@ -184,28 +246,17 @@ impl<S: SqlStore> Ledger<S> {
                  completed_at, expires_at, sweep_at, response_status, response_headers,
                  response_body, retained)
              VALUES (?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            &[
-                key.into(),
-                generation.into(),
-                fp.digest.as_str().into(),
-                components.into(),
-                now.into(),
-                now.into(),
-                now.into(),
-                policy.sweep_at(now).into(),
-                policy.sweep_at(now).into(),
-                i64::from(stored.status).into(),
-                headers.into(),
-                stored.body.clone().into(),
-                i64::from(stored.retained()).into(),
-            ],
+            &params,
         )?;
         self.note_expiry(policy.sweep_at(now), policy.sweep_at(now), now)?;
         self.granted(true, generation, None, false, now, "a new key")?;
         // Granted in flight, then completed: the record counts as completed.
-        self.tally()
-            .moved(Some(Counter::InFlight), Counter::Completed, now);
-        Ok(generation)
+        let mut tally = self.tally();
+        tally.moved(Some(Counter::InFlight), Counter::Completed, now);
+        if kept == Kept::OverQuota {
+            tally.count(Counter::QuotaTombstones, None, now);
+        }
+        Ok((generation, kept == Kept::Body))
     }
 
     /// A record past its retention window that the sweep has not reached yet
@@ -219,6 +270,9 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
+        if let Some(full) = self.bytes_full(policy, now)? {
+            return Ok(ClaimOutcome::Refused(full));
+        }
         let components = components(fp)?;
         // Guard: expires_at <= now and no live lease — a record inside its
         // window, or whose owner may still be running, is never reborn.
@@ -266,6 +320,9 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
+        if let Some(full) = self.bytes_full(policy, now)? {
+            return Ok(ClaimOutcome::Refused(full));
+        }
         // Guard: released, at the generation we saw — only a released
         // record is reclaimed here.
         let changed = self.store.update(
@@ -298,6 +355,9 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
+        if let Some(full) = self.bytes_full(policy, now)? {
+            return Ok(ClaimOutcome::Refused(full));
+        }
         // Guard: still in flight, at the generation we saw, with its lease over.
         let changed = self.store.update(
             "UPDATE idempotency_records

@@ -9,8 +9,12 @@
 //!   needs), inside the same transaction as its completion.
 //! - An application error, or a completion fenced out inside its own
 //!   transaction (impossible), rolls everything back.
+//! - Its completion is held to the byte quota as `complete` is: an answer
+//!   the database has no room for is stored as a tombstone (`retained`
+//!   false), the application's own writes still commit.
 
 use super::outcome::{ClaimOutcome, ExecuteOutcome};
+use super::settle::Kept;
 use super::store::{SqlStore, StoreError};
 use super::{ClaimPolicy, Ledger, Millis};
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
@@ -37,11 +41,12 @@ impl<S: SqlStore> Ledger<S> {
                 }
                 let response = app(&self.store)?;
                 let stored = StoredResponse::capture(&response, capture);
-                let generation = self.insert_completed(key, fp, &stored, policy, now)?;
+                let (generation, retained) =
+                    self.insert_completed(key, fp, &stored, policy, now)?;
                 return Ok(ExecuteOutcome::Ran {
                     generation,
                     takeover: false,
-                    retained: stored.retained(),
+                    retained,
                     response,
                 });
             }
@@ -57,18 +62,21 @@ impl<S: SqlStore> Ledger<S> {
             // Completed at the claim's own `now` and retention: its sweep_at
             // already equals the expiry, so no fix-up as in `complete`.
             let expires_at = now.saturating_add(policy.retention_ms);
-            if !self.store_completion(key, generation, &stored, expires_at, now)? {
+            let max_db_bytes = policy.max_db_bytes;
+            let Some(kept) =
+                self.store_completion(key, generation, &stored, expires_at, max_db_bytes, now)?
+            else {
                 // Impossible inside one transaction; refuse loudly and roll back
                 // the application's writes rather than let them stand unrecorded.
                 return Err(StoreError::Sql(
                     "completion fenced out inside its own transaction".into(),
                 )
                 .into());
-            }
+            };
             Ok(ExecuteOutcome::Ran {
                 generation,
                 takeover,
-                retained: stored.retained(),
+                retained: kept == Kept::Body,
                 response,
             })
         })?;

@@ -62,6 +62,17 @@ pub type Millis = i64;
 /// `MAX_STORED_BODY_BYTES` and RPC `complete` are both bounded by it.
 pub const STORED_BODY_CEILING: usize = 1_900_000;
 
+/// How far past the byte quota (`MAX_DB_BYTES_PER_OBJECT`) each record's
+/// writes may take the database (docs/contract.md §4): the last claim
+/// admitted below the quota (a record and its index entry), and each
+/// completion past it (a tombstone: no body, no headers), grow it by at
+/// most twice the bytes they bind plus [`SizeEstimate::GROWTH_PER_ROW`]
+/// per row (a page split per b-tree level) — within this for a key, a
+/// fingerprint and its components of up to 32 KiB together. So `db_bytes`
+/// stays at most the quota + this × (1 + the records in flight when the
+/// quota was reached), plus what an embedded application writes itself.
+pub const QUOTA_OVERSHOOT_PER_RECORD: u64 = 128 * 1024;
+
 /// The earlier of two times that may each be absent (none: the other).
 pub fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
     a.into_iter().chain(b).min()
@@ -81,9 +92,11 @@ pub struct ClaimPolicy {
     /// record is kept at least this long past its lease, so no owner that
     /// may still complete ever finds its record swept.
     pub settle_grace_ms: Millis,
-    /// Bytes one object's database may reach before new keys are refused
-    /// (`MAX_DB_BYTES_PER_OBJECT`), so a write never meets the platform's
-    /// own limit (10 GB per object). Engines that cannot tell their size
+    /// Bytes one object's database may reach before new keys (and
+    /// rebirths, reclaims and takeovers) are refused and completions stop
+    /// keeping their bodies (`MAX_DB_BYTES_PER_OBJECT`), so a write never
+    /// meets the platform's own limit (10 GB per object); see
+    /// [`QUOTA_OVERSHOOT_PER_RECORD`]. Engines that cannot tell their size
     /// are not held to it.
     pub max_db_bytes: u64,
 }
@@ -171,6 +184,10 @@ pub struct Ledger<S> {
     /// Expiries granted later than `now` + this raise the horizon (see
     /// [`Ledger::track_expiries_beyond`]); `None`: never.
     horizon_cover: Cell<Option<Millis>>,
+    /// An upgrade from schema 1 still has records set aside (as its last
+    /// step found): a settlement moves its key first
+    /// ([`schema::upgrade_v1_key`]). False costs a settlement nothing.
+    v1_set_aside: Cell<bool>,
 }
 
 impl<S: SqlStore> Ledger<S> {
@@ -184,6 +201,7 @@ impl<S: SqlStore> Ledger<S> {
             counts_in_transaction: false,
             stored: RefCell::new(None),
             horizon_cover: Cell::new(None),
+            v1_set_aside: Cell::new(false),
         }
     }
 
@@ -378,11 +396,26 @@ impl<S: SqlStore> Ledger<S> {
                 .store
                 .atomically(|| schema::upgrade_v1_step(&self.store))?;
             *self.stored.borrow_mut() = None;
+            self.v1_set_aside.set(!done);
             if done {
                 return Ok(true);
             }
         }
-        schema::upgrading_v1(&self.store).map(|upgrading| !upgrading)
+        let upgrading = schema::upgrading_v1(&self.store)?;
+        self.v1_set_aside.set(upgrading);
+        Ok(!upgrading)
+    }
+
+    /// Inside a settlement's transaction, while an upgrade from schema 1
+    /// is under way: moves `key`'s record out of the set-aside table first
+    /// (that key alone), so the claim the object granted is settled
+    /// whatever the upgrade has not moved yet.
+    fn upgrade_key_first(&self, key: &str) -> Result<(), StoreError> {
+        if self.v1_set_aside.get() && schema::upgrade_v1_key(&self.store, key)? {
+            // The state row changed under the copy kept in memory.
+            self.forget_stored();
+        }
+        Ok(())
     }
 
     fn read(&self, key: &str) -> Result<Option<Record>, StoreError> {

@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 4), and the in-place upgrade of an
-//! object written by an earlier version (1, 2 or 3).
+//! The ledger's tables (schema version 5), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3 or 4).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -24,7 +24,9 @@
 //!   retention and a completion soon after its claim;
 //! - and so does the per-minute trend (`trend`, schema 4: the last hour's
 //!   outcome counts by minute, see `trend`), written in the counters' own
-//!   row write: it costs no row.
+//!   row write: it costs no row;
+//! - and so does every counter added since (`quota_tombstones`, schema
+//!   5): one column of that row, added in place.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -42,7 +44,7 @@ use super::outcome::Counter;
 use super::store::{RowExt, SqlStore, StoreError};
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -124,6 +126,8 @@ pub enum Found {
     V2,
     /// Schema version 3 (no per-minute trend).
     V3,
+    /// Schema version 4 (no `quota_tombstones` counter).
+    V4,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -140,6 +144,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             v if v > SCHEMA_VERSION => Found::Newer(v),
             2 => Found::V2,
             3 => Found::V3,
+            4 => Found::V4,
             _ => Found::V1,
         });
     }
@@ -165,9 +170,14 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
         Found::V1 => upgrade_v1(store, now)?,
         Found::V2 => {
             upgrade_v2(store)?;
-            upgrade_v3(store)?
+            upgrade_v3(store)?;
+            upgrade_v4(store)?
         }
-        Found::V3 => upgrade_v3(store)?,
+        Found::V3 => {
+            upgrade_v3(store)?;
+            upgrade_v4(store)?
+        }
+        Found::V4 => upgrade_v4(store)?,
     }
     Ok(was)
 }
@@ -191,7 +201,7 @@ const LATEST_EXPIRY: &str = "SELECT COALESCE(MAX(expires_at), 0) FROM idempotenc
 /// is under way.
 pub const V1_RECORDS: &str = "idempotency_records_v1";
 
-/// Schema 1 → 4, its first step (one transaction, the caller's, bounded
+/// Schema 1 → 5, its first step (one transaction, the caller's, bounded
 /// whatever the object holds): the v1 records table is set aside (renamed,
 /// which rewrites no row), this version's tables are created, and the
 /// counters are moved from `ledger_counters` rows into the state row, with
@@ -312,6 +322,67 @@ pub fn upgrade_v1_step(store: &impl SqlStore) -> Result<bool, StoreError> {
     Ok(false)
 }
 
+/// Does the table set aside by an upgrade from schema 1 still hold `key`
+/// with a record not yet past its window (at `now`)? False when no
+/// upgrade is under way.
+pub fn v1_holds(store: &impl SqlStore, key: &str, now: i64) -> Result<bool, StoreError> {
+    if !upgrading_v1(store)? {
+        return Ok(false);
+    }
+    let rows = store.query(
+        &format!("SELECT 1 FROM {V1_RECORDS} WHERE key = ? AND expires_at > ?"),
+        &[key.into(), now.into()],
+    )?;
+    Ok(!rows.is_empty())
+}
+
+/// Moves one key's record set aside by the upgrade from schema 1 into
+/// this version's table ahead of the steps (one transaction, the
+/// caller's: the settlement that needs it), and adds it to the state row as
+/// a step would. Settling a claim the object granted never waits for the
+/// rest of the upgrade, and no other key is touched. `true` when it moved
+/// one (none when no upgrade is under way or the key is not set aside).
+pub fn upgrade_v1_key(store: &impl SqlStore, key: &str) -> Result<bool, StoreError> {
+    if !upgrading_v1(store)? {
+        return Ok(false);
+    }
+    let rows = store.query(
+        &format!("SELECT state, expires_at FROM {V1_RECORDS} WHERE key = ?"),
+        &[key.into()],
+    )?;
+    let Some(row) = rows.first() else {
+        return Ok(false);
+    };
+    // The counter named by the record's state (never a value interpolated).
+    let counter = match row.text(0)?.as_str() {
+        "in_flight" => "in_flight",
+        "completed" => "completed",
+        _ => "released",
+    };
+    let expires_at = row.int(1)?;
+    // Guard: this key only; the step that would have moved it later finds
+    // it gone from the v1 table.
+    store.execute(
+        &format!(
+            "INSERT INTO idempotency_records ({RECORD_COLUMNS}, sweep_at)
+             SELECT {RECORD_COLUMNS}, expires_at FROM {V1_RECORDS} WHERE key = ?"
+        ),
+        &[key.into()],
+    )?;
+    store.execute(
+        &format!("DELETE FROM {V1_RECORDS} WHERE key = ?"),
+        &[key.into()],
+    )?;
+    store.execute(
+        &format!(
+            "UPDATE ledger_state SET {counter} = {counter} + 1, expires_by = MAX(expires_by, ?)
+             WHERE id = 1"
+        ),
+        &[expires_at.into()],
+    )?;
+    Ok(true)
+}
+
 /// Schema 2 → 3: the state row gains the expiry horizon (the latest expiry
 /// any record holds: schema 2 did not keep it) and the upgrade-from-v1
 /// time (NULL: schema 2 kept the layout history). [`upgrade_v3`] follows.
@@ -334,14 +405,31 @@ fn upgrade_v2(store: &impl SqlStore) -> Result<(), StoreError> {
 
 /// Schema 3 → 4: the state row gains the per-minute trend, empty (schema 3
 /// kept no counts by minute). One statement on one row, whatever the
-/// object holds.
+/// object holds. [`upgrade_v4`] follows.
 fn upgrade_v3(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE ledger_state ADD COLUMN trend TEXT NOT NULL DEFAULT '{}'",
         &[],
+    )
+}
+
+/// Schema 4 → 5: the state row gains the `quota_tombstones` counter, at 0
+/// (schema 4 stored every body it was given), and the expiry horizon is
+/// raised to the latest expiry the object holds: schema 3 and 4 raised it
+/// only past the reshard window, so a record completed long after its claim
+/// may lie beyond the latest `sweep_at` plus `HORIZON_GAP_MS` that
+/// `Ledger::horizon` reads from now on. Two statements on one row, the
+/// second reading every record once (as the 2 → 3 upgrade did).
+fn upgrade_v4(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE ledger_state ADD COLUMN quota_tombstones INTEGER NOT NULL DEFAULT 0",
+        &[],
     )?;
     store.execute(
-        "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
+        &format!(
+            "UPDATE ledger_state SET schema_version = ?,
+                 expires_by = MAX(expires_by, ({LATEST_EXPIRY})) WHERE id = 1"
+        ),
         &[SCHEMA_VERSION.into()],
     )
 }

@@ -15,17 +15,36 @@
 //! - A completion's expiry more than `HORIZON_GAP_MS` past its record's
 //!   `sweep_at` raises the horizon in its transaction (`Ledger::horizon`
 //!   reads only the latest `sweep_at`); the usual one writes one row.
+//! - While an upgrade from schema 1 is under way, both move their own key's
+//!   record out of the set-aside table first (that key alone, in the same
+//!   transaction): settling a granted claim never waits for the upgrade.
+//! - A completion keeps its body only while the byte quota has room for
+//!   the row's growth bound; past it the record still completes — as a
+//!   tombstone, counted in `quota_tombstones` — so the caller keeps its
+//!   answer and the request never runs again (docs/contract.md §4).
 
 use super::outcome::{CompleteOutcome, Counter, ReleaseOutcome};
 use super::store::{SqlStore, SqlValue, StoreError};
 use super::{Ledger, Millis, HORIZON_GAP_MS};
 use crate::protocol::StoredResponse;
 
+/// What a completion kept of its response (see [`Ledger::fit_to_quota`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kept {
+    /// Its body, as sent.
+    Body,
+    /// No body: it came as a tombstone (over `MAX_STORED_BODY_BYTES`).
+    Tombstone,
+    /// No body: the byte quota had no room for it.
+    OverQuota,
+}
+
 impl<S: SqlStore> Ledger<S> {
     /// Records the response of the owner at `generation`: it is kept for the
     /// retention from now. Its `sweep_at` (the claim time + the claim's
     /// retention) is left as it is — one row written — unless this
-    /// completion's retention is shorter than the claim's.
+    /// completion's retention is shorter than the claim's. No byte quota:
+    /// [`Ledger::complete_within`] holds one.
     pub fn complete(
         &self,
         key: &str,
@@ -34,14 +53,34 @@ impl<S: SqlStore> Ledger<S> {
         retention_ms: Millis,
         now: Millis,
     ) -> Result<CompleteOutcome, StoreError> {
+        self.complete_within(key, generation, response, retention_ms, u64::MAX, now)
+            .map(|(out, _)| out)
+    }
+
+    /// [`Ledger::complete`] under the byte quota `max_db_bytes`
+    /// (`MAX_DB_BYTES_PER_OBJECT`): a body the database has no room for is
+    /// not stored — the record completes as a tombstone, counted in
+    /// `quota_tombstones` (see [`Ledger::fit_to_quota`]). With the outcome:
+    /// whether the quota made it a tombstone (for the object's log line).
+    pub fn complete_within(
+        &self,
+        key: &str,
+        generation: i64,
+        response: &StoredResponse,
+        retention_ms: Millis,
+        max_db_bytes: u64,
+        now: Millis,
+    ) -> Result<(CompleteOutcome, bool), StoreError> {
         let expires_at = now.saturating_add(retention_ms);
         let out = self.transaction(|| {
-            if !self.store_completion(key, generation, response, expires_at, now)? {
+            self.upgrade_key_first(key)?;
+            let stored =
+                self.store_completion(key, generation, response, expires_at, max_db_bytes, now)?;
+            let Some(kept) = stored else {
                 self.tally().count(Counter::FencedOut, None, now);
-                return Ok(CompleteOutcome::FencedOut {
-                    current: self.current_state(key)?,
-                });
-            }
+                let current = self.current_state(key)?;
+                return Ok((CompleteOutcome::FencedOut { current }, false));
+            };
             // Guard: the record this owner just completed, if its claim's
             // retention was longer than this completion's (rare: a caller
             // chose both). Keeps sweep_at <= expires_at, so the sweep is
@@ -56,23 +95,25 @@ impl<S: SqlStore> Ledger<S> {
                     expires_at.into(),
                 ],
             )?;
-            Ok(CompleteOutcome::Stored)
+            Ok((CompleteOutcome::Stored, kept == Kept::OverQuota))
         })?;
         self.flush_after_commit(now);
         Ok(out)
     }
 
     /// Stores `response` as the answer of the owner at `generation`, if
-    /// the record is still in flight at that generation (`false`: it is
-    /// not, the owner was fenced out), and counts the move.
+    /// the record is still in flight at that generation (`None`: it is
+    /// not, the owner was fenced out), and counts the move; `Some`: stored,
+    /// and what of it was kept.
     pub(super) fn store_completion(
         &self,
         key: &str,
         generation: i64,
         response: &StoredResponse,
         expires_at: Millis,
+        max_db_bytes: u64,
         now: Millis,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<Kept>, StoreError> {
         let headers = serde_json::to_string(&response.headers)
             .map_err(|e| StoreError::Decode(e.to_string()))?;
         const SET: &str = "UPDATE idempotency_records
@@ -90,6 +131,8 @@ impl<S: SqlStore> Ledger<S> {
             key.into(),
             generation.into(),
         ];
+        // One row: the completion moves no index entry.
+        let kept = self.fit_to_quota(&mut params, 3, 1, max_db_bytes);
         // Guard: in flight at the caller's generation, and this expiry
         // within HORIZON_GAP_MS of the record's sweep_at (a completion soon
         // after its claim, with the claim's retention: the usual one), so
@@ -104,14 +147,45 @@ impl<S: SqlStore> Ledger<S> {
         // with it. A late completion with no takeover since is still
         // accepted: nobody else ran.
         let changed = within_gap || self.store.update(SET, &params)?;
-        if changed {
-            self.tally()
-                .moved(Some(Counter::InFlight), Counter::Completed, now);
-            // Beyond the gap: noted as if its sweep_at were 0.
-            let sweep_at = if within_gap { expires_at } else { 0 };
-            self.note_expiry(expires_at, sweep_at, now)?;
+        if !changed {
+            return Ok(None);
         }
-        Ok(changed)
+        let mut tally = self.tally();
+        tally.moved(Some(Counter::InFlight), Counter::Completed, now);
+        if kept == Kept::OverQuota {
+            tally.count(Counter::QuotaTombstones, None, now);
+        }
+        drop(tally);
+        // Beyond the gap: noted as if its sweep_at were 0.
+        let sweep_at = if within_gap { expires_at } else { 0 };
+        self.note_expiry(expires_at, sweep_at, now)?;
+        Ok(Some(kept))
+    }
+
+    /// Holds a completion to the byte quota: `params` bind a write of
+    /// `rows` rows, its response headers at `at`, body at `at + 1` and
+    /// `retained` at `at + 2`. A body kept only if the database, grown by the most that
+    /// write may add ([`Ledger::room_for`]), stays below `max_db_bytes`;
+    /// otherwise the write becomes a tombstone's — no body and no headers
+    /// (a tombstone's replay names only its status), so it grows the
+    /// database by its few fixed columns at most.
+    pub(super) fn fit_to_quota(
+        &self,
+        params: &mut [SqlValue],
+        at: usize,
+        rows: u64,
+        max_db_bytes: u64,
+    ) -> Kept {
+        if params[at + 1] == SqlValue::Null {
+            return Kept::Tombstone;
+        }
+        if self.room_for(params, rows, max_db_bytes) {
+            return Kept::Body;
+        }
+        params[at] = "[]".into();
+        params[at + 1] = SqlValue::Null;
+        params[at + 2] = SqlValue::Integer(0);
+        Kept::OverQuota
     }
 
     /// Gives the key back so the next claim runs again (at generation+1).
@@ -123,6 +197,7 @@ impl<S: SqlStore> Ledger<S> {
         now: Millis,
     ) -> Result<ReleaseOutcome, StoreError> {
         let out = self.transaction(|| {
+            self.upgrade_key_first(key)?;
             // Guard: in flight at the caller's generation.
             let changed = self.store.update(
                 "UPDATE idempotency_records

@@ -40,6 +40,10 @@ pub struct Stats {
     /// Waiters that gave up with `409`.
     #[serde(default)]
     pub waited_timed_out: i64,
+    /// Completions stored as tombstones because the byte quota had no room
+    /// for their body (docs/contract.md §4; absent from older objects).
+    #[serde(default)]
+    pub quota_tombstones: i64,
     /// Requests parked on in-flight keys right now (not a counter: filled
     /// in by the object from its memory; 0 from the ledger alone).
     #[serde(default)]
@@ -87,6 +91,7 @@ impl Stats {
             (&mut self.waited, other.waited),
             (&mut self.waited_replayed, other.waited_replayed),
             (&mut self.waited_timed_out, other.waited_timed_out),
+            (&mut self.quota_tombstones, other.quota_tombstones),
             (&mut self.waiting, other.waiting),
             (&mut self.db_bytes, other.db_bytes),
             (&mut self.sql_rows_written, other.sql_rows_written),
@@ -118,6 +123,7 @@ impl Stats {
             Counter::Waited => &mut self.waited,
             Counter::WaitedReplayed => &mut self.waited_replayed,
             Counter::WaitedTimedOut => &mut self.waited_timed_out,
+            Counter::QuotaTombstones => &mut self.quota_tombstones,
         }
     }
 }

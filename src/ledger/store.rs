@@ -227,6 +227,18 @@ impl SizeEstimate {
             .sum()
     }
 
+    /// The most a statement that binds `bound_bytes` of text and blobs and
+    /// writes `rows` may grow the database by: twice its bound bytes, plus
+    /// [`SizeEstimate::GROWTH_PER_ROW`] per row (0 when it writes none).
+    pub fn growth_bound(bound_bytes: u64, rows: u64) -> u64 {
+        if rows == 0 {
+            return 0;
+        }
+        bound_bytes
+            .saturating_mul(2)
+            .saturating_add(rows.saturating_mul(Self::GROWTH_PER_ROW))
+    }
+
     /// A statement ran that bound `bound_bytes` of text and blobs and wrote `rows`.
     pub fn wrote(&mut self, bound_bytes: u64, rows: u64) {
         if rows == 0 {
@@ -234,8 +246,7 @@ impl SizeEstimate {
         }
         self.grown = self
             .grown
-            .saturating_add(bound_bytes.saturating_mul(2))
-            .saturating_add(rows.saturating_mul(Self::GROWTH_PER_ROW));
+            .saturating_add(Self::growth_bound(bound_bytes, rows));
         self.writes = self.writes.saturating_add(1);
     }
 

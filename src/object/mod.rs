@@ -15,6 +15,8 @@
 //!   configured layout before an object's first keyed call.
 //! - [`waiting`] — requests parked on an in-flight key: the registry and
 //!   the loop that claims again when they wake.
+//! - [`meter`] — the rows one call's own statements wrote, however its
+//!   awaits interleave with other calls'.
 //! - [`do_store`] — the ledger's [`SqlStore`](crate::ledger::SqlStore)
 //!   over a Durable Object's SQLite (also for library mode: your own
 //!   object with the ledger embedded).
@@ -32,6 +34,7 @@
 //!   awaits is synchronous, so a claim is never interleaved with another.
 //! - Sweep runs only in `alarm()`, never on the request path.
 
+pub mod meter;
 pub mod waiting;
 
 #[cfg(target_arch = "wasm32")]

@@ -5,9 +5,10 @@
 //! answers RPC `layout` for the tenant's other objects.
 //!
 //! What must stay true here:
-//! - A refused layout answers every keyed call `500 misconfigured` naming
-//!   `TENANT_SHARDS` (and logs why): no key runs where an older layout may
-//!   hold it.
+//! - A refused (or held) layout answers every claim and execute `500
+//!   misconfigured` naming `TENANT_SHARDS` (and logs why): no key runs
+//!   where an older layout may hold it. `complete` and `release` never ask:
+//!   they settle a claim this object granted and create no key.
 //! - Unsharded tenants pay nothing: their object is their registry, and a
 //!   layout equal to the recorded one (or to "one object" when nothing is
 //!   recorded) is accepted from memory.
@@ -77,8 +78,8 @@ fn refused(reason: &str) -> Problem {
 }
 
 impl LedgerObject {
-    /// Before this object's first keyed call: its tenant's registry accepts
-    /// the configured layout, or every keyed call is refused.
+    /// Before this object's first claim or execute: its tenant's registry
+    /// accepts the configured layout, or every claim and execute is refused.
     pub(super) async fn check_layout(&self, config: &Config) -> Result<(), Problem> {
         if self.layout_accepted.get() {
             return Ok(());
@@ -127,6 +128,35 @@ impl LedgerObject {
         Ok(())
     }
 
+    /// [`Self::ask_kept_previous`] for a settlement (complete, release),
+    /// which asks no registry to accept the layout and is never refused by
+    /// it (docs/contract.md §8): only when this object does not hold the
+    /// key and has not learned its layout yet does it ask the registry —
+    /// a refusal only logged — so a key granted in a previous layout kept
+    /// in force is settled there.
+    pub(super) async fn settle_at_kept_previous<C: Call>(
+        &self,
+        config: &Config,
+        key: &str,
+        call: &C,
+    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        if self.previous_in_force.get().is_none() && !self.layout_accepted.get() {
+            let place = self.place(config)?;
+            if place.retired || place.tenant.is_none() {
+                return Ok(None);
+            }
+            let holds = self
+                .ledger
+                .holds(key, now_ms())
+                .map_err(|e| store_unavailable(&e))?;
+            if holds {
+                return Ok(None);
+            }
+            let _ = self.check_layout(config).await;
+        }
+        self.ask_kept_previous(config, key, call).await
+    }
+
     /// While the registry keeps in force a previous layout the
     /// configuration no longer names, a keyed call for `key` is first
     /// sent to the key's object in that layout — as every caller does
@@ -168,6 +198,7 @@ impl LedgerObject {
             LedgerError::Refused {
                 status: 500,
                 problem,
+                ..
             } => refused(
                 problem["detail"]
                     .as_str()

@@ -13,7 +13,10 @@
 //!
 //! What must stay true here:
 //! - A schema or configuration that cannot be used refuses every call
-//!   (loudly, in the log and the answer).
+//!   (loudly, in the log and the answer). While an upgrade from schema 1
+//!   is under way only `complete` and `release` are served (they settle
+//!   claims the object already granted); every other call is `503` with
+//!   `Retry-After`.
 //! - Nothing is written before the call is parsed and validated; a bad
 //!   call is a 400/404/405 problem and changes nothing.
 //! - The application's target comes from the `x-ledger-app-target` header,
@@ -32,6 +35,7 @@ use worker::{durable_object, DurableObject, Env, Request, Response, State};
 use super::alarm::AlarmBelief;
 use super::calls::{bad_call, store_unavailable, Apply};
 use super::do_store::DoSqlStore;
+use super::meter::rows_written_by;
 use super::place::Place;
 use super::waiting::Waiters;
 use crate::config::{Config, ConfigError};
@@ -148,6 +152,7 @@ impl LedgerObject {
                     Found::V1 => Some(1),
                     Found::V2 => Some(2),
                     Found::V3 => Some(3),
+                    Found::V4 => Some(4),
                     _ => None,
                 };
                 if let Some(from) = from {
@@ -168,8 +173,8 @@ impl LedgerObject {
             ledger.track_expiries_beyond(Some(super::reshard::window_ms(config)));
         }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
-        // An unusable binding is the gateway's misconfiguration to answer.
-        let metered = crate::platform::analytics::configured(&env).unwrap_or(false);
+        // An unusable binding is logged (once per isolate) and counts as none.
+        let metered = crate::platform::analytics::configured(&env);
         LedgerObject {
             metered,
             place: OnceCell::new(),
@@ -228,14 +233,15 @@ impl LedgerObject {
     /// Routes one request, its body already read: the embedded
     /// application, or an RPC v1 call.
     async fn serve(&self, req: &web_sys::Request, body: Result<Vec<u8>, JsValue>) -> Response {
-        let config = match self.ready().await {
-            Ok(config) => config,
-            Err(refused) => return refused,
-        };
         // The path from the raw URL string: `Request::path()` would parse it
         // with the `url` crate, which alone adds IDNA tables to the bundle.
         let url = req.url();
         let path = path_of(target_of(&url)).to_string();
+        let settles = Route::from_path(&path).is_some_and(Route::settles);
+        let config = match self.ready(settles).await {
+            Ok(config) => config,
+            Err(refused) => return refused,
+        };
         let method = req.method();
         let body = match body {
             Ok(b) => b,
@@ -265,14 +271,19 @@ impl LedgerObject {
 
     /// The object's configuration once it can take calls, or the refusal:
     /// a schema that failed, an upgrade from schema 1 still under way (a
-    /// few more bounded steps each request), an invalid variable. An
-    /// instance's first call also recounts and checks the alarm.
-    async fn ready(&self) -> Result<&Config, Response> {
+    /// few more bounded steps each request) unless the call `settles` a
+    /// claim (docs/contract.md §4: `complete` and `release` are served
+    /// during the upgrade, every other call waits), an invalid variable.
+    /// An instance's first call once the upgrade is done also recounts and
+    /// checks the alarm.
+    async fn ready(&self, settles: bool) -> Result<&Config, Response> {
         if let Err(e) = &self.ready {
             log::error("idempotency.schema_error", fields! {"error" => e});
             return Err(http::problem(&Problem::of(ProblemKind::StoreUnavailable)));
         }
-        if self.upgrading.get() && !self.continue_upgrade(UPGRADE_STEPS_PER_REQUEST).await {
+        let upgrading =
+            self.upgrading.get() && !self.continue_upgrade(UPGRADE_STEPS_PER_REQUEST).await;
+        if upgrading && !settles {
             return Err(http::problem(
                 &Problem::new(
                     ProblemKind::StoreUnavailable,
@@ -281,11 +292,16 @@ impl LedgerObject {
                 .with_header("retry-after", "1"),
             ));
         }
+        // An invalid variable refuses settlements too: the object could not
+        // tell its place in the tenant's layout (which key it may answer
+        // for) nor keep its expiry horizon (docs/contract.md §4).
         let config = match &self.config {
             Ok(c) => c,
             Err(e) => return Err(misconfigured(&e.variable, &e.message)),
         };
-        if !self.started.replace(true) {
+        // Counting the records while some are still set aside would count
+        // only those moved: the first call after the upgrade does it.
+        if !upgrading && !self.started.replace(true) {
             if let Err(e) = self.ledger.recount_on_start(now_ms()) {
                 log::warn(
                     "idempotency.recount_failed",
@@ -324,14 +340,17 @@ impl LedgerObject {
     {
         let call = C::parse(body).map_err(bad_call)?;
         call.validate().map_err(bad_call)?;
-        let before = self.metered.then(|| self.ledger.store().billed_rows());
-        let (answer, report) = self.apply(config, call).await?;
+        // Only this call's own statements: other calls and the flush timer
+        // write while it awaits (a parked `Prefer: wait` claim).
+        let store = self.ledger.store();
+        let written = || store.billed_rows().map(|(written, _)| written);
+        let (applied, rows) = rows_written_by(written, self.apply(config, call)).await;
+        let (answer, report) = applied?;
         let response = http::json(200, &answer);
-        if let Some(Some((written, _))) = before {
-            let now = self.ledger.store().billed_rows().map_or(written, |r| r.0);
+        if self.metered {
             let _ = response
                 .headers()
-                .set(ROWS_WRITTEN_HEADER, &(now - written).to_string());
+                .set(ROWS_WRITTEN_HEADER, &rows.to_string());
         }
         if let Some(ms) = report.waited_ms {
             let _ = response.headers().set(WAITED_HEADER, &ms.to_string());

@@ -93,8 +93,8 @@ fn unreachable(e: JsValue) -> LedgerError {
 
 impl LedgerClient {
     /// The object named `object` in the namespace bound as `binding`: a
-    /// tenant's single object is named by the tenant, a shard by
-    /// `config::shards::object_name` (`{tenant}/shard-{i}-of-{n}`).
+    /// tenant's single object is named by `protocol::object_base(tenant)`,
+    /// a shard by `config::shards::object_name` (`{base}/shard-{i}-of-{n}`).
     pub fn for_object(env: &Env, binding: &str, object: &str) -> Result<LedgerClient, LedgerError> {
         let namespace: ObjectNamespace = env
             .durable_object(binding)
@@ -106,10 +106,11 @@ impl LedgerClient {
         Ok(LedgerClient::from_stub(stub))
     }
 
-    /// The single object of an unsharded `tenant` (the tenant's name is its
-    /// object's name).
+    /// The single object of an unsharded `tenant`, named by the one rule
+    /// ([`crate::protocol::object_base`]: a v1.3 tenant id names it itself,
+    /// any other is escaped).
     pub fn for_tenant(env: &Env, binding: &str, tenant: &str) -> Result<LedgerClient, LedgerError> {
-        LedgerClient::for_object(env, binding, tenant)
+        LedgerClient::for_object(env, binding, &crate::protocol::object_base(tenant))
     }
 
     /// A client over a stub you already hold.
@@ -208,7 +209,17 @@ impl LedgerClient {
         let status = response.status();
         if status != 200 {
             let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-            return Err(LedgerError::Refused { status, problem });
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .ok()
+                .flatten()
+                .and_then(|v| v.trim().parse().ok());
+            return Err(LedgerError::Refused {
+                status,
+                problem,
+                retry_after,
+            });
         }
         if let Some(meter) = &self.meter {
             let rows: u64 = response

@@ -4,7 +4,7 @@
 //! Role: what the gateway and the object both read from workerd, once.
 //!
 //! What must stay true here: variables are read through one lookup
-//! (secrets first, then `[vars]`), and a configuration error is logged
+//! (secrets and `[vars]` alike, whatever JSON type wrangler gave them), and a configuration error is logged
 //! naming the variable and answered `500 misconfigured` without its value.
 
 use js_sys::Reflect;
@@ -28,15 +28,30 @@ pub fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
-/// Reads a variable or secret from `env` (secrets first).
+/// Reads a variable or secret from `env` (a secret and a `[vars]` entry
+/// are the same property of `env`; workerd refuses a name that is both).
 #[cfg(feature = "workers-rs")]
 pub fn config_lookup(env: &worker::Env) -> impl Fn(&str) -> Option<String> + '_ {
-    move |name| {
-        env.secret(name)
-            .or_else(|_| env.var(name))
-            .ok()
-            .map(|v| v.to_string())
+    move |name| variable_text(env.as_ref(), name)
+}
+
+/// A variable's text: a string as it is; a number, boolean or table
+/// (wrangler's JSON variables: `LEASE_SECONDS = 30` unquoted, `TENANT_SHARDS
+/// = { acme = 8 }`) as its JSON text, which every parser then accepts or
+/// refuses naming it. worker 0.8.7's `Env::var` fails on anything but a
+/// string, which read it as unset: a silent default.
+#[cfg(feature = "workers-rs")]
+pub fn variable_text(env: &JsValue, name: &str) -> Option<String> {
+    let value = Reflect::get(env, &JsValue::from_str(name)).ok()?;
+    if value.is_undefined() || value.is_null() {
+        return None;
     }
+    if let Some(text) = value.as_string() {
+        return Some(text);
+    }
+    js_sys::JSON::stringify(&value)
+        .ok()
+        .and_then(|text| text.as_string())
 }
 
 /// Parses the configuration and applies its log settings to this isolate

@@ -19,4 +19,4 @@ pub use response::{
     StoredResponse,
 };
 pub use target::{path_of, target_of};
-pub use tenant::is_valid_tenant_id;
+pub use tenant::{is_valid_tenant_id, object_base, TENANT_RULE};

@@ -1,20 +1,61 @@
-//! Tenant ids: who a ledger belongs to (docs/contract.md §2.1).
+//! Tenant ids: who a ledger belongs to (docs/contract.md §2.1), and the one
+//! rule that names a tenant's Durable Objects.
 //!
-//! Role: the one rule for what a tenant id may be, shared by the token map
-//! (`API_TOKENS`), the shard layouts (`TENANT_SHARDS`) and every edge that
-//! names a tenant's object. Pure.
+//! Role: what a tenant id may be, shared by the token map (`API_TOKENS`),
+//! the shard layouts (`TENANT_SHARDS`) and every edge that names a
+//! tenant's object; and [`object_base`], the name of its (first) object,
+//! which the shard layouts extend with `/shard-{i}-of-{n}`. Pure. The JS
+//! package applies the same rule (client/tenant.js); both are pinned by
+//! tests/fixtures/tenants.json.
 //!
-//! What must stay true here: a tenant id is 1–64 of `[A-Za-z0-9._-]`, so it
-//! can never carry a path separator into an object name other than the
-//! shard suffix the shard layouts add (`{tenant}/shard-{i}-of-{n}`).
+//! What must stay true here:
+//! - A tenant id is 1–256 bytes of UTF-8 with no control character
+//!   (U+0000–U+001F, U+007F–U+009F).
+//! - An id valid before v1.4 (1–64 of `[A-Za-z0-9._-]`) names its object
+//!   itself, so a deployment that upgrades keeps every key in the object
+//!   that holds it.
+//! - Any other id is `~` and its UTF-8 bytes, each outside
+//!   `[A-Za-z0-9._-]` written `%XX` (uppercase hex): one name per id, never
+//!   a v1.3 name (those have no `~`), never holding a `/`, so the shard
+//!   suffix stays unambiguous.
 
-/// The longest tenant id.
-pub const MAX_TENANT_ID_LEN: usize = 64;
+/// The longest tenant id, in UTF-8 bytes.
+pub const MAX_TENANT_ID_BYTES: usize = 256;
 
-/// Is this a valid tenant id (1–64 of `[A-Za-z0-9._-]`)?
+/// The ids valid before v1.4, which name their objects themselves.
+const V13_MAX_LEN: usize = 64;
+
+/// What a valid tenant id is, for messages.
+pub const TENANT_RULE: &str = "1-256 bytes of UTF-8 without control characters";
+
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
+}
+
+/// Was this id valid before v1.4 (1–64 of `[A-Za-z0-9._-]`)?
+fn is_v13_tenant_id(id: &str) -> bool {
+    (1..=V13_MAX_LEN).contains(&id.len()) && id.bytes().all(unreserved)
+}
+
+/// Is this a valid tenant id (1–256 bytes of UTF-8, no control character)?
 pub fn is_valid_tenant_id(id: &str) -> bool {
-    (1..=MAX_TENANT_ID_LEN).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    (1..=MAX_TENANT_ID_BYTES).contains(&id.len()) && !id.chars().any(char::is_control)
+}
+
+/// The name of a tenant's (first) object: the id itself when it was valid
+/// before v1.4, else `~` and its bytes, escaped.
+pub fn object_base(tenant: &str) -> String {
+    if is_v13_tenant_id(tenant) {
+        return tenant.to_string();
+    }
+    let mut name = String::with_capacity(1 + tenant.len() * 3);
+    name.push('~');
+    for b in tenant.bytes() {
+        if unreserved(b) {
+            name.push(b as char);
+        } else {
+            name.push_str(&format!("%{b:02X}"));
+        }
+    }
+    name
 }

@@ -66,10 +66,14 @@ pub enum LedgerError {
     /// The object answered 200 but the answer could not be decoded: the call
     /// may well have been applied.
     Undecodable(String),
-    /// The object answered with a non-200 status (a problem document).
+    /// The object answered with a non-200 status (a problem document),
+    /// and the `Retry-After` it sent with it, in seconds (an upgrading
+    /// object's `503`; `None` when it sent none or one that is not a
+    /// number of seconds).
     Refused {
         status: u16,
         problem: serde_json::Value,
+        retry_after: Option<u32>,
     },
 }
 
@@ -79,7 +83,9 @@ impl std::fmt::Display for LedgerError {
             LedgerError::NotReached(m) => write!(f, "ledger not reached: {m}"),
             LedgerError::Unreachable(m) => write!(f, "ledger unreachable: {m}"),
             LedgerError::Undecodable(m) => write!(f, "undecodable ledger answer: {m}"),
-            LedgerError::Refused { status, problem } => {
+            LedgerError::Refused {
+                status, problem, ..
+            } => {
                 write!(f, "ledger refused ({status}): {problem}")
             }
         }
@@ -184,6 +190,14 @@ macro_rules! route_table {
 rpc_v1_calls!(route_table);
 
 impl Route {
+    /// Does this call settle a claim the object already granted
+    /// (`complete`, `release`)? Those touch only that key's record and
+    /// create none, so no operation (a schema upgrade, a layout the
+    /// registry refuses or holds) ever refuses them (docs/contract.md §4, §8).
+    pub fn settles(self) -> bool {
+        matches!(self, Route::Complete | Route::Release)
+    }
+
     /// Resolves a request path such as `/rpc/v1/claim`.
     pub fn from_path(path: &str) -> Option<Route> {
         ROUTES.iter().find(|(_, p)| *p == path).map(|(r, _)| *r)

@@ -9,6 +9,7 @@ test("wrangler.toml publishes the documented defaults", () => {
   assert.deepEqual(wranglerVars(), {
     RETENTION_SECONDS: "86400", LEASE_SECONDS: "60", MAX_REQUEST_BODY_BYTES: "1048576",
     MAX_STORED_BODY_BYTES: "1048576", SWEEP_BATCH: "500", SWEEP_INTERVAL_SECONDS: "60", IDEMPOTENCY_REQUIRED: "true",
+    IDEMPOTENCY_KEY_HEADER: "Idempotency-Key",
     PROTECTED_METHODS: "POST,PATCH", FINGERPRINT_HEADERS: "content-type",
     STORED_RESPONSE_HEADERS: "content-type,location,etag", RELEASE_ON_5XX: "false",
     MAX_KEYS_PER_TENANT: "1000000", MAX_DB_BYTES_PER_OBJECT: "9000000000", FAILURE_POLICY: "closed", ORIGIN_TIMEOUT_SECONDS: "30",
@@ -183,4 +184,35 @@ test("LOG_LEVEL=warn drops the per-request info line and keeps warnings", async 
     await eventually(() => chatty.events("idempotency.request").length === 1);
     assert.equal(chatty.events("idempotency.request")[0].outcome, "executed");
   } finally { await chatty.dispose(); }
+});
+
+test("IDEMPOTENCY_KEY_HEADER: the key is read from that header by the key's rules, the standard one is not read; a header the gateway owns is refused", async () => {
+  const gw = await startGateway({ vars: { IDEMPOTENCY_KEY_HEADER: "X-Idempotency-Key" } });
+  try {
+    const post = (headers, body = { sku: "LEGACY", quantity: 1 }) => gw.request("/v1/orders", {
+      method: "POST", headers: { authorization: "Bearer dev-token-acme", "content-type": "application/json", ...headers }, body: JSON.stringify(body),
+    }).then(json);
+    const first = await post({ "x-idempotency-key": '"legacy-order-1"' });
+    assert.equal(first.status, 201);
+    const replay = await post({ "x-idempotency-key": "legacy-order-1" });
+    assert.equal(replay.status, 201);
+    assert.equal(replay.headers["idempotent-replayed"], "true");
+    assert.equal(replay.text, first.text);
+    assert.equal(slug((await post({ "idempotency-key": "legacy-order-1" })).json), "idempotency-key-missing");
+    assert.equal(slug((await post({ "x-idempotency-key": "a,b" })).json), "idempotency-key-invalid");
+    const lookup = await json(await gw.request("/v1/idempotency-keys/legacy-order-1", { headers: { authorization: "Bearer dev-token-acme" } }));
+    assert.equal(lookup.json.state, "completed");
+    assert.equal((await orders(gw)).length, 1);
+  } finally {
+    await gw.dispose();
+  }
+  const refused = await startGateway({ vars: { IDEMPOTENCY_KEY_HEADER: "Authorization" } });
+  try {
+    const r = await json(await refused.request("/v1/orders", orderInit({ key: "k-1" })));
+    assert.equal(r.status, 500);
+    assert.equal(slug(r.json), "misconfigured");
+    assert.match(r.json.detail, /IDEMPOTENCY_KEY_HEADER/);
+  } finally {
+    await refused.dispose();
+  }
 });

@@ -49,6 +49,22 @@ const send = async (object, { method = "POST", key = null, op = "ok", body = met
 };
 const read = async (object, key) => (await send(object, { method: "GET", op: "read", query: key === undefined ? "" : `?key=${encodeURIComponent(key)}` })).json;
 
+test("a Ledger made with an option it does not know is a TypeError naming it (and ours, for another library's name)", async () => {
+  const object = newObject();
+  for (const [options, message] of [
+    [{ ttl: 60 }, /unknown option "ttl" \(ours is "retentionSeconds"/],
+    [{ maxKey: 3 }, /unknown option "maxKey" \(did you mean "maxKeys"\?\)/],
+    [{ retentionSeconds: 60, leaseSeconds: 5 }, /unknown option "leaseSeconds"/],
+  ]) {
+    const r = await send(object, { op: "foreign-options", body: JSON.stringify(options) });
+    assert.equal(r.status, 599, r.text);
+    assert.equal(r.json.thrown, "TypeError");
+    assert.match(r.json.message, message);
+  }
+  const ok = await send(object, { op: "foreign-options", body: JSON.stringify({ retentionSeconds: 60, maxKeys: 3 }) });
+  assert.equal(ok.text, "accepted");
+});
+
 test("a run that returns a Response is refused with a TypeError and commits nothing; the key stays free", async () => {
   const o = newObject();
   const r = await send(o, { key: "resp-1", op: "response" });

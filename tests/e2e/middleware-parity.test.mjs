@@ -394,3 +394,67 @@ test("withIdempotency over the LedgerService binding: callbacks get the request,
   const unprotected = await app.fetch("https://parity/fetch/charge").then(read);
   assert.equal(JSON.parse(unprotected.text).key, null, "a GET is not protected: no key");
 });
+
+test("key: a legacy header name is read by the key's rules; the Idempotency-Key header is then not read", async () => {
+  const first = await post("legacykey", null, "10.00", { "x-idempotency-key": '"legacy-1"' });
+  assert.equal(first.status, 201);
+  assert.equal(JSON.parse(first.text).key, "legacy-1");
+  const replay = await post("legacykey", null, "10.00", { "x-idempotency-key": "legacy-1" });
+  assert.equal(replay.headers["idempotent-replayed"], "true");
+  assert.ok(replay.body.equals(first.body));
+  const other = await post("legacykey", "legacy-1");
+  assert.equal(problem(other).type.split("/").pop(), "idempotency-key-missing", "Idempotency-Key is not this route's header");
+  const bad = await post("legacykey", null, "10.00", { "x-idempotency-key": "a".repeat(256) });
+  assert.equal(problem(bad).type.split("/").pop(), "idempotency-key-invalid");
+  assert.equal(await runs("legacykey"), 1);
+});
+
+test("key: a function gives the key (a job id); none is a missing key; a throw is 500 misconfigured; the format rules hold", async () => {
+  const first = await post("jobkey", null, "10.00", { "x-job-id": "42" });
+  assert.equal(first.status, 201);
+  assert.equal(JSON.parse(first.text).key, "job:42");
+  const again = await post("jobkey", "ignored", "10.00", { "x-job-id": "42" });
+  assert.equal(again.headers["idempotent-replayed"], "true");
+  assert.equal(problem(await post("jobkey", "some-key")).type.split("/").pop(), "idempotency-key-missing");
+  assert.equal(problem(await post("jobkey", null, "1", { "x-job-id": "é".repeat(3) })).type.split("/").pop(), "idempotency-key-invalid");
+  assert.equal(problem(await post("jobkey", null, "1", { "x-job-id": "x".repeat(300) })).type.split("/").pop(), "idempotency-key-invalid");
+  const thrown = problem(await post("keythrows", "k-1"));
+  assert.equal(thrown.status, 500);
+  assert.equal(thrown.type.split("/").pop(), "misconfigured");
+  assert.equal(await runs("jobkey"), 1);
+  assert.equal(await runs("keythrows"), 0);
+});
+
+test("fingerprint: false compares keys alone; a function's string is the fingerprint and a different one is 422 differs [\"fingerprint\"]", async () => {
+  const first = await post("keysalone", "ka-1", "10.00");
+  assert.equal(first.status, 201);
+  const otherBody = await post("keysalone", "ka-1", "99.00", { "content-type": "application/json" });
+  assert.equal(otherBody.headers["idempotent-replayed"], "true", "keys alone: any request with the key gets its answer");
+  assert.ok(otherBody.body.equals(first.body));
+  assert.equal(await runs("keysalone"), 1);
+
+  const stamped = await post("nostamp", "ns-1", "amount=5;sent_at=1700000000001");
+  assert.equal(stamped.status, 201);
+  const retried = await post("nostamp", "ns-1", "amount=5;sent_at=1700000009999");
+  assert.equal(retried.headers["idempotent-replayed"], "true", "the field that changes on every retry is not in the fingerprint");
+  const changed = await post("nostamp", "ns-1", "amount=6;sent_at=1700000009999");
+  assert.equal(changed.status, 422);
+  assert.deepEqual(JSON.parse(changed.text).differs, ["fingerprint"]);
+  assert.equal(await runs("nostamp"), 1);
+});
+
+test("withIdempotency: the key from a function and a custom fingerprint", async () => {
+  const send = (job, body) => app.fetch("https://parity/fetch-jobs/charge", {
+    method: "POST", headers: { "content-type": "application/json", ...(job === null ? {} : { "x-job-id": job }) }, body: JSON.stringify(body),
+  }).then(read);
+  const first = await send("job-7", { amount: 5, at: 1 });
+  assert.equal(first.status, 201);
+  assert.equal(JSON.parse(first.text).key, "job-7");
+  const retry = await send("job-7", { amount: 5, at: 2 });
+  assert.equal(retry.headers["idempotent-replayed"], "true");
+  const reused = await send("job-7", { amount: 6, at: 2 });
+  assert.equal(reused.status, 422);
+  assert.deepEqual(JSON.parse(reused.text).differs, ["fingerprint"]);
+  assert.equal((await send(null, { amount: 5 })).status, 400);
+  assert.equal(await runs("fetch-jobs"), 1);
+});

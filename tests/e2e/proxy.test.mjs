@@ -323,3 +323,33 @@ test("16 concurrent requests with one key reach the origin exactly once", async 
     assert.equal(s.replays, 8);
   } finally { held.resolve({ status: 500 }); await gw.dispose(); await origin.close(); }
 });
+
+test("MAX_DB_BYTES_PER_OBJECT holds under large answers: 8 keys in flight answered with 1,000,000 bytes each get their answers, none is stored, replays say so", async () => {
+  const answer = Buffer.alloc(1_000_000, "q");
+  const gate = deferred();
+  const origin = await startOrigin(async () => { await gate.promise; return { status: 201, headers: { "content-type": "application/octet-stream" }, body: answer }; });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, MAX_DB_BYTES_PER_OBJECT: "65536" } });
+  try {
+    const keys = Array.from({ length: 8 }, (_, i) => `quota-${i}`);
+    const firsts = keys.map((key) => gw.request("/charges", post(key)).then(async (r) => ({ status: r.status, body: Buffer.from(await r.arrayBuffer()) })));
+    await origin.waitForRequests(8); // every key claimed before any completes
+    gate.resolve();
+    for (const first of await Promise.all(firsts)) {
+      assert.equal(first.status, 201);
+      assert.ok(first.body.equals(answer), `the caller gets its whole answer (${first.body.length} bytes)`);
+    }
+    for (const key of keys) {
+      const replay = await json(await gw.request("/charges", post(key)));
+      assert.equal(replay.status, 500);
+      assert.equal(slug(replay.json), "idempotency-response-not-retained");
+      assert.equal(replay.json.original_status, 201);
+      assert.equal((await lookup(gw, key)).json.retained, false);
+    }
+    assert.equal(origin.requests.length, 8, "no key ran twice");
+    const s = await stats(gw);
+    assert.equal(s.quota_tombstones, 8);
+    assert.equal(gw.events("idempotency.quota_tombstone").length, 8, "each is logged");
+    // docs/contract.md §4: the quota + 128 KiB × (1 + records in flight).
+    assert.ok(s.db_bytes <= 65_536 + 9 * 128 * 1024, `db_bytes ${s.db_bytes}`);
+  } finally { await gw.dispose(); await origin.close(); }
+});

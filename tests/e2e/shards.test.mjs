@@ -541,6 +541,113 @@ test("a key kept longer than RETENTION_SECONDS keeps the previous layout in forc
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
 
+test("a claim granted under an accepted layout is completed or released while a refused layout is configured; restored, it replays, never a second run", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-settle-"));
+  const { origin, runs } = await countingOrigin();
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...vars }, shared: { resourcePersistencePath: dir } });
+  const resharding = '{"acme": {"shards": 4, "previous": 1}}';
+  const home = async (key, n = 4) => shardObjectName("acme", await shardOf(key, n), n);
+  const call = async (gw, key, op, body, n = 4) => {
+    const stub = await gw.ledger(await home(key, n));
+    const r = await stub.fetch(`https://l/rpc/v1/${op}`, { method: "POST", body: JSON.stringify({ key, ...body }) });
+    return { status: r.status, json: await r.json() };
+  };
+  const fpOf = (key) => fingerprint({ method: "POST", target: "/charges", headers: post(key).headers, body: new TextEncoder().encode(`charge ${key}`) });
+  const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("charged once").toString("base64") };
+  try {
+    // Under the accepted reshard, two keys are granted in their current
+    // objects; their runs are still at the origin when the ledger is redeployed.
+    const accepted = await start({ TENANT_SHARDS: resharding });
+    try {
+      for (const key of ["settle-complete", "settle-release"]) {
+        const claimed = await call(accepted, key, "claim", { fingerprint: await fpOf(key) });
+        assert.deepEqual(claimed.json, { outcome: "claimed", generation: 1, takeover: false }, key);
+      }
+    } finally { await accepted.dispose(); }
+
+    // A second reshard inside the first one's window: the registry refuses
+    // the layout, new claims are 500 misconfigured, but the granted claims
+    // (now in the previous layout) still settle.
+    const dropped = await start({ TENANT_SHARDS: '{"acme": {"shards": 8, "previous": 4}}' });
+    try {
+      const fresh = await json(await dropped.request("/charges", post("settle-new")));
+      assert.equal(fresh.status, 500, fresh.text);
+      assert.equal(slug(fresh.json), "misconfigured");
+      const completed = await call(dropped, "settle-complete", "complete", { generation: 1, response: stored });
+      assert.deepEqual([completed.status, completed.json], [200, { outcome: "stored" }], JSON.stringify(completed.json));
+      const released = await call(dropped, "settle-release", "release", { generation: 1 });
+      assert.deepEqual([released.status, released.json], [200, { outcome: "released" }], JSON.stringify(released.json));
+      // A new claim is still refused after them.
+      const again = await call(dropped, "settle-other", "claim", { fingerprint: await fpOf("settle-other") }, 8);
+      assert.equal(again.status, 500, JSON.stringify(again.json));
+    } finally { await dropped.dispose(); }
+
+    // The layout restored: the completed key replays; the origin never runs it.
+    const restored = await start({ TENANT_SHARDS: resharding });
+    try {
+      const r = await read(await restored.request("/charges", post("settle-complete")));
+      assert.deepEqual([r.status, r.headers["idempotent-replayed"], r.text], [201, "true", "charged once"]);
+      assert.equal((await lookupAt(restored, await home("settle-release"), "settle-release"))?.state, "released");
+    } finally { await restored.dispose(); }
+    assert.equal(runs.get("settle-complete"), undefined, "never run a second time");
+    assert.equal(runs.get("settle-new"), undefined);
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("a previous layout kept in force (a record kept past the window) serves new claims and the settlement of a claim already granted", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-held-settle-"));
+  const { origin, runs } = await countingOrigin();
+  // Small windows: retention 6 s, so a reshard's window is 6 + 2 + 1 + 1 = 10 s.
+  const windows = { RETENTION_SECONDS: "6", LEASE_SECONDS: "2", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "1" };
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir } });
+  const YEAR = 31_536_000;
+  const fpOf = (key) => fingerprint({ method: "POST", target: "/charges", headers: post(key).headers, body: new TextEncoder().encode(`charge ${key}`) });
+  const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("charged once").toString("base64") };
+  const call = async (gw, name, op, body) => {
+    const stub = await gw.ledger(name);
+    const r = await stub.fetch(`https://l/rpc/v1/${op}`, { method: "POST", body: JSON.stringify(body) });
+    return { status: r.status, json: await r.json() };
+  };
+  const home = async (key) => shardObjectName("acme", await shardOf(key, 2), 2);
+  const resharding = '{"acme": {"shards": 2, "previous": 1}}';
+  try {
+    // The one object keeps a completed key for a year: dropping "previous"
+    // will be held until it expires.
+    const one = await start({});
+    try {
+      const claim = await call(one, "acme", "claim", { key: "kept-a-year", fingerprint: await fpOf("kept-a-year"), retention_seconds: YEAR });
+      assert.equal(claim.json.outcome, "claimed", JSON.stringify(claim.json));
+      assert.deepEqual((await call(one, "acme", "complete", { key: "kept-a-year", generation: 1, response: stored, retention_seconds: YEAR })).json, { outcome: "stored" });
+    } finally { await one.dispose(); }
+
+    // During the reshard a key is granted in its current object; its run
+    // outlasts the window.
+    const during = await start({ TENANT_SHARDS: resharding });
+    try {
+      const claim = await call(during, await home("held-run"), "claim", { key: "held-run", fingerprint: await fpOf("held-run"), retention_seconds: YEAR });
+      assert.deepEqual(claim.json, { outcome: "claimed", generation: 1, takeover: false });
+    } finally { await during.dispose(); }
+
+    await new Promise((r) => setTimeout(r, 11_000));
+    const after = await start({ TENANT_SHARDS: '{"acme": 2}' });
+    try {
+      const fresh = await read(await after.request("/charges", post("new-after")));
+      assert.equal(fresh.status, 201, fresh.text);
+      assert.ok(after.events("idempotency.previous_kept").some((e) => /kept until/.test(e.reason ?? "")), "the previous layout is kept");
+      const completed = await call(after, await home("held-run"), "complete", { key: "held-run", generation: 1, response: stored, retention_seconds: YEAR });
+      assert.deepEqual([completed.status, completed.json], [200, { outcome: "stored" }], JSON.stringify(completed.json));
+    } finally { await after.dispose(); }
+
+    const back = await start({ TENANT_SHARDS: resharding });
+    try {
+      const replay = await read(await back.request("/charges", post("held-run")));
+      assert.deepEqual([replay.status, replay.headers["idempotent-replayed"], replay.text], [201, "true", "charged once"]);
+    } finally { await back.dispose(); }
+    assert.equal(runs.get("held-run"), undefined, "never run by the origin");
+    assert.equal(runs.get("new-after"), 1);
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
 test("a reshard after a lowered retention: a key granted under the longer one replays after previous is dropped, fresh keys are served (issue 33)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "reshard-lowered-"));
   const { origin, runs } = await countingOrigin();

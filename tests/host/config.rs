@@ -25,6 +25,7 @@ fn defaults_match_the_contract() {
     assert_eq!(c.sweep_batch, 500);
     assert_eq!(c.sweep_interval_seconds, 60);
     assert!(c.idempotency_required);
+    assert_eq!(c.idempotency_key_header, "idempotency-key");
     assert_eq!(c.protected_methods, vec!["POST", "PATCH"]);
     assert_eq!(c.fingerprint_headers, vec!["content-type"]);
     assert_eq!(
@@ -57,6 +58,14 @@ fn invalid_values_name_their_variable() {
         ("SWEEP_INTERVAL_SECONDS", "0"),
         ("SWEEP_INTERVAL_SECONDS", "3601"),
         ("IDEMPOTENCY_REQUIRED", "yes"),
+        ("IDEMPOTENCY_KEY_HEADER", ""),
+        (
+            "IDEMPOTENCY_KEY_HEADER",
+            "X-Idempotency-Key,Idempotency-Key",
+        ),
+        ("IDEMPOTENCY_KEY_HEADER", "x idempotency key"),
+        ("IDEMPOTENCY_KEY_HEADER", "Authorization"),
+        ("IDEMPOTENCY_KEY_HEADER", "x-tenant-id"),
         ("STORED_RESPONSE_HEADERS", "content-type,Set-Cookie"),
         ("FAILURE_POLICY", "sometimes"),
         ("PROTECTED_METHODS", " , "),
@@ -168,7 +177,13 @@ fn tokens_map_by_hash_to_tenants() {
     assert_eq!(map.tenant_for("dev-token-globex"), None);
     assert!(TokenMap::parse("[]").is_err());
     assert!(TokenMap::parse(r#"{"abc":"acme"}"#).is_err());
-    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad tenant"}}"#)).is_err());
+    // Scope-style ids are tenants; control characters and over-long ids are not.
+    let scoped = TokenMap::parse(&format!(r#"{{"{acme}":"api-key:123"}}"#)).unwrap();
+    assert_eq!(scoped.tenant_for("dev-token-acme"), Some("api-key:123"));
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"bad\ttenant"}}"#)).is_err());
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":""}}"#)).is_err());
+    let long = "t".repeat(257);
+    assert!(TokenMap::parse(&format!(r#"{{"{acme}":"{long}"}}"#)).is_err());
 }
 
 #[test]
@@ -188,6 +203,12 @@ fn repeated_or_case_colliding_token_hashes_are_refused() {
 }
 
 #[test]
+fn the_key_header_is_one_header_name_lowercased() {
+    let c = parse(&[("IDEMPOTENCY_KEY_HEADER", " X-Idempotency-Key ")]).unwrap();
+    assert_eq!(c.idempotency_key_header, "x-idempotency-key");
+}
+
+#[test]
 fn the_published_defaults_are_the_defaults_applied() {
     // tests/fixtures/defaults.json is what wrangler.toml publishes and what
     // the JS middleware applies; the Rust gateway applies the same when a
@@ -204,4 +225,51 @@ fn the_published_defaults_are_the_defaults_applied() {
     let from_published = Config::from_lookup(&|name| published.get(name).cloned()).unwrap();
     let absent = Config::from_lookup(&|_| None).unwrap();
     assert_eq!(from_published, absent);
+}
+
+/// `npm run check:config` lists every invalid variable, not only the first.
+#[test]
+fn every_invalid_variable_is_reported_not_only_the_first() {
+    let vars: HashMap<&str, &str> = [
+        ("PROTECTED_METHODS", "PO ST"),
+        ("LEASE_SECONDS", "120"),
+        ("RETENTION_SECONDS", "60"),
+        ("FAILURE_POLICY", "maybe"),
+        ("TENANT_SHARDS", r#"{"acme": 0}"#),
+        ("LOG_HASH_KEY", "short"),
+    ]
+    .into_iter()
+    .collect();
+    let get = |name: &str| vars.get(name).map(|v| v.to_string());
+    let named: Vec<String> = Config::errors(&get)
+        .into_iter()
+        .map(|e| e.variable)
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "PROTECTED_METHODS",
+            "FAILURE_POLICY",
+            "RETENTION_SECONDS and LEASE_SECONDS",
+            "LOG_HASH_KEY",
+            "TENANT_SHARDS"
+        ]
+    );
+    // The first is the one the Worker refuses with.
+    assert_eq!(
+        Config::from_lookup(&get).unwrap_err().variable,
+        "PROTECTED_METHODS"
+    );
+    assert!(Config::errors(&|_| None).is_empty());
+}
+
+#[test]
+fn the_first_sharded_tenant_is_found_for_the_proxy_mode_rule() {
+    let map = ShardMap::parse(r#"{"zeta": 1, "beta": {"shards": 1, "previous": 2}, "alpha": 4}"#)
+        .unwrap();
+    assert_eq!(map.first_sharded(), Some("alpha"));
+    assert_eq!(
+        ShardMap::parse(r#"{"zeta": 1}"#).unwrap().first_sharded(),
+        None
+    );
 }

@@ -12,6 +12,7 @@ mod fuzz;
 mod horizon;
 mod ledger;
 mod list;
+mod meter;
 mod migration;
 mod model;
 mod nesting;

@@ -1,6 +1,6 @@
-//! The in-place upgrades from schema v1, v2 and v3, from databases those
-//! versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite and
-//! ledger-v3.sqlite:
+//! The in-place upgrades from schema v1, v2, v3 and v4, from databases
+//! those versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite,
+//! ledger-v3.sqlite and ledger-v4.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -551,4 +551,138 @@ fn a_v3_database_upgrades_in_place_with_an_empty_trend_keeping_every_record_and_
     let now = &s.trend[59];
     assert_eq!((now.claims, now.replays, now.in_use), (1, 1, 1));
     assert_eq!((s.claims, s.replays, s.in_use), (4, 2, 2));
+}
+
+/// Adds an in-flight record written by the v1 schema behind every other
+/// one (the last step of an upgrade would move it): `key` at
+/// `generation`, its lease live until `T0 + 600 s`.
+fn v1_in_flight(path: &std::path::Path, key: &str, generation: i64) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute(
+        "INSERT INTO idempotency_records (key, state, generation, fingerprint, components,
+            created_at, claimed_at, lease_expires_at, expires_at, replays)
+         VALUES (?1, 'in_flight', ?2, ?3, '[]', ?4, ?4, ?5, ?6, 0)",
+        rusqlite::params![
+            key,
+            generation,
+            "b".repeat(64),
+            T0,
+            T0 + 600_000,
+            T0 + 86_400_000
+        ],
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_claim_granted_before_a_stepwise_upgrade_settles_during_it_moving_only_its_own_key() {
+    use idempotency_ledger::ledger::{KeyState, RecordState, ReleaseOutcome};
+    let path = large_v1(5_000, 16);
+    v1_in_flight(&path, "late-complete", 2);
+    v1_in_flight(&path, "late-release", 1);
+    let l = open(&path);
+    let (_, done) = l.migrate_within(T0 + 1, 1).unwrap();
+    assert!(!done, "the upgrade is under way");
+    let set_aside = count(&l, "idempotency_records_v1");
+    assert!(set_aside > 2, "{set_aside}");
+    // A retired shard answers for a key still set aside: it holds it.
+    assert!(l.holds("late-release", T0 + 2).unwrap());
+    // A stale owner is still fenced out, told the record's real state.
+    assert_eq!(
+        l.complete("late-complete", 1, &response("stale"), RETENTION_MS, T0 + 2)
+            .unwrap(),
+        CompleteOutcome::FencedOut {
+            current: Some(RecordState {
+                state: KeyState::InFlight,
+                generation: 2
+            })
+        }
+    );
+    assert_eq!(
+        l.complete("late-complete", 2, &response("done"), RETENTION_MS, T0 + 3)
+            .unwrap(),
+        CompleteOutcome::Stored
+    );
+    assert_eq!(
+        l.release("late-release", 1, T0 + 4).unwrap(),
+        ReleaseOutcome::Released
+    );
+    // Those two keys moved; no other record did.
+    assert_eq!(count(&l, "idempotency_records_v1"), set_aside - 2);
+    while !l.continue_upgrade(1).unwrap() {}
+    // The completion is kept; every record counted once, in its state.
+    let record = l.lookup("late-complete", T0 + 5).unwrap().unwrap();
+    assert_eq!((record.state, record.generation), (KeyState::Completed, 2));
+    let s = l.stats(T0 + 100).unwrap();
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (5_008, 2, 5_004, 2)
+    );
+}
+
+#[test]
+fn a_v4_database_upgrades_in_place_with_no_quota_tombstones_keeping_every_record_counter_and_trend()
+{
+    let l = fixture_ledger("ledger-v4.sqlite");
+    assert_eq!(version_of(&l), 4, "the fixture is v4");
+    let has_column = |l: &Ledger<RusqliteStore>| -> bool {
+        l.store()
+            .connection()
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('ledger_state') WHERE name = 'quota_tombstones'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+            == 1
+    };
+    assert!(!has_column(&l));
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V4);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    assert!(has_column(&l));
+    assert_eq!(count(&l, "idempotency_records"), 3);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    let s = l.stats(T0 + 2_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use, s.quota_tombstones),
+        (3, 1, 1, 1, 0),
+        "every counter kept, the new one at 0"
+    );
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (3, 1, 1, 1)
+    );
+    // Schema 4's trend is kept: the fixture's minute is this one.
+    let now = &s.trend[59];
+    assert_eq!(
+        (now.claims, now.replays, now.in_use, now.reused),
+        (3, 1, 1, 1)
+    );
+    assert_eq!(l.lookup("done", T0 + 2_000).unwrap().unwrap().replays, 1);
+    // The horizon covers every expiry the v4 object held (schema 4 tracked
+    // only those past the reshard window; issue 33).
+    let latest: i64 = l
+        .store()
+        .connection()
+        .query_row("SELECT MAX(expires_at) FROM idempotency_records", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(l.expires_by().unwrap() >= latest);
+    assert!(l.horizon().unwrap() >= latest);
+    // The in-flight key completes past a quota it has no room under: a
+    // tombstone, counted in the new column.
+    let full = idempotency_ledger::ledger::SqlStore::database_size(l.store()).unwrap();
+    let big = idempotency_ledger::protocol::StoredResponse {
+        body: Some(vec![b'x'; 100_000]),
+        ..response("")
+    };
+    assert_eq!(
+        l.complete_within("busy", 1, &big, RETENTION_MS, full, T0 + 3_000)
+            .unwrap(),
+        (CompleteOutcome::Stored, true)
+    );
+    l.flush_pending().unwrap();
+    assert_eq!(l.stats(T0 + 3_000).unwrap().quota_tombstones, 1);
 }

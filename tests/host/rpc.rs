@@ -240,3 +240,15 @@ fn a_listed_key_is_the_lookup_view_plus_its_sweep_at() {
     );
     assert_eq!(serde_json::from_value::<ListPage>(json).unwrap(), page);
 }
+
+#[test]
+fn only_complete_and_release_settle_so_no_operation_refuses_only_them() {
+    // The calls an upgrading object or a refused layout still serves: they
+    // settle a claim already granted and create no key (docs/contract.md §4, §8).
+    let settling: Vec<Route> = ROUTES
+        .iter()
+        .map(|(r, _)| *r)
+        .filter(|r| r.settles())
+        .collect();
+    assert_eq!(settling, vec![Route::Complete, Route::Release]);
+}

@@ -257,3 +257,25 @@ fn to_hex_is_lowercase_hex_of_every_byte() {
     assert_eq!(to_hex(&all), expected);
     assert_eq!(to_hex(&[]), "");
 }
+
+#[test]
+fn tenant_ids_and_their_object_names_match_the_shared_vectors() {
+    use idempotency_ledger::protocol::{is_valid_tenant_id, object_base};
+    let vectors = vectors("tenants.json");
+    assert!(vectors.len() >= 20);
+    for v in vectors {
+        let tenant = v["tenant"].as_str().unwrap();
+        assert_eq!(
+            is_valid_tenant_id(tenant),
+            v["valid"].as_bool().unwrap(),
+            "{tenant:?}"
+        );
+        if let Some(object) = v["object"].as_str() {
+            assert_eq!(object_base(tenant), object, "{tenant:?}");
+        }
+    }
+    // v1.3 ids keep their objects.
+    for t in ["acme", "globex", "a.b-c_D9"] {
+        assert_eq!(object_base(t), t);
+    }
+}

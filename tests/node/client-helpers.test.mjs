@@ -181,6 +181,7 @@ test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixt
   const { variables: v } = JSON.parse(readFileSync(new URL("../fixtures/defaults.json", import.meta.url), "utf8"));
   const list = (s) => s.split(",").map((t) => t.trim()).filter(Boolean);
   assert.deepEqual({ ...DEFAULTS }, {
+    keyHeader: v.IDEMPOTENCY_KEY_HEADER,
     protectedMethods: list(v.PROTECTED_METHODS).map((m) => m.toUpperCase()),
     required: v.IDEMPOTENCY_REQUIRED === "true",
     fingerprintHeaders: list(v.FINGERPRINT_HEADERS).map((h) => h.toLowerCase()),
@@ -237,7 +238,8 @@ test("middleware options are checked when the middleware is made: each wrong one
     [{ ledger: namespace }, /needs options\.tenant/],
     [{ ledger: new TenantLedgers(namespace) }, /needs options\.tenant/],
     [{ ledger: client, tenant: "acme" }, /already one tenant's object/],
-    [{ ledger: namespace, tenant: "a/b" }, /tenant must be 1-64/],
+    [{ ledger: namespace, tenant: "a\u0000b" }, /tenant must be 1-256 bytes of UTF-8 without control characters/],
+    [{ ledger: namespace, tenant: "x".repeat(257) }, /tenant must be 1-256 bytes/],
     [{ ledger: namespace, tenant: "acme", tenantShards: "{not json" }, /tenantShards: TENANT_SHARDS is not valid JSON/],
     [{ ledger: namespace, tenant: "acme", tenantShards: '{"acme": 0}' }, /tenantShards: TENANT_SHARDS: acme must be/],
     [{ ledger: namespace, tenant: "acme", tenantShards: 8 }, /tenantShards must be/],
@@ -275,4 +277,93 @@ test("targetOf cuts the target out of the URL verbatim, as the gateway's target_
   const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/targets.json", import.meta.url), "utf8"));
   assert.ok(vectors.length >= 8);
   for (const { url, target } of vectors) assert.equal(targetOf(url), target, url);
+});
+
+test("an option name the middleware does not know is a TypeError naming it, the nearest name, and ours for another library's name", async () => {
+  const { withIdempotency, LedgerClient } = await import("../../client/index.js");
+  const { idempotency } = await import("../../client/hono.js");
+  const namespace = { idFromName: () => ({}), get: () => ({ fetch: async () => new Response() }) };
+  const ledger = LedgerClient.forTenant(namespace, "acme");
+  // The options of hono-idempotency, node-idempotency and the seed package's middleware, as a migrating
+  // team passes them (a variable, so no TypeScript check catches them), and typos of ours.
+  for (const [name, message] of [
+    ["headerName", /unknown option "headerName" \(ours is "key": a header name, or a function returning the key\)/],
+    ["idempotencyKey", /unknown option "idempotencyKey" \(ours is "key"/],
+    ["cacheKeyPrefix", /unknown option "cacheKeyPrefix" \(ours is "tenant"/],
+    ["skipRequest", /unknown option "skipRequest" \(ours is "protectedMethods"/],
+    ["onError", /unknown option "onError" \(ours is "problemBase"/],
+    ["store", /unknown option "store" \(ours is "ledger"/],
+    ["scope", /unknown option "scope" \(ours is "tenant"/],
+    ["ttl", /unknown option "ttl" \(ours is "retentionSeconds"/],
+    ["lease", /unknown option "lease" \(ours is "leaseSeconds"/],
+    ["methods", /unknown option "methods" \(ours is "protectedMethods"/],
+    ["maxBodySize", /unknown option "maxBodySize" \(ours is "maxBodyBytes"/],
+    ["maxKeyLength", /unknown option "maxKeyLength" \(a key is 1-255/],
+    ["onCacheHit", /unknown option "onCacheHit" \(ours is "onReplayed"/],
+    ["onCacheMiss", /unknown option "onCacheMiss" \(ours is "onStored"/],
+    ["dangerouslyAllowGlobalKeys", /unknown option "dangerouslyAllowGlobalKeys" \(ours is "tenant"/],
+    ["prefix", /unknown option "prefix" \(ours is "tenant"/],
+    ["problems", /unknown option "problems" \(ours is "problemBase"/],
+    ["retentionSecond", /unknown option "retentionSecond" \(did you mean "retentionSeconds"\?\)/],
+    ["leaseSecs", /unknown option "leaseSecs" \(did you mean "leaseSeconds"\?\)/],
+    ["failurepolicy", /unknown option "failurepolicy" \(did you mean "failurePolicy"\?\)/],
+    ["onStore", /unknown option "onStore" \(did you mean "onStored"\?\)/],
+    ["zzz", /unknown option "zzz"; the options are "ledger", /],
+  ]) {
+    const options = { ledger, [name]: "x" };
+    assert.throws(() => withIdempotency(() => new Response(), options), (e) => e instanceof TypeError && message.test(e.message), name);
+    assert.throws(() => idempotency(options), (e) => e instanceof TypeError && message.test(e.message), `hono: ${name}`);
+  }
+  for (const bad of ["ledger", 42, [ledger]]) {
+    assert.throws(() => withIdempotency(() => new Response(), /** @type {any} */ (bad)), /options must be an object/, String(bad));
+  }
+  // A valid options object made in plain JS (not a literal TypeScript checks) is still accepted.
+  const options = Object.assign({}, { ledger, leaseSeconds: 30, retentionSeconds: 60, onStored: () => {} });
+  withIdempotency(() => new Response(), options);
+  idempotency(options);
+});
+
+test("knownOptions: the nearest name is suggested only when it is near, and an inherited name is not an option", async () => {
+  const { knownOptions } = await import("../../client/defaults.js");
+  const known = ["retentionSeconds", "maxKeys"];
+  assert.throws(() => knownOptions("x", { maxkey: 1 }, known), /unknown option "maxkey" \(did you mean "maxKeys"\?\)/);
+  assert.throws(() => knownOptions("x", { colour: 1 }, known), (e) => !/did you mean/.test(e.message));
+  // Another library's name whose counterpart this object does not have gets the nearest name instead.
+  assert.throws(() => knownOptions("x", { store: 1 }, known), (e) => /unknown option "store"/.test(e.message) && !/ours is "ledger"/.test(e.message));
+  const inherited = Object.create({ notAnOption: 1 });
+  inherited.maxKeys = 5;
+  assert.equal(knownOptions("x", inherited, known), inherited);
+  assert.deepEqual(knownOptions("x", undefined, known), {});
+});
+
+test("tenant ids and their objects' names follow the one rule both languages pin (tests/fixtures/tenants.json)", async () => {
+  const { isTenantId, tenantObjectName, isObjectName } = await import("../../client/tenant.js");
+  const { shardObjectName, LedgerClient } = await import("../../client/index.js");
+  const { readFileSync } = await import("node:fs");
+  const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/tenants.json", import.meta.url), "utf8"));
+  assert.ok(vectors.length >= 20);
+  const named = [];
+  const namespace = { idFromName: (name) => { named.push(name); return name; }, get: (id) => ({ id, fetch: async () => new Response() }) };
+  const names = new Set();
+  for (const v of vectors) {
+    assert.equal(isTenantId(v.tenant), v.valid, JSON.stringify(v.tenant));
+    if (!v.valid) {
+      assert.throws(() => LedgerClient.forTenant(namespace, v.tenant), TypeError, JSON.stringify(v.tenant));
+      continue;
+    }
+    assert.equal(tenantObjectName(v.tenant), v.object, JSON.stringify(v.tenant));
+    assert.equal(shardObjectName(v.tenant, 1, 2), v.shard_1_of_2);
+    assert.equal(shardObjectName(v.tenant, 0, 1), v.object);
+    assert.ok(isObjectName(v.object) && isObjectName(v.shard_1_of_2));
+    assert.ok(!names.has(v.object), "one object per tenant");
+    names.add(v.object);
+    // A tenant id names its object by the rule; a name the rule made is taken as it is.
+    LedgerClient.forTenant(namespace, v.tenant);
+    assert.equal(named.at(-1), v.tenant.startsWith("~") || /\/shard-[0-9]+-of-[0-9]+$/.test(v.tenant) ? v.tenant : v.object, JSON.stringify(v.tenant));
+    LedgerClient.forTenant(namespace, v.shard_1_of_2);
+    assert.equal(named.at(-1), v.shard_1_of_2);
+  }
+  // v1.3 ids keep their objects: the name is the id.
+  for (const t of ["acme", "globex", "a.b-c_D9"]) assert.equal(tenantObjectName(t), t);
+  assert.equal(isTenantId("\ud800"), false, "a lone surrogate is not UTF-8");
 });

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { Hono } from "hono";
 import {
-  withIdempotency, idempotencyContract, LedgerError, settle, SETTLE_RETRY_DELAYS_MS,
+  withIdempotency, idempotencyContract, LedgerClient, LedgerError, settle, SETTLE_RETRY_DELAYS_MS,
 } from "../../client/index.js";
 import { problemResponse } from "../../client/problems.js";
 import { idempotency } from "../../client/hono.js";
@@ -294,4 +294,54 @@ test("Hono: an unreachable ledger is 503, not a plain 500; completion is retried
   assert.equal(ledger.count("complete"), 2);
   assert.equal(held.length, 1);
   assert.deepEqual(failures, []);
+});
+
+test("an upgrading object's 503 keeps its Retry-After: LedgerError.retryAfter, then withIdempotency and Hono answer it, over a LedgerClient or a LedgerService binding", async () => {
+  const problem = {
+    type: "https://idempotency-ledger.dev/problems/idempotency-store-unavailable", title: "Idempotency store unavailable",
+    status: 503, detail: "the ledger is upgrading its schema in place; retry in a moment",
+  };
+  // A TenantLedger stub answering as an upgrading object does.
+  const stub = (retryAfter) => ({
+    fetch: async () => new Response(JSON.stringify(problem), {
+      status: 503, headers: { "content-type": "application/problem+json", ...(retryAfter ? { "retry-after": retryAfter } : {}) },
+    }),
+  });
+  const upgrading = new LedgerClient(stub("1"));
+  const error = await upgrading.claim(/** @type {any} */ ({ key: "k" })).then(() => null, (e) => e);
+  assert.ok(error instanceof LedgerError);
+  assert.deepEqual([error.status, error.retryAfter], [503, 1]);
+  assert.match(error.message, /^ledger refused claim \(503\): .*\(retry-after: 1\)$/);
+  const silent = await new LedgerClient(stub(null)).claim(/** @type {any} */ ({ key: "k" })).then(() => null, (e) => e);
+  assert.equal(silent.retryAfter, null);
+  assert.equal((await new LedgerClient(stub("Wed, 21 Oct 2026 07:28:00 GMT")).claim(/** @type {any} */ ({ key: "k" })).catch((e) => e)).retryAfter, null, "only delta-seconds are kept");
+
+  // A LedgerService binding: JS RPC carries the message alone.
+  const service = {
+    [Symbol.toStringTag]: "Fetcher",
+    claim: async () => { throw new Error(error.message); },
+    complete: async () => stored,
+    release: async () => released,
+  };
+  for (const [name, ledger, options] of [["LedgerClient", upgrading, {}], ["LedgerService", service, { tenant: "acme" }]]) {
+    let runs = 0;
+    const wrapped = withIdempotency(async () => { runs += 1; return new Response("ran"); }, { ledger: () => ledger, ...options });
+    const res = await wrapped(post(`k-up-${name}`), {}, undefined);
+    assert.equal(res.status, 503, name);
+    assert.equal(res.headers.get("retry-after"), "1", `${name}: withIdempotency passes Retry-After on`);
+    assert.match((await res.json()).type, /idempotency-store-unavailable$/);
+    assert.equal(runs, 0);
+
+    const app = new Hono();
+    app.use("/payments/*", idempotency({ ledger: () => ledger, ...options }));
+    app.post("/payments/charge", (c) => c.text("charged", 201));
+    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} };
+    const hono = await app.fetch(post(`h-up-${name}`, "1.00", "https://hono.test/payments/charge"), {}, ctx);
+    assert.equal(hono.status, 503, name);
+    assert.equal(hono.headers.get("retry-after"), "1", `${name}: Hono passes Retry-After on`);
+  }
+  // No Retry-After from the object: none invented.
+  const plain = await withIdempotency(async () => new Response("ran"), { ledger: () => new LedgerClient(stub(null)) })(post("k-plain"), {}, undefined);
+  assert.equal(plain.status, 503);
+  assert.equal(plain.headers.get("retry-after"), null);
 });

@@ -30,6 +30,10 @@ test("idempotency-ledger/hono exports exactly the Hono middleware", async () => 
   assert.deepEqual(sorted(Object.keys(await import("idempotency-ledger/hono"))), ["idempotency"]);
 });
 
+test("idempotency-ledger/store exports exactly the seed's store contract over the ledger", async () => {
+  assert.deepEqual(sorted(Object.keys(await import("idempotency-ledger/store"))), ["IdempotencyStoreError", "OTHER_FINGERPRINT", "ledgerStore"]);
+});
+
 test("idempotency-ledger/ledger exports exactly Ledger", async () => {
   // The wasm core loads only on Workers (cloudflare:workers, a .wasm module):
   // stand in for worker/wasm.mjs so Node can read the module's exports.

@@ -202,3 +202,20 @@ export const responseAnswer = (request: Request) => embedded.handle(request, () 
 export const asyncAnswer = (request: Request) => embedded.handle(request, async () => ({ status: 201 }));
 // @ts-expect-error protectedMethods are method names
 export const badMethods: LedgerOptions = { protectedMethods: "POST" };
+
+// The seed's store contract over the ledger: Result values, the three outcomes.
+import { ledgerStore, IdempotencyStoreError, type IdempotencyStore, type ClaimOutcome as StoreClaimOutcome } from "idempotency-ledger/store";
+declare const storeNs: LedgerNamespace;
+const store: IdempotencyStore = ledgerStore({ ledger: storeNs, tenant: "acme" });
+export async function storeUse(): Promise<string> {
+  const claimed = await store.claim({ id: "k", fingerprint: null, now: 0, leaseMs: 60_000, expiresAt: 86_400_000 });
+  if (!claimed.ok) return claimed.error instanceof IdempotencyStoreError ? claimed.error.message : "never";
+  const outcome: StoreClaimOutcome = claimed.value;
+  if (outcome.status === "claimed") {
+    const done = await store.complete("k", outcome.lease, { status: 201, headers: [["content-type", "text/plain"]], body: "b2s=" }, Date.now() + 1000);
+    return done.ok ? "stored" : done.error.message;
+  }
+  return outcome.status === "completed" ? outcome.response.body : String(outcome.fingerprint);
+}
+// @ts-expect-error the options are checked: an unknown name
+export const badStore = ledgerStore({ ledger: storeNs, tenant: "acme", ttl: 60 });

@@ -162,7 +162,9 @@ struct LedgerCall {
 fn outcome_json<T: serde::Serialize>(result: std::result::Result<T, LedgerError>) -> Response {
     match result {
         Ok(out) => http::json(200, &out),
-        Err(LedgerError::Refused { status, problem }) => http::json(
+        Err(LedgerError::Refused {
+            status, problem, ..
+        }) => http::json(
             599,
             &serde_json::json!({ "status": status, "problem": problem }),
         ),

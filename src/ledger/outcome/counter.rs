@@ -26,10 +26,13 @@ pub enum Counter {
     WaitedReplayed,
     /// Waiters whose budget ran out while the key was still in flight (`409`).
     WaitedTimedOut,
+    /// Completions stored as tombstones because the byte quota
+    /// (`MAX_DB_BYTES_PER_OBJECT`) had no room for their body (schema 5).
+    QuotaTombstones,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 14] = [
+    pub const ALL: [Counter; 15] = [
         Counter::InFlight,
         Counter::Completed,
         Counter::Released,
@@ -44,6 +47,7 @@ impl Counter {
         Counter::Waited,
         Counter::WaitedReplayed,
         Counter::WaitedTimedOut,
+        Counter::QuotaTombstones,
     ];
 
     /// The outcomes the per-minute trend follows (`ledger::trend`), in the
@@ -80,6 +84,7 @@ impl Counter {
             Counter::Waited => "waited",
             Counter::WaitedReplayed => "waited_replayed",
             Counter::WaitedTimedOut => "waited_timed_out",
+            Counter::QuotaTombstones => "quota_tombstones",
         }
     }
 

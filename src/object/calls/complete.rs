@@ -3,7 +3,11 @@
 //!
 //! What must stay true here: only a key this shard holds is completed; a
 //! stored completion wakes the key's waiters and moves the alarm earlier
-//! when its retention ends sooner than the claim's — never late.
+//! when its retention ends sooner than the claim's — never late; one the
+//! byte quota made a tombstone is logged (`idempotency.quota_tombstone`). A
+//! completion settles a claim already granted, so no operation refuses it:
+//! it is served while the schema upgrades and under a layout the registry
+//! refuses or holds (no `check_layout`: it creates no key).
 
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
@@ -20,24 +24,45 @@ impl Apply<CompleteCall> for LedgerObject {
         config: &Config,
         call: CompleteCall,
     ) -> Result<(CompleteOutcome, WaitReport), Problem> {
-        self.check_layout(config).await?;
-        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+        // Follows a previous layout the registry keeps in force (a
+        // settlement is never refused by the layout).
+        if let Some(answer) = self
+            .settle_at_kept_previous(config, &call.key, &call)
+            .await?
+        {
             return Ok(answer);
         }
         let now = now_ms();
         self.check_home(config, &call.key, now)?;
-        let retention = self
-            .policy(config, None, call.retention_seconds)?
-            .retention_ms;
-        let out = self
+        let policy = self.policy(config, None, call.retention_seconds)?;
+        let retention = policy.retention_ms;
+        let (out, over_quota) = self
             .ledger
-            .complete(&call.key, call.generation, &call.response, retention, now)
+            .complete_within(
+                &call.key,
+                call.generation,
+                &call.response,
+                retention,
+                policy.max_db_bytes,
+                now,
+            )
             .map_err(|e| store_unavailable(&e))?;
         match &out {
             CompleteOutcome::FencedOut { current } => {
                 log::fenced_out("complete", &call.key, call.generation, current)
             }
             CompleteOutcome::Stored => {
+                if over_quota {
+                    log::warn(
+                        "idempotency.quota_tombstone",
+                        crate::fields! {
+                            "key" => log::short_hash(&call.key),
+                            "generation" => call.generation,
+                            "status" => call.response.status,
+                            "max_db_bytes" => policy.max_db_bytes,
+                        },
+                    );
+                }
                 self.waiters.wake(&call.key);
                 // A completion's retention may be shorter than its claim's:
                 // the record then expires earlier than the alarm the claim

@@ -15,6 +15,11 @@
 //!   `execute` wake that key's waiters.
 //! - A retired shard answers only for the keys it holds: every keyed call
 //!   for another key is `421 idempotency-key-moved` and changes nothing.
+//! - Only the calls that may create a key (`claim`, `execute`) ask the
+//!   tenant's registry for the layout (`check_layout`); `complete` and
+//!   `release` settle a claim already granted and are never refused by an
+//!   operation — a schema upgrade, a layout refused or held
+//!   (docs/contract.md §4, §8).
 
 mod claim;
 mod complete;

@@ -3,7 +3,9 @@
 //!
 //! What must stay true here: only a key this shard holds is released; a
 //! release wakes the key's waiters (the next claim runs it again), a
-//! fenced-out one is logged and changes nothing.
+//! fenced-out one is logged and changes nothing. Like a completion, a
+//! release is served while the schema upgrades and under a layout the
+//! registry refuses or holds (no `check_layout`: it creates no key).
 
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
@@ -20,8 +22,12 @@ impl Apply<ReleaseCall> for LedgerObject {
         config: &Config,
         call: ReleaseCall,
     ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
-        self.check_layout(config).await?;
-        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+        // Follows a previous layout the registry keeps in force (a
+        // settlement is never refused by the layout).
+        if let Some(answer) = self
+            .settle_at_kept_previous(config, &call.key, &call)
+            .await?
+        {
             return Ok(answer);
         }
         self.check_home(config, &call.key, now_ms())?;

@@ -43,6 +43,12 @@ export class Shop extends DurableObject {
     switch (op) {
       case "read": return this.read(url);
       // A fresh Ledger per request, with a small quota: shares the object's counts.
+      // A Ledger made with options from another library (or a typo): a TypeError before anything is touched.
+      case "foreign-options": {
+        const options = JSON.parse(await request.text());
+        new Ledger(this.ctx, options);
+        return new Response("accepted");
+      }
       case "per-request": {
         const ledger = new Ledger(this.ctx, { maxKeys: 3 });
         return ledger.handle(request, ({ key }) => { this.effect(`per-request ${key}`); return { status: 201, json: { key } }; });

@@ -95,6 +95,26 @@ app.use("/windows/*", idempotency<AppEnv>({
 app.use("/branded/*", idempotency<AppEnv>({
   ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-branded"), problemBase: "https://errors.example.com/idempotency/",
 }));
+// Scope-style tenants (the app's own: an API key's id, an org path, an email…), over the namespace.
+// (The scope arrives percent-encoded: header values are bytes, not UTF-8.)
+app.use("/scoped/*", idempotency<AppEnv>({
+  ledger: (c) => c.env.LEDGER_NS, tenant: (c) => decodeURIComponent(c.req.header("x-scope") ?? ""),
+}));
+// The key from a legacy header; from a job id (a function); keys alone; a fingerprint that ignores a
+// field the client changes on every retry.
+app.use("/legacykey/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-legacykey"), key: "X-Idempotency-Key" }));
+app.use("/jobkey/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-jobkey"),
+  key: (c) => { const job = c.req.header("x-job-id"); return job === undefined ? null : `job:${job}`; },
+}));
+app.use("/keythrows/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-keythrows"), key: () => { throw new Error("no job"); },
+}));
+app.use("/keysalone/*", idempotency<AppEnv>({ ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-keysalone"), fingerprint: false }));
+app.use("/nostamp/*", idempotency<AppEnv>({
+  ledger: (c) => LedgerClient.forTenant(c.env.LEDGER_NS, "parity-nostamp"),
+  fingerprint: ({ method, target, text }) => `${method} ${target} ${text().replace(/sent_at=[0-9]+;?/, "")}`,
+}));
 const record = (hook: string) => (event: ReplayedEvent | ConflictEvent | StoredEvent, c: Context<AppEnv>) => {
   told.push({ hook, path: c.req.path, event });
 };
@@ -114,6 +134,16 @@ const wrapped = withIdempotency<Bindings, ExecutionContext>(async (request, _env
   return Response.json({ run: runs.fetch, key: idempotencyKey, body: await request.text() }, { status: 201 });
 }, { ledger: (_request, env) => env.LEDGER_SVC, tenant: (request) => request.headers.get("x-tenant") });
 app.all("/fetch/*", (c) => wrapped(c.req.raw, c.env, c.executionCtx));
+// withIdempotency with its key from a job id and a fingerprint of the body's amount alone.
+const jobs = withIdempotency<Bindings, ExecutionContext>(async (request, _env, _ctx, { idempotencyKey }) => {
+  runs["fetch-jobs"] = (runs["fetch-jobs"] ?? 0) + 1;
+  return Response.json({ run: runs["fetch-jobs"], key: idempotencyKey, body: await request.text() }, { status: 201 });
+}, {
+  ledger: (_request, env) => LedgerClient.forTenant(env.LEDGER_NS, "parity-fetch-jobs"),
+  key: (request) => request.headers.get("x-job-id"),
+  fingerprint: ({ json }) => String((json() as { amount: unknown }).amount),
+});
+app.all("/fetch-jobs/*", (c) => jobs(c.req.raw, c.env, c.executionCtx));
 // The same handler with a retention below the object's lease, over the LedgerService binding
 // (whose refusals carry their status in the message only).
 const shortRetention = withIdempotency<Bindings, ExecutionContext>(async () => {
@@ -182,6 +212,8 @@ app.post("/self/stream-to-limited", async (c) => {
 });
 
 app.get("/runs/:route", (c) => c.json({ runs: runs[c.req.param("route")] ?? 0 }));
+// What the LedgerService entrypoint (JS RPC) finds for a tenant's key: the same objects the middleware used.
+app.get("/service-lookup", async (c) => c.json(await c.env.LEDGER_SVC.lookup(c.req.query("tenant") ?? "", c.req.query("key") ?? "")));
 app.get("/told", (c) => c.json(told));
 app.post("/gate/:id", (c) => { opened.add(c.req.param("id")); return c.json({ opened: true }); });
 

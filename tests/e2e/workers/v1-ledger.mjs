@@ -2,7 +2,10 @@
 // database (tests/e2e/upgrade.test.mjs): before the Rust class is made,
 // an empty object's SQLite gets the v1 tables (as tests/fixtures/ledger-v1.sqlite
 // has them) and RECORDS completed records written by that schema, so the
-// real TenantLedger finds a large v1 ledger on its first start.
+// real TenantLedger finds a large v1 ledger on its first start. The
+// V1_IN_FLIGHT variable (JSON: [{ key, generation, fingerprint }]) adds
+// claims the v1 code granted and never settled, behind every other record
+// (the upgrade's last step would move them).
 export { default, LedgerService } from "../../../worker/entry.mjs";
 import { TenantLedger } from "../../../build/index.js";
 
@@ -48,6 +51,15 @@ export class V1Ledger {
            FROM n`,
           RECORDS - 1, "a".repeat(64), now, now, now, now + 3_600_000,
         );
+        for (const { key, generation, fingerprint } of JSON.parse(env.V1_IN_FLIGHT ?? "[]")) {
+          sql.exec(
+            `INSERT INTO idempotency_records (key, state, generation, fingerprint, components, created_at,
+                 claimed_at, lease_expires_at, expires_at)
+             VALUES (?, 'in_flight', ?, ?, ?, ?, ?, ?, ?)`,
+            key, generation, fingerprint.digest, JSON.stringify(fingerprint.components), now, now,
+            now + 600_000, now + 3_600_000,
+          );
+        }
       });
     }
     this.inner = new TenantLedger(ctx, env);

@@ -242,6 +242,7 @@ fn a_problem_the_object_rendered_is_passed_through() {
         status: 500,
         problem: serde_json::json!({"type": "https://idempotency-ledger.dev/problems/misconfigured",
             "title": "t", "status": 500, "detail": "d"}),
+        retry_after: None,
     };
     for policy in [FailurePolicy::Closed, FailurePolicy::Open] {
         let LedgerFailure::Answer(answer) = ledger_failure(&refused, policy, false) else {
@@ -253,6 +254,7 @@ fn a_problem_the_object_rendered_is_passed_through() {
     let bare = LedgerError::Refused {
         status: 500,
         problem: Value::Null,
+        retry_after: None,
     };
     assert_eq!(slug(&read_failure(&bare)), "idempotency-store-unavailable");
 }
@@ -400,4 +402,29 @@ fn the_stats_answer_carries_the_counts_the_trend_and_the_tenants_limits() {
     let mut without = doc.clone();
     without.as_object_mut().unwrap().remove("limits");
     assert_eq!(without, serde_json::to_value(&stats).unwrap());
+}
+
+#[test]
+fn an_upgrading_objects_retry_after_reaches_the_client() {
+    let upgrading = LedgerError::Refused {
+        status: 503,
+        problem: serde_json::json!({"type": "https://idempotency-ledger.dev/problems/idempotency-store-unavailable",
+            "title": "t", "status": 503, "detail": "the ledger is upgrading its schema in place; retry in a moment"}),
+        retry_after: Some(1),
+    };
+    for (policy, waiting) in [(FailurePolicy::Closed, false), (FailurePolicy::Open, true)] {
+        let LedgerFailure::Answer(answer) = ledger_failure(&upgrading, policy, waiting) else {
+            panic!("a rendered refusal is answered as it is")
+        };
+        assert_eq!(answer.status, 503);
+        assert_eq!(slug(&answer), "idempotency-store-unavailable");
+        assert!(
+            answer
+                .headers
+                .iter()
+                .any(|(n, v)| n == "retry-after" && v == "1"),
+            "{:?}",
+            answer.headers
+        );
+    }
 }

@@ -69,6 +69,7 @@ fn settlements_retry_only_what_is_safe_to_retry() {
     let refused = |status| LedgerError::Refused {
         status,
         problem: Value::Null,
+        retry_after: None,
     };
     assert!(is_retryable(&refused(503)));
     assert!(

@@ -1,0 +1,114 @@
+//! The configuration check: everything the Worker reads from its
+//! environment at start, judged at once, for `npm run check:config`.
+//!
+//! Role: one function ([`inspect`]) that reads an environment exactly as
+//! the gateway and its objects read theirs — every variable
+//! ([`Config::errors`], the same parsers as [`Config::from_lookup`]),
+//! `API_TOKENS` ([`TokenMap::parse`]), `TENANT_SHARDS` and the proxy mode
+//! sharding needs ([`sharding_needs_origin`], also the gateway's rule at
+//! admission), the `ANALYTICS` binding ([`analytics::binding`]) — and
+//! reports every problem instead of stopping at the first. Exported to
+//! JavaScript as `checkConfiguration(env)`, which
+//! `scripts/check-config/entry.mjs` calls in workerd (through Miniflare,
+//! offline) with the bindings wrangler would give the deployed script.
+//! It is never on the gateway's routes.
+//!
+//! What must stay true here:
+//! - Nothing is decided here that the Worker does not decide the same way
+//!   at start: each rule is the one the Worker runs, called, not copied.
+//! - A secret's value is never part of the report (the errors name the
+//!   variable and what is wrong, as the Worker's `500 misconfigured` does).
+
+use serde_json::json;
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::{JsCast, JsValue};
+use worker::Env;
+
+use super::origin::Origin;
+use crate::config::{Config, ConfigError};
+use crate::contract::auth::TokenMap;
+use crate::platform::analytics::{self, Binding};
+use crate::platform::config_lookup;
+
+/// Why a sharded tenant cannot be served without an origin (the gateway's
+/// `500 misconfigured` at admission, and the check's detail).
+pub const SHARDING_NEEDS_ORIGIN: &str =
+    "a tenant is sharded but the gateway runs the embedded application; shard only proxy-mode tenants";
+
+/// The gateway's rule at admission, for the whole map: a tenant spread over
+/// several objects needs proxy mode (the embedded orders commit with the
+/// one ledger they share).
+pub fn sharding_needs_origin(config: &Config, has_origin: bool) -> Result<(), ConfigError> {
+    match config.tenant_shards.first_sharded() {
+        Some(tenant) if !has_origin => Err(ConfigError {
+            variable: "TENANT_SHARDS".into(),
+            message: format!("{SHARDING_NEEDS_ORIGIN} (\"{tenant}\" is sharded; no ORIGIN binding or ORIGIN_URL)"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// What the Worker would make of an environment.
+#[derive(Debug, Default)]
+pub struct Inspection {
+    /// Each invalid variable or binding (the Worker answers `500
+    /// misconfigured`, or for `ANALYTICS` logs an error and serves without
+    /// metrics).
+    pub errors: Vec<ConfigError>,
+    /// Required but absent (secrets the caller may not have given).
+    pub missing: Vec<ConfigError>,
+    /// Allowed but unwise settings, as the Worker logs them.
+    pub warnings: Vec<String>,
+}
+
+/// Reads `env` as the gateway and its objects read theirs at start.
+pub fn inspect(env: &Env) -> Inspection {
+    let get = config_lookup(env);
+    let mut report = Inspection {
+        errors: Config::errors(&get),
+        ..Inspection::default()
+    };
+    if let Ok(config) = Config::from_lookup(&get) {
+        report.warnings = config.warnings();
+        let has_origin = Origin::from_env(env, &config).is_some();
+        if let Err(e) = sharding_needs_origin(&config, has_origin) {
+            report.errors.push(e);
+        }
+    }
+    match get("API_TOKENS") {
+        None => report.missing.push(ConfigError {
+            variable: "API_TOKENS".into(),
+            message: super::settings::NO_TOKENS.into(),
+        }),
+        Some(raw) => {
+            if let Err(e) = TokenMap::parse(&raw) {
+                report.errors.push(e);
+            }
+        }
+    }
+    if analytics::binding(env) == Binding::NotADataset {
+        report.errors.push(ConfigError {
+            variable: analytics::ANALYTICS_BINDING.into(),
+            message: analytics::NOT_A_DATASET.into(),
+        });
+    }
+    report
+}
+
+/// `checkConfiguration(env)`: [`inspect`] as JSON text, `{"errors":
+/// [{"variable", "message"}], "missing": [...], "warnings": [...]}`.
+#[wasm_bindgen(js_name = checkConfiguration)]
+pub fn check_configuration(env: JsValue) -> String {
+    let report = inspect(&env.unchecked_into::<Env>());
+    let problems = |list: &[ConfigError]| {
+        list.iter()
+            .map(|e| json!({"variable": e.variable, "message": e.message}))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "errors": problems(&report.errors),
+        "missing": problems(&report.missing),
+        "warnings": report.warnings,
+    })
+    .to_string()
+}
