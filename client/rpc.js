@@ -9,6 +9,12 @@ import { isObjectName, isTenantId, tenantObjectName } from "./tenant.js";
 export const RPC_V1_PREFIX = "/rpc/v1/";
 /** The object's answer header naming how long a claim waited (ms). */
 export const WAITED_HEADER = "ledger-waited-ms";
+/**
+ * Delays before a claim that names its attempt, or an execute, whose answer was lost is sent
+ * again (docs/contract.md §3, "A claim's lost answer"): the Rust client's
+ * `LOST_ANSWER_RETRY_DELAYS_MS` (tests/fixtures/limits.json holds both to one value).
+ */
+export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
 
 /**
  * @typedef {object} ClaimCall
@@ -19,6 +25,11 @@ export const WAITED_HEADER = "ledger-waited-ms";
  * @property {number} [wait_ms] If the key is in flight under a live lease, wait up to this many ms for
  *   its outcome (replay, or the key released / its lease ended: claimed) instead of answering
  *   `in_flight` at once. 0..3600000, bounded by the object's IN_FLIGHT_WAIT_MAX_SECONDS and the lease. Default 0.
+ * @property {string} [attempt] Names this claim attempt (1–64 of A-Z a-z 0-9 - _): a fresh random id
+ *   per attempt (`crypto.randomUUID()`), never a client's input. If the answer is lost on the way
+ *   back, the same call is answered the same grant while its lease is live; `LedgerClient.claim`
+ *   sends such a claim again by itself unless it waits. Objects older than this field refuse it
+ *   (400 invalid-rpc).
  */
 
 /**
@@ -321,8 +332,43 @@ export class LedgerClient {
     return body;
   }
 
-  /** @param {ClaimCall} call @returns {Promise<ClaimOutcome & WaitedAnswer>} */
-  claim(call) { return this.#call("claim", call); }
+  /**
+   * Sends `route` again while its answer is lost — the stub's fetch threw, so the object may have
+   * applied it — twice at most (`LOST_ANSWER_RETRY_DELAYS_MS`), as the Rust client does. Only for
+   * calls the object answers the same when repeated. A repeat's failure is never "certainly not
+   * reached": the error given up with is the first lost answer's.
+   * @param {string} route
+   * @param {unknown} payload
+   */
+  async #repeating(route, payload) {
+    /** @type {LedgerError | undefined} */
+    let lost;
+    for (let tries = 0; ; tries++) {
+      try {
+        return await this.#call(route, payload);
+      } catch (error) {
+        if (!(error instanceof LedgerError)) throw error;
+        const unanswered = error.status === null
+          && /** @type {{ overloaded?: unknown } | null | undefined} */ (error.cause)?.overloaded !== true;
+        if (tries === 0 && !unanswered) throw error;
+        lost ??= error;
+        if (error.status !== null) throw error; // the object answered
+        if (!unanswered || tries >= LOST_ANSWER_RETRY_DELAYS_MS.length) throw lost;
+        await new Promise((resolve) => setTimeout(resolve, LOST_ANSWER_RETRY_DELAYS_MS[tries]));
+      }
+    }
+  }
+
+  /**
+   * A claim that names its `attempt` and does not wait (`wait_ms`) is sent again while its answer
+   * is lost (see `ClaimCall.attempt`).
+   * @param {ClaimCall} call
+   * @returns {Promise<ClaimOutcome & WaitedAnswer>}
+   */
+  claim(call) {
+    const repeat = typeof call?.attempt === "string" && !(Number(call.wait_ms) > 0);
+    return repeat ? this.#repeating("claim", call) : this.#call("claim", call);
+  }
   /** @param {CompleteCall} call @returns {Promise<CompleteOutcome>} */
   complete(call) { return this.#call("complete", call); }
   /** @param {ReleaseCall} call @returns {Promise<ReleaseOutcome>} */
@@ -345,8 +391,9 @@ export class LedgerClient {
   replayed(call) { return this.#call("replayed", call); }
   /**
    * Claim + the embedded orders app + complete, in one transaction (the gateway's own TenantLedger).
+   * Sent again while its answer is lost, unless it waits: a run that committed answers with its replay.
    * @param {ExecuteCall} call
    * @returns {Promise<ExecuteOutcome & WaitedAnswer>}
    */
-  execute(call) { return this.#call("execute", call); }
+  execute(call) { return Number(call?.wait_ms) > 0 ? this.#call("execute", call) : this.#repeating("execute", call); }
 }

@@ -18,6 +18,9 @@
 //!   `idempotency.complete_failed` at error level.
 //! - A waiting claim this request gave up on is released if it is granted
 //!   after all.
+//! - Every claim names its attempt: one whose answer is lost is sent again
+//!   and answered the grant it was given (docs/contract.md §3, "A
+//!   claim's lost answer").
 
 use std::future::Future;
 use std::rc::Rc;
@@ -37,7 +40,7 @@ use crate::contract::waiting::WAIT_ANSWER_GRACE_MS;
 use crate::contract::{Disposition, OriginFailure};
 use crate::fields;
 use crate::ledger::{ClaimOutcome, CompleteOutcome, KeyState, ReleaseOutcome};
-use crate::platform::client::{LedgerClient, LedgerError, Waited};
+use crate::platform::client::{new_attempt, LedgerClient, LedgerError, Waited};
 use crate::platform::http::Bounded;
 use crate::platform::{log, now_ms};
 use crate::rpc::{ClaimCall, CompleteCall, ReleaseCall};
@@ -64,6 +67,9 @@ impl Protected<'_> {
             lease_seconds: None,
             retention_seconds: None,
             wait_ms: self.wait_ms(),
+            // Named, so a claim whose answer is lost is sent again and
+            // answered its grant (`LedgerClient::claim_waiting`), not 409.
+            attempt: new_attempt(),
         };
         let (claimed, client) = self.claim_at_home(&claim).await?;
         let (generation, takeover) = match claimed.outcome {

@@ -22,8 +22,11 @@
 //!   quota first: a new key, a rebirth, a reclaim and a takeover are all
 //!   refused `ledger_full` once the database has reached
 //!   `MAX_DB_BYTES_PER_OBJECT` (docs/contract.md §4).
+//! - Every grant writes its attempt's name (or NULL) with its lease, so a
+//!   repeated attempt is answered only the grant it was given; a repeat
+//!   writes and counts nothing (it is the same grant).
 
-use super::outcome::{ClaimOutcome, Counter, KeyState, Refusal};
+use super::outcome::{Claim, ClaimOutcome, Counter, KeyState, Refusal};
 use super::record::Record;
 use super::settle::Kept;
 use super::store::{SizeEstimate, SqlStore, SqlValue, StoreError};
@@ -44,7 +47,8 @@ impl<S: SqlStore> Ledger<S> {
         Ok(self.v1_set_aside.get() && super::schema::v1_holds(&self.store, key, now)?)
     }
 
-    /// Claims `key` for the request with fingerprint `fp`.
+    /// Claims `key` for the request with fingerprint `fp` (an unnamed
+    /// attempt: see [`Ledger::claim_as`]).
     pub fn claim(
         &self,
         key: &str,
@@ -52,9 +56,40 @@ impl<S: SqlStore> Ledger<S> {
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
+        Ok(self.claim_as(key, fp, None, policy, now)?.outcome)
+    }
+
+    /// Claims `key` for the request with fingerprint `fp`, as the claim
+    /// attempt its caller named `attempt` (docs/contract.md §3, "A claim's
+    /// lost answer"): a grant keeps the name with the lease, and the same
+    /// attempt claiming again — same key, same fingerprint — while that
+    /// lease is live is answered the same grant (its generation and
+    /// takeover; the lease is not extended), writing and counting nothing:
+    /// the caller lost the first answer and asks again. Any other claim
+    /// meets the lease as today (`in_flight`, then a takeover), and a
+    /// takeover, reclaim or rebirth keeps its own attempt (or none), so an
+    /// earlier one's name never answers for a later grant.
+    pub fn claim_as(
+        &self,
+        key: &str,
+        fp: &Fingerprint,
+        attempt: Option<&str>,
+        policy: &ClaimPolicy,
+        now: Millis,
+    ) -> Result<Claim, StoreError> {
         let out = self.transaction(|| {
             let record = self.read(key)?;
-            self.claim_record(record, key, fp, policy, now)
+            if let Some(grant) = record.as_ref().and_then(|r| r.granted_to(attempt, fp, now)) {
+                return Ok(Claim {
+                    outcome: grant,
+                    repeated: true,
+                });
+            }
+            let outcome = self.claim_record(record, key, fp, attempt, policy, now)?;
+            Ok(Claim {
+                outcome,
+                repeated: false,
+            })
         })?;
         self.flush_after_commit(now);
         Ok(out)
@@ -66,14 +101,15 @@ impl<S: SqlStore> Ledger<S> {
         record: Option<Record>,
         key: &str,
         fp: &Fingerprint,
+        attempt: Option<&str>,
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
         let Some(record) = record else {
-            return self.claim_new(key, fp, policy, now);
+            return self.claim_new(key, fp, attempt, policy, now);
         };
         if record.is_expired(now) {
-            return self.claim_expired(&record, key, fp, policy, now);
+            return self.claim_expired(&record, key, fp, attempt, policy, now);
         }
         if record.fingerprint != fp.digest {
             self.tally().count(Counter::Reused, None, now);
@@ -91,7 +127,9 @@ impl<S: SqlStore> Ledger<S> {
                     expires_at: Some(expires_at),
                 }))
             }
-            KeyState::Released => self.reclaim_released(key, record.generation, policy, now),
+            KeyState::Released => {
+                self.reclaim_released(key, record.generation, attempt, policy, now)
+            }
             KeyState::InFlight => match record.lease_expires_at {
                 Some(lease_end) if lease_end > now => {
                     self.tally().count(Counter::InUse, None, now);
@@ -100,7 +138,7 @@ impl<S: SqlStore> Ledger<S> {
                         retry_after_ms: lease_end - now,
                     }))
                 }
-                _ => self.take_over(key, record.generation, policy, now),
+                _ => self.take_over(key, record.generation, attempt, policy, now),
             },
         }
     }
@@ -173,6 +211,7 @@ impl<S: SqlStore> Ledger<S> {
         &self,
         key: &str,
         fp: &Fingerprint,
+        attempt: Option<&str>,
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
@@ -187,8 +226,8 @@ impl<S: SqlStore> Ledger<S> {
         self.store.execute(
             "INSERT INTO idempotency_records
                 (key, state, generation, fingerprint, components, created_at, claimed_at,
-                 lease_expires_at, expires_at, sweep_at)
-             VALUES (?, 'in_flight', ?, ?, ?, ?, ?, ?, ?, ?)",
+                 lease_expires_at, expires_at, sweep_at, lease_attempt, lease_took_over)
+             VALUES (?, 'in_flight', ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
             &[
                 key.into(),
                 generation.into(),
@@ -199,6 +238,7 @@ impl<S: SqlStore> Ledger<S> {
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
+                attempt.into(),
             ],
         )?;
         self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
@@ -267,6 +307,7 @@ impl<S: SqlStore> Ledger<S> {
         record: &Record,
         key: &str,
         fp: &Fingerprint,
+        attempt: Option<&str>,
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
@@ -281,7 +322,8 @@ impl<S: SqlStore> Ledger<S> {
              SET state = 'in_flight', generation = generation + 1, fingerprint = ?,
                  components = ?, created_at = ?, claimed_at = ?, lease_expires_at = ?,
                  completed_at = NULL, expires_at = ?, sweep_at = ?, response_status = NULL,
-                 response_headers = NULL, response_body = NULL, retained = NULL, replays = 0
+                 response_headers = NULL, response_body = NULL, retained = NULL, replays = 0,
+                 lease_attempt = ?, lease_took_over = 0
              WHERE key = ? AND expires_at <= ?
                AND NOT (state = 'in_flight' AND lease_expires_at > ?)",
             &[
@@ -292,6 +334,7 @@ impl<S: SqlStore> Ledger<S> {
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
+                attempt.into(),
                 key.into(),
                 now.into(),
                 now.into(),
@@ -317,6 +360,7 @@ impl<S: SqlStore> Ledger<S> {
         &self,
         key: &str,
         seen_generation: i64,
+        attempt: Option<&str>,
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
@@ -328,13 +372,15 @@ impl<S: SqlStore> Ledger<S> {
         let changed = self.store.update(
             "UPDATE idempotency_records
              SET state = 'in_flight', generation = generation + 1, claimed_at = ?,
-                 lease_expires_at = ?, expires_at = ?, sweep_at = ?
+                 lease_expires_at = ?, expires_at = ?, sweep_at = ?,
+                 lease_attempt = ?, lease_took_over = 0
              WHERE key = ? AND state = 'released' AND generation = ?",
             &[
                 now.into(),
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
+                attempt.into(),
                 key.into(),
                 seen_generation.into(),
             ],
@@ -352,17 +398,20 @@ impl<S: SqlStore> Ledger<S> {
         &self,
         key: &str,
         seen_generation: i64,
+        attempt: Option<&str>,
         policy: &ClaimPolicy,
         now: Millis,
     ) -> Result<ClaimOutcome, StoreError> {
         if let Some(full) = self.bytes_full(policy, now)? {
             return Ok(ClaimOutcome::Refused(full));
         }
-        // Guard: still in flight, at the generation we saw, with its lease over.
+        // Guard: still in flight, at the generation we saw, with its lease
+        // over. The new owner's attempt replaces the old one's, so the old
+        // attempt's name never answers for this grant.
         let changed = self.store.update(
             "UPDATE idempotency_records
              SET generation = generation + 1, claimed_at = ?, lease_expires_at = ?,
-                 expires_at = ?, sweep_at = ?
+                 expires_at = ?, sweep_at = ?, lease_attempt = ?, lease_took_over = 1
              WHERE key = ? AND state = 'in_flight' AND generation = ?
                AND lease_expires_at <= ?",
             &[
@@ -370,6 +419,7 @@ impl<S: SqlStore> Ledger<S> {
                 (now + policy.lease_ms).into(),
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
+                attempt.into(),
                 key.into(),
                 seen_generation.into(),
                 now.into(),

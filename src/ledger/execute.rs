@@ -50,13 +50,14 @@ impl<S: SqlStore> Ledger<S> {
                     response,
                 });
             }
-            let (generation, takeover) = match self.claim_record(record, key, fp, policy, now)? {
-                ClaimOutcome::Claimed {
-                    generation,
-                    takeover,
-                } => (generation, takeover),
-                ClaimOutcome::Refused(refusal) => return Ok(ExecuteOutcome::Refused(refusal)),
-            };
+            let (generation, takeover) =
+                match self.claim_record(record, key, fp, None, policy, now)? {
+                    ClaimOutcome::Claimed {
+                        generation,
+                        takeover,
+                    } => (generation, takeover),
+                    ClaimOutcome::Refused(refusal) => return Ok(ExecuteOutcome::Refused(refusal)),
+                };
             let response = app(&self.store)?;
             let stored = StoredResponse::capture(&response, capture);
             // Completed at the claim's own `now` and retention: its sweep_at

@@ -43,7 +43,7 @@ use std::collections::HashMap;
 
 pub use list::{ListPage, ListQuery, ListedKey, ObjectPage, Position, Walk};
 pub use outcome::{
-    ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,
+    Claim, ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,
     ReleaseOutcome,
 };
 use pending::Pending;

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::outcome::KeyState;
+use super::outcome::{ClaimOutcome, KeyState};
 use super::store::{Row, RowExt, StoreError};
 use super::Millis;
 use crate::protocol::{Component, Fingerprint, StoredResponse};
@@ -62,7 +62,8 @@ pub fn rfc3339(ms: Millis) -> String {
 /// Reads every column [`Record`] needs, by key.
 pub(super) const SELECT_RECORD: &str =
     "SELECT state, generation, fingerprint, components, lease_expires_at,
-        expires_at, response_status, response_headers, response_body, retained, created_at, replays
+        expires_at, response_status, response_headers, response_body, retained, created_at, replays,
+        lease_attempt, lease_took_over
      FROM idempotency_records WHERE key = ?";
 
 /// A record as read by [`SELECT_RECORD`].
@@ -79,9 +80,34 @@ pub(super) struct Record {
     pub retained: Option<i64>,
     pub created_at: Millis,
     pub replays: i64,
+    /// The claim attempt that holds the lease, as its caller named it
+    /// (schema 6; `None`: unnamed, or written before).
+    pub lease_attempt: Option<String>,
+    /// Did the lease's grant take the record over from an earlier owner?
+    pub lease_took_over: bool,
 }
 
 impl Record {
+    /// The grant `attempt` was already given, if it holds this record's
+    /// live lease under the same fingerprint: its caller lost the answer
+    /// and asks again (see `Ledger::claim_as`). An unnamed attempt never
+    /// matches.
+    pub fn granted_to(
+        &self,
+        attempt: Option<&str>,
+        fp: &Fingerprint,
+        now: Millis,
+    ) -> Option<ClaimOutcome> {
+        let held = attempt.is_some()
+            && self.lease_attempt.as_deref() == attempt
+            && self.fingerprint == fp.digest
+            && self.lease_live(now);
+        held.then_some(ClaimOutcome::Claimed {
+            generation: self.generation,
+            takeover: self.lease_took_over,
+        })
+    }
+
     /// Does an owner hold a live lease on this record at `now`?
     pub fn lease_live(&self, now: Millis) -> bool {
         self.state == KeyState::InFlight && self.lease_expires_at.is_some_and(|end| end > now)
@@ -110,6 +136,8 @@ impl Record {
             retained: row.opt_int(9)?,
             created_at: row.int(10)?,
             replays: row.int(11)?,
+            lease_attempt: row.opt_text(12)?,
+            lease_took_over: row.int(13)? != 0,
         })
     }
 

@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 5), and the in-place upgrade of an
-//! object written by an earlier version (1, 2, 3 or 4).
+//! The ledger's tables (schema version 6), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3, 4 or 5).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -26,7 +26,11 @@
 //!   outcome counts by minute, see `trend`), written in the counters' own
 //!   row write: it costs no row;
 //! - and so does every counter added since (`quota_tombstones`, schema
-//!   5): one column of that row, added in place.
+//!   5): one column of that row, added in place;
+//! - the claim attempt that holds a record's lease (`lease_attempt`,
+//!   `lease_took_over`, schema 6: see `Ledger::claim_as`) is two columns
+//!   of the record's own row, written by the grant's own statement, and
+//!   never indexed: it costs no row.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -44,7 +48,7 @@ use super::outcome::Counter;
 use super::store::{RowExt, SqlStore, StoreError};
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -63,13 +67,16 @@ const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
         response_headers TEXT,              -- JSON [[name, value]]
         response_body    BLOB,              -- NULL with retained = 0 is a tombstone
         retained         INTEGER,
-        replays          INTEGER NOT NULL DEFAULT 0
+        replays          INTEGER NOT NULL DEFAULT 0,
+        lease_attempt    TEXT,              -- the claim attempt holding the lease (schema 6)
+        lease_took_over  INTEGER NOT NULL DEFAULT 0  -- its grant was a takeover
     ) WITHOUT ROWID";
 
 const SWEEP_INDEX: &str = "CREATE INDEX IF NOT EXISTS idempotency_records_sweep_at
         ON idempotency_records (sweep_at)";
 
-/// The columns both versions' records tables share, in order.
+/// The columns every version's records table has, in order (the v1 → 6
+/// copy leaves the claim attempt unnamed).
 const RECORD_COLUMNS: &str = "key, state, generation, fingerprint, components, created_at, \
      claimed_at, lease_expires_at, completed_at, expires_at, response_status, response_headers, \
      response_body, retained, replays";
@@ -128,6 +135,8 @@ pub enum Found {
     V3,
     /// Schema version 4 (no `quota_tombstones` counter).
     V4,
+    /// Schema version 5 (no claim attempt on records).
+    V5,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -145,6 +154,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             2 => Found::V2,
             3 => Found::V3,
             4 => Found::V4,
+            5 => Found::V5,
             _ => Found::V1,
         });
     }
@@ -171,13 +181,19 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
         Found::V2 => {
             upgrade_v2(store)?;
             upgrade_v3(store)?;
-            upgrade_v4(store)?
+            upgrade_v4(store)?;
+            upgrade_v5(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
-            upgrade_v4(store)?
+            upgrade_v4(store)?;
+            upgrade_v5(store)?
         }
-        Found::V4 => upgrade_v4(store)?,
+        Found::V4 => {
+            upgrade_v4(store)?;
+            upgrade_v5(store)?
+        }
+        Found::V5 => upgrade_v5(store)?,
     }
     Ok(was)
 }
@@ -201,7 +217,7 @@ const LATEST_EXPIRY: &str = "SELECT COALESCE(MAX(expires_at), 0) FROM idempotenc
 /// is under way.
 pub const V1_RECORDS: &str = "idempotency_records_v1";
 
-/// Schema 1 → 5, its first step (one transaction, the caller's, bounded
+/// Schema 1 → 6, its first step (one transaction, the caller's, bounded
 /// whatever the object holds): the v1 records table is set aside (renamed,
 /// which rewrites no row), this version's tables are created, and the
 /// counters are moved from `ledger_counters` rows into the state row, with
@@ -414,15 +430,32 @@ fn upgrade_v3(store: &impl SqlStore) -> Result<(), StoreError> {
 }
 
 /// Schema 4 → 5: the state row gains the `quota_tombstones` counter, at 0
-/// (schema 4 stored every body it was given), and the expiry horizon is
-/// raised to the latest expiry the object holds: schema 3 and 4 raised it
-/// only past the reshard window, so a record completed long after its claim
-/// may lie beyond the latest `sweep_at` plus `HORIZON_GAP_MS` that
-/// `Ledger::horizon` reads from now on. Two statements on one row, the
-/// second reading every record once (as the 2 → 3 upgrade did).
+/// (schema 4 stored every body it was given). One statement on one row,
+/// whatever the object holds. [`upgrade_v5`] follows.
 fn upgrade_v4(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE ledger_state ADD COLUMN quota_tombstones INTEGER NOT NULL DEFAULT 0",
+        &[],
+    )
+}
+
+/// Schema 5 → 6: records gain the claim attempt holding their lease,
+/// unnamed (schema 5 kept none, so a lease granted before the upgrade is
+/// answered as before: its retry meets `in_flight`). `ADD COLUMN` changes
+/// the table's definition only — no record is rewritten, whatever the
+/// object holds — and adds no index entry; then the version, with the
+/// expiry horizon raised to the latest expiry the object holds: schemas 3
+/// to 5 raised it only past the reshard window, so a record completed long
+/// after its claim may lie beyond the latest `sweep_at` plus
+/// `HORIZON_GAP_MS` that `Ledger::horizon` reads from now on (issue 33;
+/// that statement reads every record once, as the 2 → 3 upgrade did).
+fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE idempotency_records ADD COLUMN lease_attempt TEXT",
+        &[],
+    )?;
+    store.execute(
+        "ALTER TABLE idempotency_records ADD COLUMN lease_took_over INTEGER NOT NULL DEFAULT 0",
         &[],
     )?;
     store.execute(

@@ -153,6 +153,7 @@ impl LedgerObject {
                     Found::V2 => Some(2),
                     Found::V3 => Some(3),
                     Found::V4 => Some(4),
+                    Found::V5 => Some(5),
                     _ => None,
                 };
                 if let Some(from) = from {

@@ -9,7 +9,11 @@
 //! not decode is `LedgerError::Undecodable` (the call may have been
 //! applied); a refusal the object rendered is `LedgerError::Refused` with
 //! its status and problem document. What each means for a request is
-//! decided in `contract::answer`.
+//! decided in `contract::answer`. A claim that names its attempt, and an
+//! execute, whose answer was lost are sent again (unless they wait), twice at most
+//! (`rpc::LOST_ANSWER_RETRY_DELAYS_MS`): the object answers the repeat
+//! with the same grant, or the replay of the run (docs/contract.md §3,
+//! "A claim's lost answer").
 //!
 //! Speed (measured with `npm run bench:profile`): worker 0.8.7's
 //! `Stub::fetch_with_request` turns the answer into a `worker::Response`
@@ -28,14 +32,17 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Env, Headers, ObjectNamespace, Stub};
 
+use crate::fields;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
 };
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::env::js_message;
+use crate::platform::log;
 use crate::rpc::{
     Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer, LookupCall,
-    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall, WAITED_HEADER,
+    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall, LOST_ANSWER_RETRY_DELAYS_MS,
+    WAITED_HEADER,
 };
 
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
@@ -69,6 +76,19 @@ pub struct LedgerClient {
 extern "C" {
     #[wasm_bindgen(catch)]
     fn exchange(stub: &JsValue, request: &web_sys::Request) -> Result<js_sys::Promise, JsValue>;
+}
+
+/// A fresh claim attempt id (`ClaimCall::attempt`): a random UUID from
+/// the runtime's `crypto.randomUUID()`, unguessable, so no other caller
+/// can present it; `None` if the runtime has none (the claim is then sent
+/// unnamed, and a lost answer is not retried).
+pub fn new_attempt() -> Option<String> {
+    let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok()?;
+    let uuid: Function = Reflect::get(&crypto, &JsValue::from_str("randomUUID"))
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    uuid.call0(&crypto).ok()?.as_string()
 }
 
 /// A failure before the request left: the object was certainly not reached.
@@ -181,6 +201,35 @@ impl LedgerClient {
         Ok(self.call(call).await?.outcome)
     }
 
+    /// [`LedgerClient::call`], sent again while its answer is lost (twice
+    /// at most, after `LOST_ANSWER_RETRY_DELAYS_MS`): only for calls whose
+    /// repeat the object answers as the first (a claim under its attempt,
+    /// an execute). A repeat's failure is never "not reached" (see
+    /// `LedgerError::after_lost_answer`). Logged
+    /// `idempotency.ledger_answer_lost` per repeat.
+    async fn call_repeating<C: Call>(&self, call: &C) -> Result<Waited<C::Answer>, LedgerError> {
+        let mut tries = 0;
+        loop {
+            let error = match self.call(call).await {
+                Ok(answer) => return Ok(answer),
+                Err(error) if tries == 0 => error,
+                Err(error) => error.after_lost_answer(),
+            };
+            let Some(delay) = LOST_ANSWER_RETRY_DELAYS_MS.get(tries) else {
+                return Err(error);
+            };
+            if !error.answer_lost() {
+                return Err(error);
+            }
+            log::warn(
+                "idempotency.ledger_answer_lost",
+                fields! {"call" => C::ROUTE.path(), "error" => error.to_string(), "retry" => tries + 1},
+            );
+            worker::Delay::from(std::time::Duration::from_millis(*delay)).await;
+            tries += 1;
+        }
+    }
+
     /// Sends one JSON call and returns the body of a `200` answer. Not
     /// generic, so the request plumbing exists once in the bundle.
     async fn exchange(
@@ -244,8 +293,12 @@ impl LedgerClient {
         Ok((bytes, waited_ms))
     }
 
+    /// `claim`. One that names its attempt ([`new_attempt`]) and does not
+    /// wait is sent again while its answer is lost, and answered the grant
+    /// it was given. (A waiting claim is not: its object most likely went
+    /// away while it was parked, which the gateway answers `409` at once.)
     pub async fn claim(&self, call: &ClaimCall) -> Result<ClaimOutcome, LedgerError> {
-        self.answer(call).await
+        Ok(self.claim_waiting(call).await?.outcome)
     }
 
     /// `claim` (typically with `wait_ms`), also saying whether it waited.
@@ -253,7 +306,12 @@ impl LedgerClient {
         &self,
         call: &ClaimCall,
     ) -> Result<Waited<ClaimOutcome>, LedgerError> {
-        self.call(call).await
+        let waits = call.wait_ms.is_some_and(|ms| ms > 0);
+        if call.attempt.is_some() && !waits {
+            self.call_repeating(call).await
+        } else {
+            self.call(call).await
+        }
     }
 
     pub async fn complete(&self, call: &CompleteCall) -> Result<CompleteOutcome, LedgerError> {
@@ -305,16 +363,30 @@ impl LedgerClient {
         self.answer(call).await
     }
 
+    /// `execute`, sent again while its answer is lost unless it waits (as
+    /// a claim): a run that was committed answers the repeat with its
+    /// replay, one that was not runs.
     pub async fn execute(&self, call: &ExecuteCall) -> Result<ExecuteOutcome, LedgerError> {
-        self.answer(call).await
+        Ok(self.execute_repeating(call).await?.outcome)
     }
 
     /// `execute` from borrowed parts (no copy of the body before encoding),
-    /// also saying whether it waited.
+    /// also saying whether it waited; sent again as [`Self::execute`].
     pub async fn execute_ref(
         &self,
         call: &ExecuteCallRef<'_>,
     ) -> Result<Waited<ExecuteOutcome>, LedgerError> {
-        self.call(call).await
+        self.execute_repeating(call).await
+    }
+
+    async fn execute_repeating<C: Call<Answer = ExecuteOutcome>>(
+        &self,
+        call: &C,
+    ) -> Result<Waited<ExecuteOutcome>, LedgerError> {
+        if call.wait_ms().is_some_and(|ms| ms > 0) {
+            self.call(call).await
+        } else {
+            self.call_repeating(call).await
+        }
     }
 }

@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::protocol::validate_key;
-pub use claim::{check_claim_windows, ClaimCall};
+pub use claim::{check_attempt, check_claim_windows, ClaimCall, MAX_ATTEMPT_CHARS};
 pub use complete::CompleteCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
 pub use layout::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
@@ -93,6 +93,36 @@ impl std::fmt::Display for LedgerError {
 }
 
 impl std::error::Error for LedgerError {}
+
+/// Delays before a claim or an execute whose answer was lost is sent again
+/// (docs/contract.md §3, "A claim's lost answer"): twice, shortly, well
+/// inside a lease.
+pub const LOST_ANSWER_RETRY_DELAYS_MS: [u64; 2] = [50, 250];
+
+impl LedgerError {
+    /// Was the call sent and its answer lost (the stub's fetch threw: the
+    /// object may have applied it)? Only such a call is sent again — a
+    /// claim under its attempt (answered the same grant), an execute
+    /// (answered the replay of its own run); never one the object answered,
+    /// even with a problem, nor one that certainly never arrived (the
+    /// runtime retries those itself).
+    pub fn answer_lost(&self) -> bool {
+        matches!(self, LedgerError::Unreachable(_))
+    }
+
+    /// How a repeat's failure reads once an earlier try's answer was lost:
+    /// the object may have acted on that try, so the call as a whole is
+    /// never "not reached" (`FAILURE_POLICY=open` must not run it
+    /// unprotected).
+    pub fn after_lost_answer(self) -> LedgerError {
+        match self {
+            LedgerError::NotReached(m) => LedgerError::Unreachable(format!(
+                "{m} (after an earlier try whose answer was lost)"
+            )),
+            other => other,
+        }
+    }
+}
 
 /// The object's path for the embedded application's unprotected requests.
 pub const APP_PATH: &str = "/app";

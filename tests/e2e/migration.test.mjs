@@ -1,13 +1,18 @@
 // The in-place schema upgrade in workerd: a TenantLedger whose SQLite
 // database was written by the v1 code (tests/fixtures/ledger-v1.sqlite, the
 // same file the host migration tests use) starts under this version and
-// keeps every record, generation, lease, stored response and counter.
+// keeps every record, generation, lease, stored response and counter; so
+// do objects the v3 and v5 code wrote (ledger-v3.sqlite, ledger-v5.sqlite).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harness.mjs";
+import { fingerprint } from "../../client/fingerprint.js";
+
+/** The ledger schema this code writes (src/ledger/schema.rs SCHEMA_VERSION). */
+const SCHEMA_VERSION = 6;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */
 function sqliteFiles(dir) {
@@ -90,7 +95,7 @@ test("an object written by the v3 code gains the per-minute trend on its first s
       assert.equal(s.trend.length, 60);
       assert.ok(s.trend.every((m) => m.claims + m.replays + m.reused + m.in_use + m.takeovers + m.fenced_out + m.swept === 0), "the hour starts empty");
       assert.equal(s.quota_tombstones, 0, "the counter schema 5 added starts at 0");
-      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 3)?.to, 5);
+      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 3)?.to, SCHEMA_VERSION);
       const done = (await json(await get(gw, "/v1/idempotency-keys/done"))).json;
       assert.deepEqual([done.state, done.generation, done.replays, done.response_status], ["completed", 1, 1, 201]);
       // The v3 record replays its stored bytes, and the replay is trended.
@@ -101,6 +106,46 @@ test("an object written by the v3 code gains the per-minute trend on its first s
       const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
       assert.equal(after.replays, 2);
       assert.equal(after.trend.reduce((n, m) => n + m.replays, 0), 1);
+    } finally { await gw.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("an object written by the v5 code gains the claim attempt on its first start and keeps every record and counter", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-v5-"));
+  const opts = { shared: { resourcePersistencePath: dir } };
+  const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } });
+  try {
+    const first = await startGateway(opts);
+    assert.equal((await get(first, "/v1/idempotency/stats")).status, 200);
+    await first.dispose();
+    const files = sqliteFiles(dir).filter((f) => !f.includes("metadata"));
+    assert.equal(files.length, 1, `one object database: ${files}`);
+    rmSync(`${files[0]}-wal`, { force: true });
+    rmSync(`${files[0]}-shm`, { force: true });
+    copyFileSync(`${ROOT}tests/fixtures/ledger-v5.sqlite`, files[0]);
+
+    const gw = await startGateway(opts);
+    try {
+      const s = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.deepEqual(
+        [s.records, s.in_flight, s.completed, s.released, s.claims, s.replays, s.reused, s.in_use],
+        [3, 1, 1, 1, 3, 1, 1, 1],
+        JSON.stringify(s),
+      );
+      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 5)?.to, SCHEMA_VERSION);
+      const again = await read(await gw.request("/v1/orders", orderInit({ key: "done", body: "a" })));
+      assert.deepEqual([again.status, again.text, again.headers["idempotent-replayed"]], [201, '{"id":1}', "true"]);
+      // A claim under a named attempt on the upgraded object: granted, and its repeat answered the same.
+      const stub = await gw.ledger("acme");
+      const fp = await fingerprint({ method: "POST", target: "/x", headers: new Headers(), fingerprintHeaders: [], body: new Uint8Array() });
+      const claim = async () => (await json(await stub.fetch("https://ledger/rpc/v1/claim", {
+        method: "POST", body: JSON.stringify({ key: "fresh", fingerprint: fp, attempt: "after-upgrade" }),
+      }))).json;
+      const granted = await claim();
+      assert.equal(granted.outcome, "claimed");
+      assert.deepEqual(await claim(), granted, "the repeat is answered the same grant");
+      const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.equal(after.replays, 2);
     } finally { await gw.dispose(); }
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });

@@ -167,6 +167,7 @@ fn arbitrary_rpc_calls_never_panic_and_valid_ones_round_trip() {
         lease_seconds: Some(5),
         retention_seconds: Some(60),
         wait_ms: Some(2_000),
+        attempt: Some("0b6c1f4e-6a2b-4d1e-9b7a-3f2d8c5e1a90".into()),
     };
     let json = serde_json::to_vec(&claim).unwrap();
     let back: ClaimCall = serde_json::from_slice(&json).unwrap();

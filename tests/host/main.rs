@@ -3,6 +3,7 @@
 
 mod support;
 
+mod attempt;
 mod config;
 mod contract;
 mod eager;

@@ -1,6 +1,6 @@
-//! The in-place upgrades from schema v1, v2, v3 and v4, from databases
+//! The in-place upgrades from schema v1, v2, v3, v4 and v5, from databases
 //! those versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite,
-//! ledger-v3.sqlite and ledger-v4.sqlite:
+//! ledger-v3.sqlite, ledger-v4.sqlite and ledger-v5.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -685,4 +685,89 @@ fn a_v4_database_upgrades_in_place_with_no_quota_tombstones_keeping_every_record
     );
     l.flush_pending().unwrap();
     assert_eq!(l.stats(T0 + 3_000).unwrap().quota_tombstones, 1);
+}
+
+#[test]
+fn a_v5_database_upgrades_in_place_with_unnamed_leases_keeping_every_record_and_counter() {
+    let l = fixture_ledger("ledger-v5.sqlite");
+    assert_eq!(version_of(&l), 5, "the fixture is v5");
+    let columns = |l: &Ledger<RusqliteStore>| -> Vec<String> {
+        let conn = l.store().connection();
+        let mut stmt = conn
+            .prepare("SELECT name FROM pragma_table_info('idempotency_records')")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert!(!columns(&l).contains(&"lease_attempt".to_string()));
+    let index = sql_of(&l, "idempotency_records_sweep_at");
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V5);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    let now = columns(&l);
+    assert!(now.contains(&"lease_attempt".to_string()));
+    assert!(now.contains(&"lease_took_over".to_string()));
+    // No index was added: a grant still writes its row and one index entry.
+    let indexes: i64 = l
+        .store()
+        .connection()
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'idempotency_records'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 1);
+    assert_eq!(sql_of(&l, "idempotency_records_sweep_at"), index);
+    assert_eq!(count(&l, "idempotency_records"), 3);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    let s = l.stats(T0 + 2_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use),
+        (3, 1, 1, 1),
+        "every counter kept"
+    );
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (3, 1, 1, 1)
+    );
+    assert_eq!(
+        s.trend.iter().map(|m| m.claims).sum::<i64>(),
+        3,
+        "the trend kept"
+    );
+    // Records answer as before; a lease granted before the upgrade is
+    // unnamed, so no attempt is answered its grant.
+    assert_eq!(l.lookup("done", T0 + 2_000).unwrap().unwrap().replays, 1);
+    match l.claim("done", &fp("a"), &policy(), T0 + 2_000).unwrap() {
+        ClaimOutcome::Refused(Refusal::Completed { response, .. }) => {
+            assert_eq!(response, self::response(r#"{"id":1}"#))
+        }
+        other => panic!("{other:?}"),
+    }
+    let attempt = Some("0b6c1f4e-6a2b-4d1e-9b7a-3f2d8c5e1a90");
+    assert!(matches!(
+        l.claim_as("busy", &fp("c"), attempt, &policy(), T0 + 2_000)
+            .unwrap()
+            .outcome,
+        ClaimOutcome::Refused(Refusal::InFlight { generation: 1, .. })
+    ));
+    // A grant after the upgrade keeps its attempt.
+    let first = l
+        .claim_as("freed", &fp("e"), attempt, &policy(), T0 + 2_000)
+        .unwrap();
+    assert!(!first.repeated);
+    let again = l
+        .claim_as("freed", &fp("e"), attempt, &policy(), T0 + 2_100)
+        .unwrap();
+    assert!(again.repeated);
+    assert!(matches!(
+        again.outcome,
+        ClaimOutcome::Claimed { generation: 2, .. }
+    ));
+    l.flush_pending().unwrap();
+    let s = l.stats(T0 + 2_000).unwrap();
+    assert_eq!((s.claims, s.replays, s.in_use), (4, 2, 2));
 }

@@ -2,7 +2,9 @@
 //! release / clock advance / sweep against a plain in-memory reference model.
 //! After every step the ledger must answer exactly as the model does, and the
 //! invariants must hold: generations never go back, a completed response is
-//! never replaced, the quota counter equals the rows held.
+//! never replaced, the quota counter equals the rows held. Claims come from
+//! named and unnamed attempts: only the attempt holding a live lease is
+//! answered its grant again.
 
 use std::collections::HashMap;
 
@@ -29,6 +31,9 @@ struct Rec {
     /// The earliest the record may expire (claim time + retention).
     sweep_at: i64,
     response: Option<String>,
+    /// The claim attempt that holds the lease, and whether it took over.
+    attempt: Option<u8>,
+    took_over: bool,
 }
 
 #[derive(Default)]
@@ -39,7 +44,40 @@ struct Model {
 }
 
 impl Model {
-    fn claim(&mut self, key: &str, fpid: u8, p: &ClaimPolicy, now: i64) -> ClaimOutcome {
+    /// The claim's outcome, and whether it repeated a grant.
+    fn claim(
+        &mut self,
+        key: &str,
+        fpid: u8,
+        attempt: Option<u8>,
+        p: &ClaimPolicy,
+        now: i64,
+    ) -> (ClaimOutcome, bool) {
+        if let Some(r) = self.recs.get(key) {
+            if attempt.is_some()
+                && r.attempt == attempt
+                && r.fp == fpid
+                && r.state == St::InFlight
+                && r.lease_end > now
+            {
+                let granted = ClaimOutcome::Claimed {
+                    generation: r.generation,
+                    takeover: r.took_over,
+                };
+                return (granted, true);
+            }
+        }
+        (self.claim_anew(key, fpid, attempt, p, now), false)
+    }
+
+    fn claim_anew(
+        &mut self,
+        key: &str,
+        fpid: u8,
+        attempt: Option<u8>,
+        p: &ClaimPolicy,
+        now: i64,
+    ) -> ClaimOutcome {
         let fresh = |generation| Rec {
             state: St::InFlight,
             generation,
@@ -48,6 +86,8 @@ impl Model {
             expires_at: now + p.retention_ms,
             sweep_at: now + p.retention_ms,
             response: None,
+            attempt,
+            took_over: false,
         };
         let floor = self.floor;
         match self.recs.get_mut(key) {
@@ -110,6 +150,8 @@ impl Model {
                 }),
                 St::InFlight => {
                     r.generation += 1;
+                    r.attempt = attempt;
+                    r.took_over = true;
                     r.lease_end = now + p.lease_ms;
                     r.expires_at = now + p.retention_ms;
                     r.sweep_at = now + p.retention_ms;
@@ -186,10 +228,18 @@ fn run_one_seed(seed: u64, steps: usize) {
         match rng.gen_range(0..100) {
             0..=39 => {
                 let fpid = if rng.gen_bool(0.85) { 0 } else { 1 };
-                let expected = model.claim(key, fpid, &p, now);
-                let got = l.claim(key, &fp(&format!("body-{fpid}")), &p, now).unwrap();
-                assert_eq!(got, expected, "seed {seed} step {step}: claim {key}");
-                if let ClaimOutcome::Claimed { generation, .. } = got {
+                let attempt = [None, Some(0u8), Some(1u8)][rng.gen_range(0..3)];
+                let named = attempt.map(|a| format!("attempt-{a}"));
+                let expected = model.claim(key, fpid, attempt, &p, now);
+                let got = l
+                    .claim_as(key, &fp(&format!("body-{fpid}")), named.as_deref(), &p, now)
+                    .unwrap();
+                assert_eq!(
+                    (got.outcome.clone(), got.repeated),
+                    expected,
+                    "seed {seed} step {step}: claim {key} as {attempt:?}"
+                );
+                if let ClaimOutcome::Claimed { generation, .. } = got.outcome {
                     owners.push((key.to_string(), generation));
                 }
             }

@@ -90,6 +90,7 @@ fn a_wait_is_optional_and_bounded() {
         lease_seconds: None,
         retention_seconds: None,
         wait_ms,
+        attempt: None,
     };
     assert_eq!(call(None).validate(), Ok(()));
     assert_eq!(call(Some(0)).validate(), Ok(()));
@@ -104,6 +105,55 @@ fn a_wait_is_optional_and_bounded() {
         "key": "k", "fingerprint": fingerprint, "wait_ms": -1
     }));
     assert!(negative.is_err());
+}
+
+#[test]
+fn a_claim_attempt_is_optional_and_a_hostile_one_is_refused() {
+    let fingerprint = Fingerprint::of(&idempotency_ledger::protocol::RequestParts {
+        method: "POST",
+        target: "/v1/orders",
+        headers: &[],
+        body: b"{}",
+    });
+    let call = |attempt: Option<&str>| ClaimCall {
+        key: "k".into(),
+        fingerprint: fingerprint.clone(),
+        lease_seconds: None,
+        retention_seconds: None,
+        wait_ms: None,
+        attempt: attempt.map(str::to_string),
+    };
+    // Absent from the JSON when not set: RPC v1 claims are unchanged.
+    assert!(serde_json::to_value(call(None))
+        .unwrap()
+        .get("attempt")
+        .is_none());
+    let longest = "a".repeat(MAX_ATTEMPT_CHARS);
+    for ok in [
+        "0b6c1f4e-6a2b-4d1e-9b7a-3f2d8c5e1a90",
+        "A_z-9",
+        longest.as_str(),
+    ] {
+        assert_eq!(call(Some(ok)).validate(), Ok(()), "{ok}");
+    }
+    let too_long = "a".repeat(MAX_ATTEMPT_CHARS + 1);
+    for bad in [
+        "",
+        too_long.as_str(),
+        "a b",
+        "a\nb",
+        "a/b",
+        "é",
+        "a\u{0}",
+        "\"quoted\"",
+    ] {
+        assert!(call(Some(bad)).validate().is_err(), "{bad:?}");
+    }
+    // Not a string: the call itself is refused.
+    let number: Result<ClaimCall, _> = serde_json::from_value(serde_json::json!({
+        "key": "k", "fingerprint": fingerprint, "attempt": 7
+    }));
+    assert!(number.is_err());
 }
 
 #[test]

@@ -201,6 +201,16 @@ fn the_core_limits_are_the_shared_fixture_s() {
         delays,
         idempotency_ledger::contract::proxy::SETTLE_RETRY_DELAYS_MS.to_vec()
     );
+    let lost: Vec<u64> = l["lost_answer_retry_delays_ms"]
+        .as_array()
+        .expect("lost_answer_retry_delays_ms")
+        .iter()
+        .map(|d| d.as_u64().expect("a delay"))
+        .collect();
+    assert_eq!(
+        lost,
+        idempotency_ledger::rpc::LOST_ANSWER_RETRY_DELAYS_MS.to_vec()
+    );
     let null_body: Vec<u64> = l["null_body_statuses"]
         .as_array()
         .expect("null_body_statuses")

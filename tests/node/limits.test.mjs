@@ -12,6 +12,7 @@ test("every limit the JS package applies is the fixture's (and so the core's)", 
   const { MAX_SHARDS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } = await import("../../client/shards.js");
   const { MAX_KEY_LENGTH } = await import("../../client/key.js");
   const { SETTLE_RETRY_DELAYS_MS } = await import("../../client/settle.js");
+  const { LOST_ANSWER_RETRY_DELAYS_MS } = await import("../../client/rpc.js");
   const { NULL_BODY } = await import("../../client/stored.js");
   const l = fixture.limits;
   assert.equal(defaults.MAX_WINDOW_SECONDS, l.max_window_seconds);
@@ -23,6 +24,7 @@ test("every limit the JS package applies is the fixture's (and so the core's)", 
   assert.equal(LIST_MAX_LIMIT, l.list_max_limit);
   assert.equal(MAX_KEY_LENGTH, l.max_key_length);
   assert.deepEqual([...SETTLE_RETRY_DELAYS_MS], l.settle_retry_delays_ms);
+  assert.deepEqual([...LOST_ANSWER_RETRY_DELAYS_MS], l.lost_answer_retry_delays_ms);
   assert.deepEqual([...NULL_BODY].sort(), [...l.null_body_statuses].sort());
 });
 

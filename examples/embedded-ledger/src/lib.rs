@@ -199,6 +199,7 @@ async fn ledger_route(env: &Env, tenant: &str, op: &str, call: LedgerCall) -> Re
                     lease_seconds: None,
                     retention_seconds: None,
                     wait_ms: None,
+                    attempt: None,
                 })
                 .await,
         ),

@@ -89,6 +89,16 @@ impl ClaimOutcome {
     }
 }
 
+/// What a claim came to, as the ledger tells its caller
+/// (`Ledger::claim_as`): the outcome, and whether it repeated a grant this
+/// attempt was already given (its first answer lost on the way; nothing
+/// was written or counted again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub outcome: ClaimOutcome,
+    pub repeated: bool,
+}
+
 /// The single-hop answer of `execute`: the application ran (and its
 /// response was recorded in the same transaction), or the claim refused it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -3,14 +3,17 @@
 //!
 //! What must stay true here: a claim runs in the key's home and may wait
 //! for an in-flight key (see [`LedgerObject::keyed`]); a granted claim
-//! arms the alarm by the time its record may expire.
+//! arms the alarm by the time its record may expire; a repeated attempt
+//! (its first answer lost) is answered its grant and logged
+//! `idempotency.claim_repeated`, not counted as a claim again.
 
 use super::{bad_call, Apply};
 use crate::config::Config;
-use crate::ledger::ClaimOutcome;
+use crate::fields;
+use crate::ledger::{Claim, ClaimOutcome};
 use crate::object::waiting::WaitReport;
 use crate::object::LedgerObject;
-use crate::platform::now_ms;
+use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::{check_claim_windows, ClaimCall};
 
@@ -26,22 +29,28 @@ impl Apply<ClaimCall> for LedgerObject {
         }
         let policy = self.policy(config, call.lease_seconds, call.retention_seconds)?;
         check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
+        let attempt = call.attempt.as_deref();
         let claim = |now| {
             self.ledger
-                .claim(&call.key, &call.fingerprint, &policy, now)
+                .claim_as(&call.key, &call.fingerprint, attempt, &policy, now)
         };
         let (out, report) = self
-            .keyed(
-                config,
-                &call.key,
-                call.wait_ms,
-                claim,
-                ClaimOutcome::refusal,
-            )
+            .keyed(config, &call.key, call.wait_ms, claim, |c: &Claim| {
+                c.outcome.refusal()
+            })
             .await?;
-        if let ClaimOutcome::Claimed { .. } = out {
-            self.arm_by(policy.sweep_at(now_ms())).await;
+        match out.outcome {
+            ClaimOutcome::Claimed { generation, .. } if out.repeated => {
+                // The same grant again: its record and alarm are as the
+                // first answer left them.
+                log::info(
+                    "idempotency.claim_repeated",
+                    fields! {"key" => log::short_hash(&call.key), "generation" => generation},
+                );
+            }
+            ClaimOutcome::Claimed { .. } => self.arm_by(policy.sweep_at(now_ms())).await,
+            ClaimOutcome::Refused(_) => {}
         }
-        Ok((out, report))
+        Ok((out.outcome, report))
     }
 }
