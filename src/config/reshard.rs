@@ -7,8 +7,11 @@
 //! object when unsharded) — and every object of the configured layout asks
 //! it once per instance before it takes a keyed call. A change that would
 //! stop asking an older layout while that layout may still hold live
-//! records is refused (`500 misconfigured` naming `TENANT_SHARDS`): the
-//! keys it holds would otherwise run a second time.
+//! records never takes effect: dropping `"previous"` too early keeps the
+//! recorded previous layout in force ([`LayoutDecision::KeepPrevious`]),
+//! and any other such change is refused (`500 misconfigured` naming
+//! `TENANT_SHARDS`): the keys it holds would otherwise run a second time.
+//! Pure, so an offline check of a configuration can reuse it.
 //!
 //! What must stay true here:
 //! - A layout that stops taking new keys may hold live records for one
@@ -19,10 +22,16 @@
 //! - The history starts as "one object" (what every tenant was before
 //!   `TENANT_SHARDS` named it); that layout holds live records exactly when
 //!   the registry holds any.
-//! - A record given a longer retention than the window keeps the previous
+//! - A record that outlives the window (a per-call retention, or one
+//!   granted under an older, longer configuration) keeps the previous
 //!   layout needed until it expires: a change that forgets the previous
-//!   layout is decided only with its objects' expiry horizons
-//!   ([`LayoutDecision::AskPrevious`]) and held until the latest.
+//!   layout is decided only with its objects' expiry horizons — the latest
+//!   expiry of any record they hold ([`LayoutDecision::AskPrevious`]) —
+//!   and held until the latest.
+//! - Dropping `"previous"` is never an outage: until the previous layout
+//!   may be forgotten it stays in force (asked first for every key) rather
+//!   than refused; only changes that cannot be made safe (a second
+//!   reshard, a layout that does not start from the one in use) are.
 //! - A registry upgraded from schema 1 (which kept no layout history)
 //!   believes `previous`, believes a layout vouched for by an object that
 //!   held v1 records, and refuses any other layout without `previous` for a
@@ -49,6 +58,17 @@ pub enum LayoutDecision {
     /// window stretched to it (later asks are refused from the record,
     /// without asking the previous layout again), and why.
     Hold(LayoutRecord, String),
+    /// The layout drops `"previous"` while the previous layout (of this
+    /// many objects) may still hold live records: it is served as if
+    /// `"previous"` were still named — the recorded previous layout stays
+    /// in force, asked first for every key — rather than refused. Record
+    /// the window stretched to the previous layout's latest expiry when
+    /// given (as [`LayoutDecision::Hold`]), and why (logged as a warning).
+    KeepPrevious {
+        previous: u32,
+        record: Option<LayoutRecord>,
+        reason: String,
+    },
 }
 
 /// What the registry knows besides its record when it decides.
@@ -125,15 +145,28 @@ pub fn decide(
             }
             forget_previous()
         }
-        // Finish resharding: forget the previous layout once its window passed.
+        // Finish resharding: forget the previous layout once its window
+        // passed and its objects' records have all expired. Before that,
+        // the recorded previous layout stays in force: no outage, and no
+        // key runs where the previous layout may hold it.
         None if asked.shards == current => {
+            let Some(m) = previous else {
+                return forget_previous();
+            };
+            let early = |record, held: Option<String>| LayoutDecision::KeepPrevious {
+                previous: m,
+                record,
+                reason: held.unwrap_or_else(|| format!(
+                    "the previous layout ({m} objects) may still hold live keys until {live_until} (epoch ms); keep \"previous\" until then"
+                )) + "; meanwhile it is kept in force, as if still named",
+            };
             if previous_live {
-                return LayoutDecision::Refuse(format!(
-                    "the previous layout ({} objects) may still hold live keys; keep \"previous\" until its retention window has passed",
-                    previous.unwrap_or(1)
-                ));
+                return early(None, None);
             }
-            forget_previous()
+            match forget_previous() {
+                LayoutDecision::Hold(record, reason) => early(Some(record), Some(reason)),
+                other => other,
+            }
         }
         // A new layout without the one in use as its previous.
         None => LayoutDecision::Refuse(format!(
@@ -253,7 +286,11 @@ mod tests {
         );
         assert!(matches!(
             decide(during, layout(4, None), 1_000 + W - 1, W, ev(true)),
-            LayoutDecision::Refuse(_)
+            LayoutDecision::KeepPrevious {
+                previous: 1,
+                record: None,
+                ..
+            }
         ));
         assert_eq!(
             decide(during, layout(4, None), 1_000 + W, W, ev(true)),
@@ -314,19 +351,24 @@ mod tests {
             decide(during, layout(2, None), 1_000 + W, W, unasked),
             LayoutDecision::AskPrevious(1)
         );
-        // Their horizon is later: refused, the window stretched to it.
+        // Their horizon is later: the previous layout stays in force, the
+        // window stretched to it.
         let held = LayoutRecord {
             window_ms: 10 * W,
             ..during.unwrap()
         };
         assert!(matches!(
             decide(during, layout(2, None), 1_000 + W, W, asked(kept_until)),
-            LayoutDecision::Hold(r, _) if r == held
+            LayoutDecision::KeepPrevious { previous: 1, record: Some(r), .. } if r == held
         ));
-        // From then on the record refuses by itself, without asking again.
+        // From then on the record keeps it by itself, without asking again.
         assert!(matches!(
             decide(Some(held), layout(2, None), kept_until - 1, W, unasked),
-            LayoutDecision::Refuse(_)
+            LayoutDecision::KeepPrevious {
+                previous: 1,
+                record: None,
+                ..
+            }
         ));
         // So does a second reshard, which would forget the single object too.
         assert!(matches!(
@@ -370,7 +412,7 @@ mod tests {
         );
         assert!(matches!(
             decide(rec(4, Some(2), U + 1), layout(4, None), U + W, W, ev(false)),
-            LayoutDecision::Refuse(_)
+            LayoutDecision::KeepPrevious { previous: 2, .. }
         ));
         // ... unless the single object it would forget holds records.
         let holding = Evidence {
@@ -412,5 +454,85 @@ mod tests {
             decide(None, Layout::SINGLE, U + 1, W, holding),
             LayoutDecision::Accept(None)
         );
+    }
+
+    #[test]
+    fn dropping_previous_early_keeps_it_in_force_instead_of_refusing_the_tenant() {
+        // Issue 33: 600 s lowered to 10 s (the asker's window now 16 s), the
+        // reshard recorded at 1_000; previous dropped 18 s later. The window
+        // has passed, so the previous layout is asked: it still holds a key
+        // for 574 s. The tenant keeps being served through it.
+        const NEW_W: Millis = 16_000;
+        let during = rec(2, Some(1), 1_000).map(|r| LayoutRecord {
+            window_ms: NEW_W,
+            ..r
+        });
+        let dropped = 1_000 + 18_000;
+        let unasked = ev(true);
+        let unasked = Evidence {
+            previous_expires_by: None,
+            ..unasked
+        };
+        assert_eq!(
+            decide(during, layout(2, None), dropped, NEW_W, unasked),
+            LayoutDecision::AskPrevious(1)
+        );
+        let latest = dropped + 574_000;
+        let asked = Evidence {
+            previous_expires_by: Some(latest),
+            ..unasked
+        };
+        let LayoutDecision::KeepPrevious {
+            previous,
+            record: Some(record),
+            reason,
+        } = decide(during, layout(2, None), dropped, NEW_W, asked)
+        else {
+            panic!("kept in force");
+        };
+        assert_eq!(previous, 1);
+        assert_eq!(record.since + record.window_ms, latest);
+        assert_eq!((record.shards, record.previous), (2, Some(1)));
+        assert!(reason.contains(&latest.to_string()), "{reason}");
+        // Until then every ask keeps it, without asking the previous layout.
+        assert!(matches!(
+            decide(Some(record), layout(2, None), latest - 1, NEW_W, unasked),
+            LayoutDecision::KeepPrevious {
+                previous: 1,
+                record: None,
+                ..
+            }
+        ));
+        // The layout that names previous is the recorded one: accepted as is.
+        assert_eq!(
+            decide(Some(record), layout(2, Some(1)), latest - 1, NEW_W, unasked),
+            LayoutDecision::Accept(None)
+        );
+        // Afterwards the previous layout is asked once more, and forgotten.
+        assert_eq!(
+            decide(Some(record), layout(2, None), latest, NEW_W, unasked),
+            LayoutDecision::AskPrevious(1)
+        );
+        assert_eq!(
+            decide(Some(record), layout(2, None), latest, NEW_W, ev(true)),
+            LayoutDecision::Accept(rec(2, None, latest).map(|r| LayoutRecord {
+                window_ms: NEW_W,
+                ..r
+            }))
+        );
+        // What cannot be made safe is still refused: a second reshard (two
+        // previous layouts), or a layout that never named the one in use.
+        assert!(matches!(
+            decide(Some(record), layout(4, Some(2)), latest - 1, NEW_W, unasked),
+            LayoutDecision::Refuse(_)
+        ));
+        assert!(matches!(
+            decide(Some(record), layout(4, None), latest - 1, NEW_W, unasked),
+            LayoutDecision::Refuse(_)
+        ));
+        assert!(matches!(
+            decide(None, layout(2, None), dropped, NEW_W, ev(true)),
+            LayoutDecision::Refuse(_)
+        ));
     }
 }

@@ -241,7 +241,7 @@ impl<S: SqlStore> Ledger<S> {
                 attempt.into(),
             ],
         )?;
-        self.note_expiry(policy.in_flight_expires_at(now), now)?;
+        self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         self.granted(true, generation, None, false, now, "a new key")
     }
 
@@ -288,7 +288,7 @@ impl<S: SqlStore> Ledger<S> {
              VALUES (?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             &params,
         )?;
-        self.note_expiry(policy.sweep_at(now), now)?;
+        self.note_expiry(policy.sweep_at(now), policy.sweep_at(now), now)?;
         self.granted(true, generation, None, false, now, "a new key")?;
         // Granted in flight, then completed: the record counts as completed.
         let mut tally = self.tally();
@@ -341,7 +341,7 @@ impl<S: SqlStore> Ledger<S> {
             ],
         )?;
         if changed {
-            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+            self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Counter::of_state(record.state);
         let generation = record.generation + 1;
@@ -386,7 +386,7 @@ impl<S: SqlStore> Ledger<S> {
             ],
         )?;
         if changed {
-            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+            self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Some(Counter::Released);
         let generation = seen_generation + 1;
@@ -426,7 +426,7 @@ impl<S: SqlStore> Ledger<S> {
             ],
         )?;
         if changed {
-            self.note_expiry(policy.in_flight_expires_at(now), now)?;
+            self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Some(Counter::InFlight);
         let generation = seen_generation + 1;

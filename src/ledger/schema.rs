@@ -15,11 +15,13 @@
 //! - every counter lives in the single `ledger_state` row, written once per
 //!   flush (see `pending`), never per operation;
 //! - so does the object's *expiry horizon* (`expires_by`, schema 3): at or
-//!   after every expiry it granted that its layout's reshard window does not
-//!   cover (a per-call retention longer than the configured one, or any
-//!   grant while its layout is retired; `config::reshard`). It is written in
-//!   the granting transaction, and only when it grows by more than its
-//!   slack — never with the configured retention on a current layout;
+//!   after every expiry it granted that neither its layout's reshard window
+//!   nor the latest `sweep_at` plus `HORIZON_GAP_MS` covers (a per-call
+//!   retention longer than the configured one, a completion long after its
+//!   claim, or any grant while its layout is retired; `config::reshard`,
+//!   `Ledger::horizon`). It is written in the granting transaction, and
+//!   only when it grows by more than its slack — never with the configured
+//!   retention and a completion soon after its claim;
 //! - and so does the per-minute trend (`trend`, schema 4: the last hour's
 //!   outcome counts by minute, see `trend`), written in the counters' own
 //!   row write: it costs no row;
@@ -441,7 +443,12 @@ fn upgrade_v4(store: &impl SqlStore) -> Result<(), StoreError> {
 /// unnamed (schema 5 kept none, so a lease granted before the upgrade is
 /// answered as before: its retry meets `in_flight`). `ADD COLUMN` changes
 /// the table's definition only — no record is rewritten, whatever the
-/// object holds — and adds no index entry; then the version.
+/// object holds — and adds no index entry; then the version, with the
+/// expiry horizon raised to the latest expiry the object holds: schemas 3
+/// to 5 raised it only past the reshard window, so a record completed long
+/// after its claim may lie beyond the latest `sweep_at` plus
+/// `HORIZON_GAP_MS` that `Ledger::horizon` reads from now on (issue 33;
+/// that statement reads every record once, as the 2 → 3 upgrade did).
 fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE idempotency_records ADD COLUMN lease_attempt TEXT",
@@ -452,7 +459,10 @@ fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
         &[],
     )?;
     store.execute(
-        "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
+        &format!(
+            "UPDATE ledger_state SET schema_version = ?,
+                 expires_by = MAX(expires_by, ({LATEST_EXPIRY})) WHERE id = 1"
+        ),
         &[SCHEMA_VERSION.into()],
     )
 }

@@ -12,6 +12,9 @@
 //! - A completed record's response is never replaced; a release never
 //!   deletes the record nor resets its generation.
 //! - A completion's `sweep_at` never stays after its `expires_at`.
+//! - A completion's expiry more than `HORIZON_GAP_MS` past its record's
+//!   `sweep_at` raises the horizon in its transaction (`Ledger::horizon`
+//!   reads only the latest `sweep_at`); the usual one writes one row.
 //! - While an upgrade from schema 1 is under way, both move their own key's
 //!   record out of the set-aside table first (that key alone, in the same
 //!   transaction): settling a granted claim never waits for the upgrade.
@@ -22,7 +25,7 @@
 
 use super::outcome::{CompleteOutcome, Counter, ReleaseOutcome};
 use super::store::{SqlStore, SqlValue, StoreError};
-use super::{Ledger, Millis};
+use super::{Ledger, Millis, HORIZON_GAP_MS};
 use crate::protocol::StoredResponse;
 
 /// What a completion kept of its response (see [`Ledger::fit_to_quota`]).
@@ -113,6 +116,11 @@ impl<S: SqlStore> Ledger<S> {
     ) -> Result<Option<Kept>, StoreError> {
         let headers = serde_json::to_string(&response.headers)
             .map_err(|e| StoreError::Decode(e.to_string()))?;
+        const SET: &str = "UPDATE idempotency_records
+             SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
+                 expires_at = ?, response_status = ?, response_headers = ?,
+                 response_body = ?, retained = ?
+             WHERE key = ? AND state = 'in_flight' AND generation = ?";
         let mut params: Vec<SqlValue> = vec![
             now.into(),
             expires_at.into(),
@@ -125,16 +133,20 @@ impl<S: SqlStore> Ledger<S> {
         ];
         // One row: the completion moves no index entry.
         let kept = self.fit_to_quota(&mut params, 3, 1, max_db_bytes);
-        // Guard: in flight at the caller's generation. A late completion
-        // with no takeover since is still accepted: nobody else ran.
-        let changed = self.store.update(
-            "UPDATE idempotency_records
-             SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
-                 expires_at = ?, response_status = ?, response_headers = ?,
-                 response_body = ?, retained = ?
-             WHERE key = ? AND state = 'in_flight' AND generation = ?",
-            &params,
-        )?;
+        // Guard: in flight at the caller's generation, and this expiry
+        // within HORIZON_GAP_MS of the record's sweep_at (a completion soon
+        // after its claim, with the claim's retention: the usual one), so
+        // the latest sweep_at bounds it without a row of its own.
+        params.push(expires_at.saturating_sub(HORIZON_GAP_MS).into());
+        let within_gap = self
+            .store
+            .update(&format!("{SET} AND sweep_at >= ?"), &params)?;
+        params.pop();
+        // Guard: in flight at the caller's generation — a late completion,
+        // or a longer retention than the claim's: the horizon is raised
+        // with it. A late completion with no takeover since is still
+        // accepted: nobody else ran.
+        let changed = within_gap || self.store.update(SET, &params)?;
         if !changed {
             return Ok(None);
         }
@@ -144,7 +156,9 @@ impl<S: SqlStore> Ledger<S> {
             tally.count(Counter::QuotaTombstones, None, now);
         }
         drop(tally);
-        self.note_expiry(expires_at, now)?;
+        // Beyond the gap: noted as if its sweep_at were 0.
+        let sweep_at = if within_gap { expires_at } else { 0 };
+        self.note_expiry(expires_at, sweep_at, now)?;
         Ok(Some(kept))
     }
 

@@ -16,21 +16,27 @@
 //!   no acceptance; it logs `idempotency.reshard_pending` whenever it
 //!   refuses a key while it still holds records.
 //! - Before a change forgets the previous layout, the registry asks each
-//!   of its objects for its expiry horizon (`horizon`): a record given a
-//!   longer retention than the window keeps `previous` needed until it
-//!   expires. Each object keeps its horizon for expiries beyond its window
-//!   (every expiry once it is retired; see `Ledger::track_expiries_beyond`).
+//!   of its objects for its expiry horizon (`horizon`, `Ledger::horizon`):
+//!   the latest expiry of any record it holds, whatever retention and
+//!   configuration granted it, so `previous` stays needed until then.
+//! - A configuration that drops `"previous"` before then is not an outage:
+//!   the registry keeps the recorded previous layout in force, and the
+//!   current layout's objects ask it first for every keyed call (as callers
+//!   do while it is named), logging `idempotency.previous_kept` once per
+//!   instance. No key runs where that layout may hold it.
 
 use super::calls::store_unavailable;
 use super::LedgerObject;
 use crate::config::reshard::{decide, Evidence, LayoutDecision};
-use crate::config::shards::{object_name, Layout};
+use crate::config::shards::{object_name, shard_of, Layout};
 use crate::config::Config;
 use crate::fields;
+use crate::object::waiting::WaitReport;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::{log, now_ms, LEDGER_BINDING};
 use crate::protocol::Problem;
-use crate::rpc::{HorizonCall, LayoutCall};
+use crate::protocol::ProblemKind;
+use crate::rpc::{Call, HorizonCall, LayoutCall};
 
 /// How long a layout that stops taking keys may hold live records.
 pub fn window_ms(config: &Config) -> i64 {
@@ -41,6 +47,26 @@ pub fn window_ms(config: &Config) -> i64 {
         .saturating_add(config.origin_timeout_seconds)
         .saturating_add(config.sweep_interval_seconds);
     (seconds.min(i64::MAX as u64 / 1000) as i64) * 1000
+}
+
+/// A previous layout's object refused a call passed on to it: its problem,
+/// as the caller would have had it asking that object itself.
+fn passed_on(problem: &serde_json::Value) -> Problem {
+    let kind = problem["type"]
+        .as_str()
+        .and_then(|t| t.rsplit('/').next())
+        .and_then(ProblemKind::from_slug)
+        .unwrap_or(ProblemKind::StoreUnavailable);
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    let mut passed = Problem::new(kind, detail);
+    if let Some(members) = problem.as_object() {
+        for (name, value) in members {
+            if !matches!(name.as_str(), "type" | "title" | "status" | "detail") {
+                passed = passed.with(name, value.clone());
+            }
+        }
+    }
+    passed
 }
 
 fn refused(reason: &str) -> Problem {
@@ -75,18 +101,96 @@ impl LedgerObject {
             window_ms: window_ms(config),
             upgraded_from_v1,
         };
-        if is_registry {
-            self.decide_layout(&tenant, &call).await?;
+        let kept = if is_registry {
+            self.decide_layout(&tenant, &call).await?
         } else {
             let registry = LedgerClient::for_object(&self.env, LEDGER_BINDING, &tenant)
                 .map_err(|e| self.registry_failed(&e))?;
-            registry
+            let answer = registry
                 .call(&call)
                 .await
-                .map_err(|e| self.registry_failed(&e))?;
+                .map_err(|e| self.registry_failed(&e))?
+                .outcome;
+            answer
+                .previous_in_force
+                .map(|m| (m, answer.reason.unwrap_or_default()))
+        };
+        if let Some((previous, reason)) = kept {
+            // Once per object instance: the configuration is ahead of what
+            // the tenant's records allow.
+            log::warn(
+                "idempotency.previous_kept",
+                fields! {"variable" => "TENANT_SHARDS", "previous" => previous, "reason" => reason},
+            );
+            self.previous_in_force.set(Some(previous));
         }
         self.layout_accepted.set(true);
         Ok(())
+    }
+
+    /// [`Self::ask_kept_previous`] for a settlement (complete, release),
+    /// which asks no registry to accept the layout and is never refused by
+    /// it (docs/contract.md §8): only when this object does not hold the
+    /// key and has not learned its layout yet does it ask the registry —
+    /// a refusal only logged — so a key granted in a previous layout kept
+    /// in force is settled there.
+    pub(super) async fn settle_at_kept_previous<C: Call>(
+        &self,
+        config: &Config,
+        key: &str,
+        call: &C,
+    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        if self.previous_in_force.get().is_none() && !self.layout_accepted.get() {
+            let place = self.place(config)?;
+            if place.retired || place.tenant.is_none() {
+                return Ok(None);
+            }
+            let holds = self
+                .ledger
+                .holds(key, now_ms())
+                .map_err(|e| store_unavailable(&e))?;
+            if holds {
+                return Ok(None);
+            }
+            let _ = self.check_layout(config).await;
+        }
+        self.ask_kept_previous(config, key, call).await
+    }
+
+    /// While the registry keeps in force a previous layout the
+    /// configuration no longer names, a keyed call for `key` is first
+    /// sent to the key's object in that layout — as every caller does
+    /// while `"previous"` is named (`config::shards`): its answer when it
+    /// holds the key; `None` when it answers `421` (the key is this
+    /// object's) or no previous layout is kept.
+    pub(super) async fn ask_kept_previous<C: Call>(
+        &self,
+        config: &Config,
+        key: &str,
+        call: &C,
+    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        let Some(m) = self.previous_in_force.get() else {
+            return Ok(None);
+        };
+        let place = self.place(config)?;
+        let Some((tenant, _)) = place.tenant.as_ref().filter(|_| !place.retired) else {
+            return Ok(None);
+        };
+        let name = object_name(tenant, shard_of(key, m), m);
+        let object = LedgerClient::for_object(&self.env, LEDGER_BINDING, &name)
+            .map_err(|e| store_unavailable(&e))?;
+        match object.call(call).await {
+            Ok(answer) => Ok(Some((
+                answer.outcome,
+                WaitReport {
+                    waited_ms: answer.waited_ms.map(|ms| ms as i64),
+                    timed_out: false,
+                },
+            ))),
+            Err(LedgerError::Refused { status: 421, .. }) => Ok(None),
+            Err(LedgerError::Refused { problem, .. }) => Err(passed_on(&problem)),
+            Err(other) => Err(store_unavailable(&other)),
+        }
     }
 
     fn registry_failed(&self, error: &LedgerError) -> Problem {
@@ -107,11 +211,13 @@ impl LedgerObject {
     /// As the tenant's registry: decides `call` against the recorded
     /// history, and records the layout when it is new (asking the previous
     /// layout's objects for their horizons when the change forgets it).
+    /// `Some((previous, why))`: the configuration dropped `"previous"`
+    /// too early and the recorded previous layout stays in force.
     pub(super) async fn decide_layout(
         &self,
         tenant: &str,
         call: &LayoutCall,
-    ) -> Result<(), Problem> {
+    ) -> Result<Option<(u32, String)>, Problem> {
         let asked = Layout {
             shards: call.shards,
             previous: call.previous,
@@ -127,7 +233,7 @@ impl LedgerObject {
                 None => asked == Layout::SINGLE,
             };
             if unchanged {
-                return Ok(());
+                return Ok(None);
             }
             let evidence = Evidence {
                 registry_holds_records: self.ledger.holds_any().map_err(|e| unavailable(&e))?,
@@ -144,15 +250,27 @@ impl LedgerObject {
                         "idempotency.layout_recorded",
                         fields! {"shards" => record.shards, "previous" => record.previous},
                     );
-                    return Ok(());
+                    return Ok(None);
                 }
-                LayoutDecision::Accept(None) => return Ok(()),
+                LayoutDecision::Accept(None) => return Ok(None),
                 LayoutDecision::Refuse(reason) => return Err(refused(&reason)),
                 LayoutDecision::Hold(record, reason) => {
                     self.ledger
                         .record_layout(&record)
                         .map_err(|e| unavailable(&e))?;
                     return Err(refused(&reason));
+                }
+                LayoutDecision::KeepPrevious {
+                    previous,
+                    record,
+                    reason,
+                } => {
+                    if let Some(record) = record {
+                        self.ledger
+                            .record_layout(&record)
+                            .map_err(|e| unavailable(&e))?;
+                    }
+                    return Ok(Some((previous, reason)));
                 }
                 LayoutDecision::AskPrevious(m) => match previous_expires_by {
                     Some((asked_of, _)) if asked_of == m => break,
@@ -173,9 +291,7 @@ impl LedgerObject {
         for i in 0..m {
             let name = object_name(tenant, i, m);
             let horizon = if name == tenant {
-                self.ledger
-                    .expires_by()
-                    .map_err(|e| store_unavailable(&e))?
+                self.ledger.horizon().map_err(|e| store_unavailable(&e))?
             } else {
                 let object = LedgerClient::for_object(&self.env, LEDGER_BINDING, &name)
                     .map_err(|e| store_unavailable(&e))?;

@@ -91,6 +91,10 @@ pub struct LedgerObject {
     /// The tenant's registry accepted the configured layout (see
     /// [`super::reshard`]); checked once per instance.
     pub(super) layout_accepted: Cell<bool>,
+    /// The previous layout (its shard count) the tenant's registry keeps in
+    /// force although the configuration dropped `"previous"` too early:
+    /// keyed calls ask it first (see `reshard`).
+    pub(super) previous_in_force: Cell<Option<u32>>,
     /// The object's bindings (to verify its name against its id).
     pub(super) env: Env,
     /// The script has an `ANALYTICS` dataset: each RPC answer says the rows
@@ -176,6 +180,7 @@ impl LedgerObject {
             metered,
             place: OnceCell::new(),
             layout_accepted: Cell::new(false),
+            previous_in_force: Cell::new(None),
             env,
             waiters: Waiters::new(max_waiters),
             state,

@@ -2,13 +2,15 @@
 //! registry (the object named by the tenant alone) whether that layout may
 //! follow the layouts the tenant had (docs/contract.md §8, `config::reshard`).
 //!
-//! Answer: [`LayoutOutcome::Accepted`], or `500 misconfigured` naming
-//! `TENANT_SHARDS` with the reason. Sent once per object instance, before
+//! Answer: [`LayoutOutcome`] (accepted, perhaps with the recorded previous
+//! layout kept in force), or `500 misconfigured` naming `TENANT_SHARDS`
+//! with the reason. Sent once per object instance, before
 //! its first keyed call.
 //!
 //! `horizon`: the registry asks each object of a previous layout, before it
 //! lets the configuration forget that layout, for its expiry horizon — at
-//! or after every expiry it granted that the window does not cover.
+//! or after the expiry of every record it holds, whatever configuration
+//! granted it, and every expiry it promised beyond its window.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,19 +36,39 @@ pub struct LayoutCall {
     pub upgraded_from_v1: bool,
 }
 
-/// The answer to `layout`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum LayoutOutcome {
-    Accepted,
+/// The answer to `layout`: `{"outcome": "accepted"}`, with
+/// `previous_in_force` (and why) when the configured layout dropped
+/// `"previous"` before the previous layout may be forgotten: the asker
+/// then serves as if that previous layout were still named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayoutOutcome {
+    /// Always `"accepted"` (a refusal is a `500` problem).
+    pub outcome: String,
+    /// The shard count of the previous layout the registry keeps in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_in_force: Option<u32>,
+    /// Why it is kept (until when), for the asker's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
-/// Read through the ledger's flat outcome object, never serde's buffering
-/// tagged deserializer (`ledger::outcome`).
-impl<'de> Deserialize<'de> for LayoutOutcome {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::ledger::outcome::read_unit_outcome(d, &["accepted"])
-            .map(|()| LayoutOutcome::Accepted)
+impl LayoutOutcome {
+    /// Accepted as configured.
+    pub fn accepted() -> LayoutOutcome {
+        LayoutOutcome {
+            outcome: "accepted".into(),
+            previous_in_force: None,
+            reason: None,
+        }
+    }
+
+    /// Accepted, with the recorded previous layout kept in force.
+    pub fn keeping_previous(previous: u32, reason: String) -> LayoutOutcome {
+        LayoutOutcome {
+            previous_in_force: Some(previous),
+            reason: Some(reason),
+            ..LayoutOutcome::accepted()
+        }
     }
 }
 
@@ -77,8 +99,8 @@ pub struct HorizonCall {}
 /// The answer to `horizon`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HorizonAnswer {
-    /// Epoch ms at or after every expiry the object granted beyond its
-    /// window (0: none).
+    /// Epoch ms at or after the expiry of every record the object holds
+    /// and every expiry it granted beyond its window (0: none).
     pub expires_by: i64,
 }
 

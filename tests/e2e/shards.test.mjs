@@ -463,19 +463,24 @@ test("a TENANT_SHARDS change that would forget live keys is refused, never a sec
       assert.equal((await read(await resharding.request("/charges", post("after-reshard")))).status, 201);
     } finally { await resharding.dispose(); }
 
-    // Dropping "previous" before its window has passed is refused again.
+    // Dropping "previous" before its window has passed keeps the previous
+    // layout in force (logged): old keys still replay, new keys run.
     const early = await start({ TENANT_SHARDS: '{"acme": 4}' });
     try {
-      const r = await json(await early.request("/charges", post("too-early")));
-      assert.equal(r.status, 500);
-      assert.equal(slug(r.json), "misconfigured");
+      for (const key of keys) {
+        const r = await read(await early.request("/charges", post(key)));
+        assert.deepEqual([r.status, r.headers["idempotent-replayed"]], [201, "true"], key);
+      }
+      assert.equal((await read(await early.request("/charges", post("too-early")))).status, 201);
+      assert.ok(early.events("idempotency.previous_kept").length > 0);
     } finally { await early.dispose(); }
     for (const key of keys) assert.equal(runs.get(key), 1, `${key} still ran once`);
+    assert.equal(runs.get("too-early"), 1);
     assert.equal(runs.get("brand-new"), undefined);
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
 
-test("a key kept longer than RETENTION_SECONDS keeps the previous layout named until it expires: never a second run", async () => {
+test("a key kept longer than RETENTION_SECONDS keeps the previous layout in force until it expires: never a second run", async () => {
   const dir = mkdtempSync(join(tmpdir(), "reshard-long-"));
   const caller = rpcCaller();
   const { origin, runs } = await countingOrigin();
@@ -516,17 +521,16 @@ test("a key kept longer than RETENTION_SECONDS keeps the previous layout named u
     try {
       // globex's records expired with the window: previous may go.
       assert.equal((await read(await after.request("/charges", globex("after")))).status, 201);
-      // acme's object still holds a key for a year: dropping previous is
-      // refused, and the key does not run.
-      const r = await json(await after.request("/charges", post("kept-a-year")));
-      assert.equal(r.status, 500, r.text);
-      assert.equal(slug(r.json), "misconfigured");
-      assert.ok(after.events("idempotency.misconfigured").some((e) => /kept until/.test(e.error ?? "")), JSON.stringify(after.events("idempotency.misconfigured")));
-      // Every keyed call of acme is refused, a new key too.
-      assert.equal((await json(await after.request("/charges", post("new-after")))).status, 500);
+      // acme's object still holds a key for a year: dropping previous keeps
+      // the previous layout in force (logged), and the key replays.
+      const r = await read(await after.request("/charges", post("kept-a-year")));
+      assert.deepEqual([r.status, r.text, r.headers["idempotent-replayed"]], [201, "ran once", "true"]);
+      assert.ok(after.events("idempotency.previous_kept").some((e) => /kept until/.test(e.reason ?? "")), JSON.stringify(after.events("idempotency.previous_kept")));
+      // acme's new keys are served meanwhile.
+      assert.equal((await read(await after.request("/charges", post("new-after")))).status, 201);
     } finally { await after.dispose(); }
     assert.equal(runs.get("kept-a-year"), undefined, "the origin never ran it");
-    assert.equal(runs.get("new-after"), undefined);
+    assert.equal(runs.get("new-after"), 1);
 
     // With previous named again the key still replays its one answer.
     const back = await start({ TENANT_SHARDS: resharding });
@@ -542,9 +546,9 @@ test("a claim granted under an accepted layout is completed or released while a 
   const { origin, runs } = await countingOrigin();
   const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...vars }, shared: { resourcePersistencePath: dir } });
   const resharding = '{"acme": {"shards": 4, "previous": 1}}';
-  const home = async (key) => shardObjectName("acme", await shardOf(key, 4), 4);
-  const call = async (gw, key, op, body) => {
-    const stub = await gw.ledger(await home(key));
+  const home = async (key, n = 4) => shardObjectName("acme", await shardOf(key, n), n);
+  const call = async (gw, key, op, body, n = 4) => {
+    const stub = await gw.ledger(await home(key, n));
     const r = await stub.fetch(`https://l/rpc/v1/${op}`, { method: "POST", body: JSON.stringify({ key, ...body }) });
     return { status: r.status, json: await r.json() };
   };
@@ -561,9 +565,10 @@ test("a claim granted under an accepted layout is completed or released while a 
       }
     } finally { await accepted.dispose(); }
 
-    // "previous" dropped inside its window: the registry refuses the layout,
-    // new claims are 500 misconfigured, but the granted claims still settle.
-    const dropped = await start({ TENANT_SHARDS: '{"acme": 4}' });
+    // A second reshard inside the first one's window: the registry refuses
+    // the layout, new claims are 500 misconfigured, but the granted claims
+    // (now in the previous layout) still settle.
+    const dropped = await start({ TENANT_SHARDS: '{"acme": {"shards": 8, "previous": 4}}' });
     try {
       const fresh = await json(await dropped.request("/charges", post("settle-new")));
       assert.equal(fresh.status, 500, fresh.text);
@@ -573,7 +578,7 @@ test("a claim granted under an accepted layout is completed or released while a 
       const released = await call(dropped, "settle-release", "release", { generation: 1 });
       assert.deepEqual([released.status, released.json], [200, { outcome: "released" }], JSON.stringify(released.json));
       // A new claim is still refused after them.
-      const again = await call(dropped, "settle-other", "claim", { fingerprint: await fpOf("settle-other") });
+      const again = await call(dropped, "settle-other", "claim", { fingerprint: await fpOf("settle-other") }, 8);
       assert.equal(again.status, 500, JSON.stringify(again.json));
     } finally { await dropped.dispose(); }
 
@@ -589,7 +594,7 @@ test("a claim granted under an accepted layout is completed or released while a 
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
 
-test("a layout the registry holds (a record kept past the window) refuses new claims, never the settlement of a claim already granted", async () => {
+test("a previous layout kept in force (a record kept past the window) serves new claims and the settlement of a claim already granted", async () => {
   const dir = mkdtempSync(join(tmpdir(), "reshard-held-settle-"));
   const { origin, runs } = await countingOrigin();
   // Small windows: retention 6 s, so a reshard's window is 6 + 2 + 1 + 1 = 10 s.
@@ -626,10 +631,9 @@ test("a layout the registry holds (a record kept past the window) refuses new cl
     await new Promise((r) => setTimeout(r, 11_000));
     const after = await start({ TENANT_SHARDS: '{"acme": 2}' });
     try {
-      const fresh = await json(await after.request("/charges", post("new-after")));
-      assert.equal(fresh.status, 500, fresh.text);
-      assert.equal(slug(fresh.json), "misconfigured");
-      assert.ok(after.events("idempotency.misconfigured").some((e) => /kept until/.test(e.error ?? "")), "the change is held");
+      const fresh = await read(await after.request("/charges", post("new-after")));
+      assert.equal(fresh.status, 201, fresh.text);
+      assert.ok(after.events("idempotency.previous_kept").some((e) => /kept until/.test(e.reason ?? "")), "the previous layout is kept");
       const completed = await call(after, await home("held-run"), "complete", { key: "held-run", generation: 1, response: stored, retention_seconds: YEAR });
       assert.deepEqual([completed.status, completed.json], [200, { outcome: "stored" }], JSON.stringify(completed.json));
     } finally { await after.dispose(); }
@@ -640,6 +644,66 @@ test("a layout the registry holds (a record kept past the window) refuses new cl
       assert.deepEqual([replay.status, replay.headers["idempotent-replayed"], replay.text], [201, "true", "charged once"]);
     } finally { await back.dispose(); }
     assert.equal(runs.get("held-run"), undefined, "never run by the origin");
-    assert.equal(runs.get("new-after"), undefined);
+    assert.equal(runs.get("new-after"), 1);
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("a reshard after a lowered retention: a key granted under the longer one replays after previous is dropped, fresh keys are served (issue 33)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "reshard-lowered-"));
+  const { origin, runs } = await countingOrigin();
+  // The reshard's window under the lowered retention: 10 + 3 + 1 + 2 = 16 s.
+  const windows = { LEASE_SECONDS: "3", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "2" };
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir }, workers: [rpcCaller()] });
+  try {
+    // K completes under RETENTION_SECONDS=600.
+    const long = await start({ RETENTION_SECONDS: "600" });
+    try {
+      assert.equal((await read(await long.request("/charges", post("K")))).status, 201);
+    } finally { await long.dispose(); }
+
+    // Retention lowered to 10 s with the reshard to 2 shards.
+    const resharding = await start({ RETENTION_SECONDS: "10", TENANT_SHARDS: '{"acme": {"shards": 2, "previous": 1}}' });
+    try {
+      const replay = await read(await resharding.request("/charges", post("K")));
+      assert.deepEqual([replay.status, replay.text, replay.headers["idempotent-replayed"]], [201, "ran K #1", "true"]);
+      // A new key: its object asks the registry, which records the reshard.
+      assert.equal((await read(await resharding.request("/charges", post("during")))).status, 201);
+    } finally { await resharding.dispose(); }
+
+    // "previous" dropped 18 s later: past the new window, well inside K's 600 s.
+    await new Promise((r) => setTimeout(r, 18_000));
+    const dropped = await start({ RETENTION_SECONDS: "10", TENANT_SHARDS: '{"acme": 2}' });
+    try {
+      const again = await read(await dropped.request("/charges", post("K")));
+      assert.deepEqual([again.status, again.text, again.headers["idempotent-replayed"]], [201, "ran K #1", "true"], "K replays its one answer");
+      // Fresh keys are served, not refused: the previous layout is kept in
+      // force until K's record expires, and said so in the log.
+      for (const key of ["fresh-0", "fresh-1", "fresh-2", "fresh-3"]) {
+        const r = await read(await dropped.request("/charges", post(key)));
+        assert.equal(r.status, 201, `${key}: ${r.text}`);
+        assert.equal(r.headers["idempotent-replayed"], undefined, key);
+        const replay = await read(await dropped.request("/charges", post(key)));
+        assert.equal(replay.headers["idempotent-replayed"], "true", key);
+      }
+      // JS RPC routes by the same configuration: K is answered by the
+      // previous layout it lives in, a fresh key claims and completes in the
+      // current one.
+      const worker = await dropped.mf.getWorker("rpc-caller");
+      const rpc = async (op, ...args) => (await worker.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();
+      const fpOf = (key) => fingerprint({ method: "POST", target: "/charges", headers: { "content-type": "text/plain" }, body: new TextEncoder().encode(`charge ${key}`) });
+      const k = await rpc("claim", "acme", { key: "K", fingerprint: await fpOf("K") });
+      assert.equal(k.outcome, "completed", JSON.stringify(k));
+      const fresh = await rpc("claim", "acme", { key: "rpc-fresh", fingerprint: await fpOf("rpc-fresh") });
+      assert.equal(fresh.outcome, "claimed", JSON.stringify(fresh));
+      const stored = { status: 201, headers: [["content-type", "text/plain"]], body: Buffer.from("via rpc").toString("base64") };
+      assert.deepEqual(await rpc("complete", "acme", { key: "rpc-fresh", generation: fresh.generation, response: stored }), { outcome: "stored" });
+      assert.equal((await lookupAt(dropped, shardObjectName("acme", await shardOf("rpc-fresh", 2), 2), "rpc-fresh"))?.state, "completed");
+      assert.equal(await lookupAt(dropped, "acme", "rpc-fresh"), null, "never in the previous layout");
+      const kept = dropped.events("idempotency.previous_kept");
+      assert.ok(kept.length > 0 && kept.every((e) => e.previous === 1 && e.variable === "TENANT_SHARDS"), JSON.stringify(kept));
+      assert.equal(dropped.events("idempotency.misconfigured").length, 0, JSON.stringify(dropped.events("idempotency.misconfigured")));
+    } finally { await dropped.dispose(); }
+    assert.equal(runs.get("K"), 1, "the origin ran K once");
+    for (const key of ["fresh-0", "fresh-1", "fresh-2", "fresh-3"]) assert.equal(runs.get(key), 1, key);
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });

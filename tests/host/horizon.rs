@@ -4,7 +4,7 @@
 //! and only when it grows by more than its slack.
 
 use crate::support::*;
-use idempotency_ledger::ledger::{ClaimOutcome, Ledger, HORIZON_SLACK_MS};
+use idempotency_ledger::ledger::{ClaimOutcome, Ledger, HORIZON_GAP_MS, HORIZON_SLACK_MS};
 
 /// The reshard window the object's configuration covers.
 const WINDOW_MS: i64 = RETENTION_MS + 2 * LEASE_MS;
@@ -123,4 +123,87 @@ fn library_ledgers_keep_no_horizon() {
     l.store().failing.set(true);
     l.claim("long", &fp("a"), &kept_a_year(), T0).unwrap();
     assert_eq!(l.expires_by().unwrap(), 0);
+}
+
+#[test]
+fn the_horizon_covers_every_record_whatever_configuration_granted_it() {
+    // Issue 33: keys granted under RETENTION_SECONDS=600 (a window that
+    // covered them, so nothing was tracked), then the configuration lowered
+    // to 10 s. The horizon a registry reads must still cover them.
+    const OLD_RETENTION_MS: i64 = 600_000;
+    let file = LedgerFile::new("horizon-lowered");
+    let l = file.open();
+    l.track_expiries_beyond(Some(OLD_RETENTION_MS + 16_000));
+    let mut old = policy();
+    old.retention_ms = OLD_RETENTION_MS;
+    l.claim("done", &fp("a"), &old, T0).unwrap();
+    l.complete("done", 1, &response("x"), OLD_RETENTION_MS, T0 + 5)
+        .unwrap();
+    l.claim("running", &fp("b"), &old, T0 + 10).unwrap();
+    assert_eq!(
+        l.expires_by().unwrap(),
+        0,
+        "within its window then: untracked"
+    );
+    // The next instance runs the lowered configuration.
+    let l = file.open();
+    l.track_expiries_beyond(Some(10_000 + 6_000));
+    // One index read: the latest sweep_at plus the gap.
+    let horizon = l.horizon().unwrap();
+    assert_eq!(horizon, old.sweep_at(T0 + 10) + HORIZON_GAP_MS);
+    assert!(
+        horizon >= old.in_flight_expires_at(T0 + 10),
+        "the key in flight"
+    );
+    assert!(horizon >= T0 + 5 + OLD_RETENTION_MS, "the completed key");
+    // A tracked expiry beyond every record still counts.
+    l.claim("long", &fp("c"), &kept_a_year(), T0 + 20).unwrap();
+    assert_eq!(l.horizon().unwrap(), T0 + 20 + YEAR_MS + HORIZON_SLACK_MS);
+    // An empty ledger has no horizon.
+    assert_eq!(
+        LedgerFile::new("horizon-empty").open().horizon().unwrap(),
+        0
+    );
+}
+
+#[test]
+fn a_completion_far_from_its_claim_raises_the_horizon_and_the_usual_one_writes_nothing() {
+    let file = LedgerFile::new("horizon-late");
+    let l = file.open_failing();
+    l.track_expiries_beyond(Some(WINDOW_MS));
+    l.claim("soon", &fp("a"), &policy(), T0).unwrap();
+    l.claim("late", &fp("b"), &policy(), T0).unwrap();
+    // The state row cannot be written: a completion within the gap of its
+    // claim, with the claim's retention, never needs it.
+    l.store().failing.set(true);
+    l.complete("soon", 1, &response("x"), RETENTION_MS, T0 + HORIZON_GAP_MS)
+        .unwrap();
+    assert_eq!(l.horizon().unwrap(), T0 + RETENTION_MS + HORIZON_GAP_MS);
+    // An owner that completes later (no takeover since): its expiry is past
+    // what the latest sweep_at bounds, so it is written with the completion
+    // — or the completion fails with the row.
+    let late = T0 + HORIZON_GAP_MS + 1;
+    assert!(l
+        .complete("late", 1, &response("y"), RETENTION_MS, late)
+        .is_err());
+    assert!(matches!(
+        l.lookup("late", late).unwrap().map(|r| r.state),
+        Some(idempotency_ledger::ledger::KeyState::InFlight)
+    ));
+    l.store().failing.set(false);
+    l.complete("late", 1, &response("y"), RETENTION_MS, late)
+        .unwrap();
+    assert_eq!(
+        stored_horizon(&file),
+        late + RETENTION_MS + HORIZON_SLACK_MS
+    );
+    assert!(l.horizon().unwrap() >= late + RETENTION_MS);
+    // A fenced-out completion changes nothing and raises nothing.
+    assert!(l
+        .complete("late", 1, &response("z"), 2 * YEAR_MS, late + 1)
+        .is_ok());
+    assert_eq!(
+        stored_horizon(&file),
+        late + RETENTION_MS + HORIZON_SLACK_MS
+    );
 }

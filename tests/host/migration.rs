@@ -326,10 +326,14 @@ fn a_v1_registry_treats_its_layout_history_as_unknown_for_a_window_and_believes_
     };
     assert_eq!((record.shards, record.previous), (4, Some(2)));
     l.record_layout(&record).unwrap();
-    // Dropping it is refused for a window from then.
+    // Dropping it keeps the previous layout in force for a window from then.
     assert!(matches!(
         registry_decides(&l, r#"{"acme": 4}"#, true, upgraded + window, window),
-        LayoutDecision::Refuse(_)
+        LayoutDecision::KeepPrevious {
+            previous: 2,
+            record: None,
+            ..
+        }
     ));
     assert!(matches!(
         registry_decides(&l, r#"{"acme": 4}"#, true, upgraded + 1 + window, window),
@@ -656,6 +660,17 @@ fn a_v4_database_upgrades_in_place_with_no_quota_tombstones_keeping_every_record
         (3, 1, 1, 1)
     );
     assert_eq!(l.lookup("done", T0 + 2_000).unwrap().unwrap().replays, 1);
+    // The horizon covers every expiry the v4 object held (schema 4 tracked
+    // only those past the reshard window; issue 33).
+    let latest: i64 = l
+        .store()
+        .connection()
+        .query_row("SELECT MAX(expires_at) FROM idempotency_records", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(l.expires_by().unwrap() >= latest);
+    assert!(l.horizon().unwrap() >= latest);
     // The in-flight key completes past a quota it has no room under: a
     // tombstone, counted in the new column.
     let full = idempotency_ledger::ledger::SqlStore::database_size(l.store()).unwrap();

@@ -24,6 +24,9 @@ impl Apply<ClaimCall> for LedgerObject {
         call: ClaimCall,
     ) -> Result<(ClaimOutcome, WaitReport), Problem> {
         self.check_layout(config).await?;
+        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+            return Ok(answer);
+        }
         let policy = self.policy(config, call.lease_seconds, call.retention_seconds)?;
         check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
         let attempt = call.attempt.as_deref();

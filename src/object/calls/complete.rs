@@ -24,6 +24,14 @@ impl Apply<CompleteCall> for LedgerObject {
         config: &Config,
         call: CompleteCall,
     ) -> Result<(CompleteOutcome, WaitReport), Problem> {
+        // Follows a previous layout the registry keeps in force (a
+        // settlement is never refused by the layout).
+        if let Some(answer) = self
+            .settle_at_kept_previous(config, &call.key, &call)
+            .await?
+        {
+            return Ok(answer);
+        }
         let now = now_ms();
         self.check_home(config, &call.key, now)?;
         let policy = self.policy(config, None, call.retention_seconds)?;

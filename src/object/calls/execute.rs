@@ -23,6 +23,9 @@ impl Apply<ExecuteCall> for LedgerObject {
         call: ExecuteCall,
     ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
         self.check_layout(config).await?;
+        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+            return Ok(answer);
+        }
         let policy = self.policy(config, None, None)?;
         let capture = config.capture_policy();
         let request = &call.request;

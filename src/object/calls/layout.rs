@@ -27,8 +27,10 @@ impl Apply<LayoutCall> for LedgerObject {
             ));
         }
         let tenant = place.tenant.clone().map(|(t, _)| t).unwrap_or_default();
-        self.decide_layout(&tenant, &call).await?;
-        Ok(answered(LayoutOutcome::Accepted))
+        Ok(answered(match self.decide_layout(&tenant, &call).await? {
+            None => LayoutOutcome::accepted(),
+            Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
+        }))
     }
 }
 
@@ -38,10 +40,7 @@ impl Apply<HorizonCall> for LedgerObject {
         _: &Config,
         _: HorizonCall,
     ) -> Result<(HorizonAnswer, WaitReport), Problem> {
-        let expires_by = self
-            .ledger
-            .expires_by()
-            .map_err(|e| store_unavailable(&e))?;
+        let expires_by = self.ledger.horizon().map_err(|e| store_unavailable(&e))?;
         Ok(answered(HorizonAnswer { expires_by }))
     }
 }

@@ -22,6 +22,14 @@ impl Apply<ReleaseCall> for LedgerObject {
         config: &Config,
         call: ReleaseCall,
     ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
+        // Follows a previous layout the registry keeps in force (a
+        // settlement is never refused by the layout).
+        if let Some(answer) = self
+            .settle_at_kept_previous(config, &call.key, &call)
+            .await?
+        {
+            return Ok(answer);
+        }
         self.check_home(config, &call.key, now_ms())?;
         let out = self
             .ledger
