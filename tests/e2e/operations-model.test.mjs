@@ -28,7 +28,8 @@
 //   (the gateway goes away while the origin still runs some requests);
 // - RETENTION_SECONDS raised and lowered, LEASE_SECONDS raised and lowered
 //   (RETENTION ≥ LEASE > ORIGIN_TIMEOUT always), SWEEP_INTERVAL_SECONDS
-//   changed, the metrics binding (ANALYTICS) bound and unbound;
+//   changed, the metrics binding (ANALYTICS) bound — a dataset, or a
+//   variable by mistake: metrics only observe — and unbound;
 // - a reshard 1 → N with `"previous": 1`, `"previous"` dropped after the
 //   window or early (honoured until the registry's horizon, not refused:
 //   the v1.4 contract), then N → 1 with `"previous": N` once the layout it
@@ -163,10 +164,11 @@ function varsOf(cfg, originUrl) {
   };
   if (cfg.previous !== null) vars.TENANT_SHARDS = JSON.stringify({ [OPS]: { shards: cfg.shards, previous: cfg.previous } });
   else if (cfg.shards !== 1) vars.TENANT_SHARDS = JSON.stringify({ [OPS]: cfg.shards });
+  if (cfg.metrics === "variable") vars.ANALYTICS = "ops-model";
   return vars;
 }
 const describeCfg = (c) =>
-  `R=${c.R} L=${c.L} T=${c.T} S=${c.S} shards=${c.shards}${c.previous !== null ? ` previous=${c.previous}` : ""}${c.metrics ? " +ANALYTICS" : ""}`;
+  `R=${c.R} L=${c.L} T=${c.T} S=${c.S} shards=${c.shards}${c.previous !== null ? ` previous=${c.previous}` : ""}${c.metrics === "dataset" ? " +ANALYTICS" : c.metrics === "variable" ? " +ANALYTICS(a variable)" : ""}`;
 
 // ---------------------------------------------------------------- the schedule
 
@@ -177,7 +179,7 @@ const describeCfg = (c) =>
  */
 function planFor(rng) {
   const steps = [];
-  let cfg = { R: rng.pick(RETENTIONS_HIGH), L: rng.pick(LEASES), T: ORIGIN_TIMEOUT, S: rng.pick(SWEEPS), shards: 1, previous: null, metrics: rng.chance(0.5) };
+  let cfg = { R: rng.pick(RETENTIONS_HIGH), L: rng.pick(LEASES), T: ORIGIN_TIMEOUT, S: rng.pick(SWEEPS), shards: 1, previous: null, metrics: rng.chance(0.5) ? "dataset" : null };
   steps.push({ action: "first deploy", cfg });
   const push = (action, next, extra = {}) => { cfg = { ...cfg, ...next }; steps.push({ action, cfg, ...extra }); };
   const tuning = (n, lowerRetentionFirst = false) => {
@@ -211,8 +213,13 @@ function planFor(rng) {
         else push("restart on the same state", {});
       } else if (what === "sweep interval changed") {
         push(what, { S: cfg.S === 1 ? 2 : 1 });
-      } else if (what === "metrics bound" || what === "metrics unbound") {
-        push(what, { metrics: !cfg.metrics });
+      } else if (what === "metrics unbound") {
+        push(what, { metrics: null });
+      } else if (what === "metrics bound") {
+        // A dataset, or (a careless operator) a [vars] entry: metrics only
+        // observe, so neither may cost an answer (SPEC v1.4).
+        const kind = rng.chance(0.5) ? "dataset" : "variable";
+        push(kind === "dataset" ? what : `${what} (as a variable, not a dataset)`, { metrics: kind });
       } else if (what === "crash restart") {
         push(what, {}, { crash: true });
       } else {
@@ -302,7 +309,7 @@ async function runSeed(seed) {
   };
   const start = async (step) => {
     const cfg = step.cfg;
-    const gateway = cfg.metrics ? { analyticsEngineDatasets: { ANALYTICS: { dataset: "ops-model" } } } : {};
+    const gateway = cfg.metrics === "dataset" ? { analyticsEngineDatasets: { ANALYTICS: { dataset: "ops-model" } } } : {};
     gw = await startGateway({ vars: varsOf(cfg, origin.url), apiTokens: API_TOKENS, gateway, shared: { resourcePersistencePath: dir } });
     current = { index: deployments.length, action: step.action, cfg, startedAt: Date.now() };
     deployments.push(current);
@@ -501,7 +508,8 @@ async function runSeed(seed) {
       await start(step);
       if (step.reshardStart) { reshardStartedAt = current.startedAt; reshardStartIndex = current.index; }
       if (step.drop) lastDropAt = current.startedAt;
-      log.push(`${at(current.startedAt)} deploy #${current.index}: ${step.action} — ${describeCfg(step.cfg)}`);
+      const timing = step.drop ? ` (${((current.startedAt - reshardStartedAt) / 1000).toFixed(1)} s after the reshard began, its window ${windowMs(deployments[reshardStartIndex].cfg) / 1000} s)` : "";
+      log.push(`${at(current.startedAt)} deploy #${current.index}: ${step.action}${timing} — ${describeCfg(step.cfg)}`);
       if (legacyId === null) {
         // The legacy tenant's object exists from the start (so its file can be replaced); it takes no traffic before.
         const ns = await gw.mf.getDurableObjectNamespace("TENANT_LEDGER");
