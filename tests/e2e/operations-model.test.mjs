@@ -121,13 +121,13 @@ class Rng {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-/** Waits for a request of the model's to be answered, or marks it dead after `ms` (its gateway went away). */
-async function settled(op, ms) {
+/** Waits for a request of the model's to be answered, or marks it unanswered after `ms` (`why`). */
+async function settled(op, ms, why = "no answer: its gateway went away") {
   let timer;
   const gone = new Promise((r) => { timer = setTimeout(r, ms); });
   await Promise.race([op.done, gone]);
   clearTimeout(timer);
-  if (op.answeredAt === undefined) { op.answeredAt = Date.now(); op.error = "no answer: its gateway went away"; }
+  if (op.answeredAt === undefined) { op.answeredAt = Date.now(); op.error = why; op.hung = why !== "no answer: its gateway went away"; }
 }
 
 // ---------------------------------------------------------------- configuration
@@ -403,7 +403,7 @@ async function runSeed(seed) {
       }
     }
     const sent = await Promise.all(launched);
-    await Promise.all(sent.map((op) => settled(op, 60_000)));
+    await Promise.all(sent.map((op) => settled(op, 60_000, "no answer within 60 s from a running gateway")));
   };
 
   /**
@@ -495,6 +495,7 @@ async function runSeed(seed) {
         if (step.crash) {
           // The gateway goes away while the origin still runs two requests.
           const victims = [send(OPS, freshKey(OPS), { hold: 2500 }), send(OPS, rng.pick(keys[OPS]), { hold: 2500 })];
+          for (const v of victims) v.victim = true;
           const deadline = Date.now() + 10_000;
           while (!victims.every((v) => runs.some((r) => r.op === v.id) || v.answeredAt !== undefined) && Date.now() < deadline) await sleep(20);
           await stop();
@@ -588,6 +589,7 @@ function check({ ops, runs, deployments, violate }) {
   for (const op of ops) {
     const id = `${op.tenant} ${op.key}`;
     const dep = deployments[op.deployment];
+    if (op.hung || (op.error && !op.victim)) violate("every request is answered", op, op.error);
     if (op.error) continue; // a crash restart: the request died with its gateway
     const slug = op.problem?.type?.split("/").pop() ?? null;
     if (op.status === 500 && slug === "misconfigured") {
