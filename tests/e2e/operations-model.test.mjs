@@ -12,16 +12,19 @@
 // seconds), under the 120 s `npm test` gives each e2e file; more seeds
 // need `--test-timeout=0` (or a larger one).
 //
-// The schedule (a function of the seed alone; the wall clock decides only
-// how long a wait lasts) is a list of deploys — each a restart of the
-// gateway on the same persisted state with other variables — each followed
-// by a burst of traffic. Traffic, for two tenants:
+// The schedule is a list of deploys — each a restart of the gateway on the
+// same persisted state with other variables — each followed by a burst of
+// traffic. It is a function of the seed alone, except where the wall clock
+// decides: how long a wait lasts, which keys are still within their
+// retention when a retry picks one of those, whether a second reshard
+// must be skipped (all said in the output). Traffic, for two tenants:
 // - fresh keys (fast, slow origins under ORIGIN_TIMEOUT_SECONDS, an origin
 //   that fails before answering → 502 and a release, an origin slower than
 //   the timeout → 504 and a claim kept until its lease ends);
 // - retries of any earlier key (the same request: same body), of recent
-//   ones, and concurrent ones while the first run is in flight, plain
-//   (`409`) or with `Prefer: wait=N` (a replay once it completes).
+//   ones, of the oldest still within their retention, and concurrent ones
+//   while the first run is in flight, plain (`409`) or with
+//   `Prefer: wait=N` (a replay once it completes).
 // Operator actions (docs/operations.md, docs/sharding.md, docs/contract.md
 // §4 and §8; every one of them is safe per the docs):
 // - a restart on the same state with the same variables; a crash restart
@@ -57,7 +60,8 @@
 // - no answer is `500 misconfigured` (every action is safe), no `503`
 //   outlasts a bounded time after a deploy (an upgrade's `503` carries
 //   `Retry-After`), every `409` carries `Retry-After`, and nothing else the
-//   contract does not allow here is answered (400, 401, 421, 422, 429, …).
+//   contract does not allow here is answered (400, 401, 421, 422, 429, …);
+//   every request a running gateway takes is answered.
 //
 // On failure the output names the seed, the schedule as run (each deploy,
 // its variables and when it began), and the history of the first keys
