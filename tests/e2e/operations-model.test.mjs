@@ -36,9 +36,12 @@
 // - a reshard 1 → N with `"previous": 1`, `"previous"` dropped after the
 //   window or early (honoured until the registry's horizon, not refused:
 //   the v1.4 contract), then N → 1 with `"previous": N` once the layout it
-//   leaves holds nothing live and its expiry horizon has passed (a horizon
-//   far away — an hour past a retired object's grant — skips the second
-//   reshard: said in the schedule), and its `"previous"` dropped the same way;
+//   leaves holds nothing live, its expiry horizon has passed and no
+//   object says the dropped `"previous"` is still kept in force
+//   (`idempotency.previous_kept`, contract §6) — when that is far away
+//   (minutes, or an hour past a retired object's grant) the second reshard
+//   is skipped, said in the schedule — and its `"previous"` dropped the
+//   same way;
 // - a restart over an older schema: the second tenant's object replaced by
 //   the ledger schema 1 wrote (tests/fixtures/ledger-v1.sqlite).
 //
@@ -305,9 +308,17 @@ async function runSeed(seed) {
   let opNo = 0;
   let keyNo = 0;
 
+  /**
+   * Until when this deployment's objects said a dropped `"previous"` is
+   * kept in force (`idempotency.previous_kept`, "… until <epoch ms> (epoch
+   * ms) …": the operator's signal that the reshard is not over; 0: none).
+   */
+  const keptUntil = () => Math.max(0, ...gw.events("idempotency.previous_kept")
+    .flatMap((e) => [...String(e.reason ?? "").matchAll(/until (\d{12,}) \(epoch ms\)/g)].map((m) => Number(m[1]))));
   /** What the stopping deployment logged as misconfigured (why a 500 was answered). */
   const stop = async () => {
     current.misconfigured = [...new Set(gw.events("idempotency.misconfigured").map((e) => e.error ?? e.variable))];
+    current.keptUntil = keptUntil();
     await gw.dispose();
     gw = null;
   };
@@ -479,14 +490,16 @@ async function runSeed(seed) {
         // keep a record longer (its expiry horizon, contract §8): the docs
         // say change N again only after it. Near: wait for it; far (it is
         // kept an hour past a retired object's grant): no second reshard.
+        // So may a dropped "previous" still be kept in force (logged).
         const stub = await gw.ledger(OPS);
         const r = await stub.fetch("https://ledger/rpc/v1/horizon", { method: "POST", body: "{}" });
-        const horizon = r.status === 200 ? Number((await r.json()).expires_by ?? 0) : Infinity;
+        const kept = Math.max(keptUntil(), ...deployments.map((d) => d.keptUntil ?? 0));
+        const horizon = r.status === 200 ? Math.max(Number((await r.json()).expires_by ?? 0), kept) : Infinity;
         if (horizon <= Date.now() + 30_000) {
           await sleep(horizon + 1000 - Date.now());
         } else {
           const keep = { shards: current.cfg.shards, previous: current.cfg.previous };
-          const why = horizon === Infinity ? `horizon answered ${r.status}` : `its horizon is ${Math.round((horizon - Date.now()) / 1000)} s away`;
+          const why = horizon === Infinity ? `horizon answered ${r.status}` : `the layout it leaves is kept ${Math.round((horizon - Date.now()) / 1000)} s more`;
           for (let j = i; j < plan.length; j++) {
             const s = plan[j];
             const changes = s.reshardStart || s.drop;
