@@ -33,9 +33,10 @@
 //   (RETENTION ≥ LEASE > ORIGIN_TIMEOUT always), SWEEP_INTERVAL_SECONDS
 //   changed, the metrics binding (ANALYTICS) bound — a dataset, or a
 //   variable by mistake: metrics only observe — and unbound;
-// - a reshard 1 → N with `"previous": 1`, `"previous"` dropped after the
-//   window or early (honoured until the registry's horizon, not refused:
-//   the v1.4 contract), then N → 1 with `"previous": N` once the layout it
+// - a reshard 1 → N with `"previous": 1` (or, for half the seeds, a tenant
+//   that starts on N objects resharded N → 1, then back), `"previous"`
+//   dropped after the window or early (honoured until the registry's
+//   horizon, not refused: the v1.4 contract), then the way back once the layout it
 //   leaves holds nothing live, its expiry horizon has passed and no
 //   object says the dropped `"previous"` is still kept in force
 //   (`idempotency.previous_kept`, contract §6) — when that is far away
@@ -75,6 +76,7 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGateway, startOrigin, read, sha256hex, ROOT } from "./harness.mjs";
+import { shardObjectName } from "../../client/index.js";
 
 // ---------------------------------------------------------------- seeds
 
@@ -248,7 +250,16 @@ function planFor(rng) {
   // The deploy over an older schema: one of the restarts after the first.
   const at = rng.int(1, steps.length - 1);
   steps[at] = { ...steps[at], legacy: true, action: `${steps[at].action} + the "${LEGACY}" object replaced by a schema-1 ledger` };
-  return steps;
+  // Half the seeds go the other way: the tenant starts on N objects (it
+  // holds no record yet), reshards down to one, then up again.
+  if (!rng.chance(0.5)) return steps;
+  const flip = (c) => ({ ...c, shards: c.shards === 1 ? n : 1, previous: c.previous === null ? null : c.previous === 1 ? n : 1 });
+  return steps.map((step) => {
+    const cfg = flip(step.cfg);
+    const action = step.reshardStart ? step.action.replace(/^reshard \d+ → \d+ with "previous": \d+/, `reshard ${cfg.previous} → ${cfg.shards} with "previous": ${cfg.previous}`)
+      : step.action === "first deploy" ? `first deploy (${n} objects, no record yet)` : step.action;
+    return { ...step, cfg, action };
+  });
 }
 
 // ---------------------------------------------------------------- one seed
@@ -491,15 +502,20 @@ async function runSeed(seed) {
         // say change N again only after it. Near: wait for it; far (it is
         // kept an hour past a retired object's grant): no second reshard.
         // So may a dropped "previous" still be kept in force (logged).
-        const stub = await gw.ledger(OPS);
-        const r = await stub.fetch("https://ledger/rpc/v1/horizon", { method: "POST", body: "{}" });
+        const left = deployments[reshardStartIndex].cfg.previous;
+        const names = left === 1 ? [OPS] : Array.from({ length: left }, (_, k) => shardObjectName(OPS, k, left));
         const kept = Math.max(keptUntil(), ...deployments.map((d) => d.keptUntil ?? 0));
-        const horizon = r.status === 200 ? Math.max(Number((await r.json()).expires_by ?? 0), kept) : Infinity;
+        let horizon = kept;
+        for (const name of names) {
+          const stub = await gw.ledger(name);
+          const r = await stub.fetch("https://ledger/rpc/v1/horizon", { method: "POST", body: "{}" });
+          horizon = r.status === 200 ? Math.max(horizon, Number((await r.json()).expires_by ?? 0)) : Infinity;
+        }
         if (horizon <= Date.now() + 30_000) {
           await sleep(horizon + 1000 - Date.now());
         } else {
           const keep = { shards: current.cfg.shards, previous: current.cfg.previous };
-          const why = horizon === Infinity ? `horizon answered ${r.status}` : `the layout it leaves is kept ${Math.round((horizon - Date.now()) / 1000)} s more`;
+          const why = horizon === Infinity ? "an object's horizon was not answered" : `the layout it leaves is kept ${Math.round((horizon - Date.now()) / 1000)} s more`;
           for (let j = i; j < plan.length; j++) {
             const s = plan[j];
             const changes = s.reshardStart || s.drop;
