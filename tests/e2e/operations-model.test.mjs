@@ -4,7 +4,7 @@
 // Durable Objects persisted across restarts), checked against a model of
 // what every action the docs call safe must leave intact.
 //
-//   node --test tests/e2e/operations-model.test.mjs                   # the default seed (4)
+//   node --test tests/e2e/operations-model.test.mjs                   # the default seed (10)
 //   SEED=7 node --test tests/e2e/operations-model.test.mjs            # another seed
 //   SEED=100 SEEDS=5 node --test --test-timeout=0 tests/e2e/operations-model.test.mjs  # seeds 100..104
 //
@@ -80,7 +80,7 @@ import { shardObjectName } from "../../client/index.js";
 
 // ---------------------------------------------------------------- seeds
 
-const DEFAULT_SEED = 4;
+const DEFAULT_SEED = 10;
 function wholeEnv(name, fallback) {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
