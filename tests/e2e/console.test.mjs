@@ -149,17 +149,35 @@ test("the API adds no CORS: a page of another origin cannot read it", async () =
   }
 });
 
-test("without a token the page loads under its CSP and shows the 401's detail only", async () => {
-  const missing = await api("/v1/idempotency/stats", null);
-  assert.equal(missing.status, 401);
-  await page.goto(`${base}/console`, { waitUntil: "load", ...WAIT });
-  await visible("problem");
-  assert.equal(await text("problem"), missing.json.detail);
+test("without a token the page loads under its CSP, asks the API nothing and logs nothing: it asks for a token", async () => {
+  const early = { requests: [], messages: [] };
+  const onRequest = (r) => { if (new URL(r.url()).pathname.startsWith("/v1/")) early.requests.push(r.url()); };
+  const onMessage = (m) => early.messages.push(`${m.type()}: ${m.text()}`);
+  page.on("request", onRequest);
+  page.on("console", onMessage);
+  await page.goto(`${base}/console`, { waitUntil: "networkidle0", ...WAIT });
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "paste a token to begin", WAIT, tid("status"));
+  page.off("request", onRequest);
+  page.off("console", onMessage);
+  assert.deepEqual(early.requests, [], "no API request before a token");
+  assert.deepEqual(early.messages, [], "no console message of any kind before a token");
+  assert.equal(await page.$eval(tid("problem"), (e) => e.hidden), true);
   assert.equal(await page.$eval(tid("dashboard"), (e) => e.hidden), true);
   assert.deepEqual(await violations(), []);
   assert.deepEqual(problems, []);
+});
+
+test("a refused token shows the 401's detail only, styled by the served stylesheet", async () => {
+  const missing = await api("/v1/idempotency/stats", "Bearer nobody");
+  assert.equal(missing.status, 401);
+  await useToken("nobody");
+  await visible("problem");
+  assert.equal(await text("problem"), missing.json.detail);
+  assert.equal(await page.$eval(tid("dashboard"), (e) => e.hidden), true);
   // The CSP the browser enforces is the served one, and the stylesheet applied (no inline style needed it).
   assert.equal(await page.$eval(tid("problem"), (e) => getComputedStyle(e).fontWeight), "600");
+  assert.deepEqual(await violations(), []);
+  assert.deepEqual(problems, []);
 });
 
 test("a wrong token shows the 401's detail and nothing else", async () => {

@@ -8,6 +8,8 @@
 //   keys and everything else the API returns are hostile input. No
 //   innerHTML, outerHTML, insertAdjacentHTML, document.write or eval (and
 //   the page's Trusted Types policy would refuse them anyway).
+// - Without a token the page asks the API nothing (no request, so no 401
+//   in the browser's console) and says so.
 // - The token lives in sessionStorage and in the Authorization header,
 //   never in a URL; a 401 (or any refused stats read) empties every panel
 //   before its detail is shown, and answers that arrive after the token
@@ -117,6 +119,16 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   /** Reads stats and both key lists at once, then renders them together, or the refusal. */
   async function load() {
     clearTimeout(state.timer);
+    if (!state.token) {
+      // No token, no request: nothing is asked of the API (and nothing refused) until one is given.
+      state.seq += 1;
+      clearData();
+      ui.dashboard.hidden = true;
+      ui.problem.hidden = true;
+      ui.problem.textContent = "";
+      ui.status.textContent = "paste a token to begin";
+      return;
+    }
     const seq = ++state.seq;
     const epoch = state.epoch;
     const page = "/v1/idempotency-keys?limit=" + RECENT_LIMIT + (state.cursor === null ? "" : "&cursor=" + encodeURIComponent(state.cursor));
@@ -313,6 +325,10 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     const epoch = state.epoch;
     if (key === "") {
       ui.lookupResult.replaceChildren(el("p", { class: "empty", text: "enter a key" }));
+      return;
+    }
+    if (!state.token) {
+      ui.lookupResult.replaceChildren(el("p", { class: "empty", text: "paste a token first" }));
       return;
     }
     ui.lookupResult.replaceChildren(el("p", { class: "empty", text: "looking up\u2026" }));
