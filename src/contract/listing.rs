@@ -11,30 +11,138 @@
 //!   take, a repeated one, a `state` it does not know, a `limit` outside
 //!   1–100 or a cursor it did not make (malformed, edited, made for another
 //!   `state`) is `400 invalid-query`, before any object is asked anything.
-//! - A cursor says which listing it continues: its version, its `state`
-//!   (and so its walk's direction) and its position, with a check digest
-//!   over them, base64url. It only ever points into the tenant's own keys
-//!   (the tenant comes from the token), so the digest guards against edits
-//!   and truncation, not against a forger.
+//! - A cursor says which listing it continues — its `state` (and so its
+//!   walk's direction) and its position — and reveals neither: it is sealed
+//!   ([`CursorSeal`]) under a key derived from a deployment secret and the
+//!   tenant, so it carries no key in plain text (cursors travel in URLs,
+//!   hence access logs), a cursor edited, truncated, forged or made for
+//!   another tenant is refused, and one made before a reshard still
+//!   continues the tenant's listing (the key is the tenant's, not an
+//!   object's).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use hmac::{Hmac, Mac};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use crate::ledger::list::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_POSITION_MS};
 use crate::ledger::{KeyState, ListPage, Position, RecordView};
 use crate::protocol::{validate_key, AppResponse, Problem, ProblemKind};
 use crate::rpc::ListCall;
 
-/// The cursor encoding this code writes (its first byte).
-const CURSOR_VERSION: u8 = 1;
+/// The cursor encoding this code writes (its first byte): 2, sealed (1
+/// carried the key in plain text and is refused).
+const CURSOR_VERSION: u8 = 2;
 
-/// Bytes of the check digest at a cursor's end.
-const CHECK_BYTES: usize = 4;
+/// Bytes of the seal's tag, after the version byte.
+const TAG_BYTES: usize = 16;
 
-/// What the check digest is taken over, before the cursor's own bytes.
-const CHECK_DOMAIN: &[u8] = b"idempotency-ledger/list-cursor";
+/// What the cursor key is derived under, before the tenant.
+const KEY_DOMAIN: &[u8] = b"idempotency-ledger/list-cursor/v2";
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The key that seals one tenant's cursors: HMAC-SHA256 of the tenant under
+/// a deployment secret (the gateway's: [`CursorSeal::secret_of`]).
+///
+/// A cursor is `version ‖ tag ‖ ciphertext`, base64url, where the
+/// plaintext is `state ‖ sweep_at ‖ key`, `tag` = HMAC(k, "tag" ‖
+/// plaintext) cut to 16 bytes, and the ciphertext is the plaintext XOR the
+/// keystream HMAC(k, "stream" ‖ tag ‖ counter) — a deterministic
+/// authenticated encryption (the SIV shape over HMAC-SHA256): the same
+/// position always gives the same cursor, which shows only that two
+/// cursors are equal; nothing of the key or the time, and no cursor
+/// survives an edit or another tenant's key.
+#[derive(Clone)]
+pub struct CursorSeal {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for CursorSeal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorSeal(..)")
+    }
+}
+
+fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    // HMAC takes a key of any length: `new_from_slice` cannot fail.
+    let mut mac = match HmacSha256::new_from_slice(key) {
+        Ok(m) => m,
+        Err(_) => return [0; 32],
+    };
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
+}
+
+impl CursorSeal {
+    /// The seal of `tenant`'s cursors under `secret`.
+    pub fn new(secret: &[u8], tenant: &str) -> CursorSeal {
+        let len = (tenant.len() as u64).to_be_bytes();
+        CursorSeal {
+            key: hmac(secret, &[KEY_DOMAIN, &len, tenant.as_bytes()]),
+        }
+    }
+
+    /// The deployment secret cursors are sealed under: `LOG_HASH_KEY` when
+    /// it is set, else the `API_TOKENS` secret itself (rotating either
+    /// makes earlier cursors `400`: start the listing again).
+    pub fn secret_of(log_hash_key: Option<&str>, api_tokens: &str) -> Vec<u8> {
+        hmac(
+            log_hash_key.unwrap_or(api_tokens).as_bytes(),
+            &[b"idempotency-ledger/cursor-secret"],
+        )
+        .to_vec()
+    }
+
+    fn stream(&self, tag: &[u8], bytes: &mut [u8]) {
+        for (i, chunk) in bytes.chunks_mut(32).enumerate() {
+            let block = hmac(&self.key, &[b"stream", tag, &(i as u32).to_be_bytes()]);
+            for (b, k) in chunk.iter_mut().zip(block.iter()) {
+                *b ^= k;
+            }
+        }
+    }
+
+    fn tag(&self, plain: &[u8]) -> [u8; TAG_BYTES] {
+        let full = hmac(&self.key, &[b"tag", plain]);
+        let mut tag = [0u8; TAG_BYTES];
+        tag.copy_from_slice(&full[..TAG_BYTES]);
+        tag
+    }
+
+    fn seal(&self, plain: Vec<u8>) -> String {
+        let tag = self.tag(&plain);
+        let mut body = plain;
+        self.stream(&tag, &mut body);
+        let mut bytes = Vec::with_capacity(1 + TAG_BYTES + body.len());
+        bytes.push(CURSOR_VERSION);
+        bytes.extend_from_slice(&tag);
+        bytes.extend_from_slice(&body);
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    fn open(&self, cursor: &str) -> Option<Vec<u8>> {
+        let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+        let [version, rest @ ..] = bytes.as_slice() else {
+            return None;
+        };
+        if *version != CURSOR_VERSION || rest.len() < TAG_BYTES {
+            return None;
+        }
+        let (tag, body) = rest.split_at(TAG_BYTES);
+        let mut plain = body.to_vec();
+        self.stream(tag, &mut plain);
+        // Constant time: the tag is a MAC.
+        let mut mac = HmacSha256::new_from_slice(&self.key).ok()?;
+        mac.update(b"tag");
+        mac.update(&plain);
+        mac.verify_truncated_left(tag).ok()?;
+        Some(plain)
+    }
+}
 
 /// A listing request as its query string asks for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,8 +168,9 @@ fn invalid(detail: impl Into<String>) -> Problem {
     Problem::new(ProblemKind::InvalidQuery, detail)
 }
 
-/// Reads the query string (without its `?`) of a key listing.
-pub fn parse_list_query(query: &str) -> Result<ListRequest, Problem> {
+/// Reads the query string (without its `?`) of a key listing; a cursor
+/// must be one `seal` sealed.
+pub fn parse_list_query(query: &str, seal: &CursorSeal) -> Result<ListRequest, Problem> {
     let (mut state, mut limit, mut cursor) = (None, None, None);
     for piece in query.split('&').filter(|p| !p.is_empty()) {
         let (raw_name, raw_value) = piece.split_once('=').unwrap_or((piece, ""));
@@ -102,7 +211,7 @@ pub fn parse_list_query(query: &str) -> Result<ListRequest, Problem> {
     let after = match cursor.as_deref() {
         None => None,
         Some(c) => {
-            let (made_for, position) = decode_cursor(c).ok_or_else(|| {
+            let (made_for, position) = decode_cursor(c, seal).ok_or_else(|| {
                 invalid("the cursor is not one this listing gave out (pass next_cursor as it is)")
             })?;
             if made_for != state {
@@ -137,39 +246,22 @@ fn state_tag(state: Option<KeyState>) -> u8 {
     }
 }
 
-fn check(bytes: &[u8]) -> [u8; CHECK_BYTES] {
-    let digest = Sha256::new()
-        .chain_update(CHECK_DOMAIN)
-        .chain_update(bytes)
-        .finalize();
-    let mut out = [0u8; CHECK_BYTES];
-    out.copy_from_slice(&digest[..CHECK_BYTES]);
-    out
+/// The opaque, sealed cursor that continues a listing of `state` after
+/// `position`.
+pub fn encode_cursor(state: Option<KeyState>, position: &Position, seal: &CursorSeal) -> String {
+    let mut plain = vec![state_tag(state)];
+    plain.extend_from_slice(&position.sweep_at.to_be_bytes());
+    plain.extend_from_slice(position.key.as_bytes());
+    seal.seal(plain)
 }
 
-/// The opaque cursor that continues a listing of `state` after `position`.
-pub fn encode_cursor(state: Option<KeyState>, position: &Position) -> String {
-    let mut bytes = vec![CURSOR_VERSION, state_tag(state)];
-    bytes.extend_from_slice(&position.sweep_at.to_be_bytes());
-    bytes.extend_from_slice(position.key.as_bytes());
-    let digest = check(&bytes);
-    bytes.extend_from_slice(&digest);
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The listing a cursor continues, if it is one [`encode_cursor`] made.
-pub fn decode_cursor(cursor: &str) -> Option<(Option<KeyState>, Position)> {
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
-    let (body, digest) = bytes.split_at_checked(bytes.len().checked_sub(CHECK_BYTES)?)?;
-    if digest != check(body) {
-        return None;
-    }
-    let [version, tag, rest @ ..] = body else {
+/// The listing a cursor continues, if it is one [`encode_cursor`] made
+/// under `seal`.
+pub fn decode_cursor(cursor: &str, seal: &CursorSeal) -> Option<(Option<KeyState>, Position)> {
+    let plain = seal.open(cursor)?;
+    let [tag, rest @ ..] = plain.as_slice() else {
         return None;
     };
-    if *version != CURSOR_VERSION {
-        return None;
-    }
     let state = match tag {
         0 => None,
         1 => Some(KeyState::InFlight),
@@ -194,13 +286,13 @@ struct ListAnswer<'a> {
     next_cursor: Option<String>,
 }
 
-/// `200` with one page of a listing of `state`.
-pub fn list_answer(state: Option<KeyState>, page: &ListPage) -> AppResponse {
+/// `200` with one page of a listing of `state`, its cursor sealed.
+pub fn list_answer(state: Option<KeyState>, page: &ListPage, seal: &CursorSeal) -> AppResponse {
     AppResponse::json(
         200,
         &ListAnswer {
             keys: page.keys.iter().map(|k| &k.record).collect(),
-            next_cursor: page.next.as_ref().map(|p| encode_cursor(state, p)),
+            next_cursor: page.next.as_ref().map(|p| encode_cursor(state, p, seal)),
         },
     )
 }

@@ -93,7 +93,8 @@ pub async fn stats(env: &Env, who: &Tenancy) -> Response {
 /// `GET /v1/idempotency-keys?state=&limit=&cursor=`: one page of the
 /// tenant's keys, after the replays this isolate answered are counted.
 pub async fn list(env: &Env, who: &Tenancy, query: &str) -> Response {
-    let request = match listing::parse_list_query(query) {
+    let seal = listing::CursorSeal::new(&who.settings.cursor_secret, &who.tenant);
+    let request = match listing::parse_list_query(query, &seal) {
         Ok(r) => r,
         Err(p) => return http::problem(&p),
     };
@@ -101,7 +102,7 @@ pub async fn list(env: &Env, who: &Tenancy, query: &str) -> Response {
         Ok(base) => {
             count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
             match list_at(env, base, who, &request).await {
-                Ok(page) => http::app(listing::list_answer(request.state, &page)),
+                Ok(page) => http::app(listing::list_answer(request.state, &page, &seal)),
                 Err(e) => store_unavailable(&e),
             }
         }

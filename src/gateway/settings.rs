@@ -26,6 +26,7 @@ use super::origin::Origin;
 use crate::config::shards::{object_name, Layout};
 use crate::config::{Config, ConfigError};
 use crate::contract::auth::{self, TokenMap};
+use crate::contract::listing::CursorSeal;
 use crate::fields;
 use crate::platform::analytics;
 use crate::platform::client::{LedgerClient, LedgerError};
@@ -44,6 +45,9 @@ pub struct Settings {
     /// request (`platform::analytics`). Anything else under that name is
     /// logged once and counts as none.
     pub analytics: bool,
+    /// What the key listing's cursors are sealed under
+    /// (`contract::listing::CursorSeal::secret_of`).
+    pub cursor_secret: Vec<u8>,
 }
 
 thread_local! {
@@ -55,16 +59,19 @@ fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
     for warning in config.warnings() {
         log::warn("idempotency.config_warning", fields! {"warning" => warning});
     }
-    let tokens = config_lookup(env)("API_TOKENS")
-        .as_deref()
-        .map(TokenMap::parse)
-        .transpose()?;
+    let raw_tokens = config_lookup(env)("API_TOKENS");
+    let tokens = raw_tokens.as_deref().map(TokenMap::parse).transpose()?;
+    let cursor_secret = CursorSeal::secret_of(
+        config.log_hash_key.as_ref().map(|k| k.expose()),
+        raw_tokens.as_deref().unwrap_or_default(),
+    );
     // Metrics only observe: an unusable binding is logged, never refused.
     let analytics = analytics::configured(env);
     Ok(Settings {
         config,
         tokens,
         analytics,
+        cursor_secret,
     })
 }
 
