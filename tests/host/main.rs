@@ -21,6 +21,7 @@ mod pending;
 mod problems;
 mod quota;
 mod replay_cache;
+mod reshard;
 mod rpc;
 mod signature;
 mod sweep;
