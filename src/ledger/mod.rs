@@ -27,6 +27,7 @@ mod execute;
 pub mod list;
 pub mod outcome;
 pub mod pending;
+mod quota;
 pub mod record;
 pub mod schema;
 mod settle;
