@@ -179,7 +179,7 @@ export async function sourcedKey(source, args, { request, required, base }) {
  * What is wrong with a key value by the key's rules (docs/contract.md §2.3), or null.
  * @param {string} key
  */
-function keyProblem(key) {
+export function keyProblem(key) {
   if (key.length === 0) return "the idempotency key is empty";
   if (!/^[\x20-\x7e]+$/.test(key)) return "the idempotency key may contain only printable ASCII characters (0x20-0x7E)";
   if (key.length > MAX_KEY_LENGTH) return `the idempotency key is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are allowed`;

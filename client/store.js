@@ -18,6 +18,7 @@
 // with an `IdempotencyStoreError`; nothing here throws once the store is made.
 import { knownOptions, MAX_WINDOW_SECONDS } from "./defaults.js";
 import { oneComponent } from "./fingerprint.js";
+import { keyProblem } from "./request.js";
 import { ledgerSource } from "./sources.js";
 /** @import { LedgerSource } from "./sources.js" */
 /** @import { StoredResponse as LedgerResponse } from "./stored.js" */
@@ -87,8 +88,8 @@ const ok = (value) => ({ ok: true, value });
 /** @param {string} message @param {unknown} [cause] @returns {{ ok: false; error: IdempotencyStoreError }} */
 const failed = (message, cause) => ({ ok: false, error: new IdempotencyStoreError(message, cause === undefined ? undefined : { cause }) });
 
-/** @param {unknown} id */
-const isKey = (id) => typeof id === "string" && id.length >= 1 && id.length <= 255 && /^[\x20-\x7e]+$/.test(id);
+/** Is `id` a key by the key's rules (./request.js `keyProblem`: 1–255 printable ASCII)? @param {unknown} id */
+const isKey = (id) => typeof id === "string" && keyProblem(id) === null;
 
 /**
  * Whole seconds from milliseconds, rounded up, within the RPC's window bounds (or null).
