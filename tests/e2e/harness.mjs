@@ -1,4 +1,4 @@
-// End-to-end harness: the suites' helpers over tests/workerd.mjs (the
+// End-to-end harness: the suites' helpers over scripts/workerd.mjs (the
 // built Worker in workerd through Miniflare, with real SQLite-backed
 // Durable Objects; shared with bench/), re-exported here so a suite
 // imports one module: the other Workers of tests/e2e/workers, response
@@ -6,12 +6,12 @@
 // Variables start from wrangler.toml's [vars], so tests run what `wrangler
 // dev` and `wrangler deploy` run; each test overrides only what it studies.
 import { buildSync } from "esbuild";
-import { ROOT, CLIENT_MODULES, ACME } from "../workerd.mjs";
+import { ROOT, CLIENT_MODULES, ACME } from "../../scripts/workerd.mjs";
 
 export {
   ROOT, sha256hex, DEMO_TOKENS, ACME, GLOBEX, wranglerVars, CLIENT_MODULES, GATEWAY_MODULES,
   startGateway, orderInit, startOrigin, eventually,
-} from "../workerd.mjs";
+} from "../../scripts/workerd.mjs";
 
 /**
  * The JavaScript Worker of tests/e2e/workers/js-client.mjs (the npm
