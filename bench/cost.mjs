@@ -15,19 +15,17 @@
 // under large answers (QUOTA); docs/development.md carries the latest
 // table.
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { parseArgs } from "node:util";
 import { fingerprint } from "../client/fingerprint.js";
 import { LedgerClient } from "../client/rpc.js";
-import { ACME, DEMO_TOKENS, ROOT, eventually, orderInit, startOrigin, wranglerVars } from "../tests/workerd.mjs";
+import { benchOptions } from "./lib.mjs";
+import { ACME, DEMO_TOKENS, ROOT, eventually, orderInit, startOrigin, wranglerVars } from "../scripts/workerd.mjs";
 
-const { values: opts } = parseArgs({
-  options: {
-    n: { type: "string", default: "40" },
-    check: { type: "boolean", default: false },
-    statements: { type: "boolean", default: false },
-  },
-});
-const N = Number(opts.n);
+const opts = benchOptions({
+  n: { default: 40, help: "sequential operations per scenario (BOUNDS hold at 40)", whole: true },
+  check: { default: false, help: "fail unless every operation is within BOUNDS (npm test runs this)" },
+  statements: { default: false, help: "break each operation's rows down by statement" },
+}, { usage: "npm run bench:cost -- [options]" });
+const N = opts.n;
 
 /**
  * Upper bounds per operation, at n = 40 (billed rows written = rowsWritten

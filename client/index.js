@@ -26,7 +26,7 @@
 //   ledger.js       idempotency-ledger/ledger, not re-exported here: it loads the wasm
 //
 // The root export is what docs/clients.md, docs/typescript.md and
-// docs/sharding.md document for users, and nothing else (tests/e2e/
+// docs/sharding.md document for users, and nothing else (tests/node/
 // exports.test.mjs lists it): the modules' other exports are theirs, for
 // the package's own modules.
 export { LedgerClient, LedgerError } from "./rpc.js";
