@@ -4,7 +4,8 @@
 // packaged script (the external shape) and a Ledger in the tenant's own
 // Durable Object (the Durable Object shape). tests/e2e/workers/queue-app.mjs
 // fails where each message says (before its effect, after it by throwing,
-// after it by not settling within the deadline, after its ack by losing it).
+// after it by settling only past the deadline, after it by never settling,
+// after its ack by losing it).
 //
 // A seeded schedule: 30 orders, 10 of them sent twice, 2 that always fail
 // ("poison"), each delivery's fault drawn for its first three attempts. It
@@ -22,9 +23,9 @@
 //
 // "Timeouts": local Queues do not enforce a consumer's wall time, so a
 // timeout is a handler (or an object's answer) that does not settle within
-// the wrapper's own deadline (`timeoutSeconds`); it settles later, past the
-// lease, as a consumer the runtime gave up on would not — the later
-// completion is fenced (docs/consumers.md "Timeouts and leases").
+// the wrapper's own deadline (`timeoutSeconds`): "timeout" settles a second
+// later, within the lease; "hang" never settles, as a consumer the runtime
+// ended (docs/consumers.md "How it is tested").
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
@@ -85,7 +86,7 @@ function rng(seed) {
 }
 
 const ACCOUNTS = ["acme", "globex", "initech"];
-const FAULTS = ["before", "after", "timeout", "lost"];
+const FAULTS = ["before", "after", "timeout", "hang", "lost"];
 
 /** The schedule of one seed: bodies to send (duplicates included, shuffled), and the poison orders. */
 function schedule(seed, base) {
@@ -219,4 +220,66 @@ test("a ledger that cannot be reached, or a tenant that cannot be made, never le
   assert.ok(settled(base + 1).every((r) => r.action === "retry" && r.outcome === "misconfigured"), JSON.stringify(settled(base + 1)));
   assert.ok(logs.some((l) => l.includes("idempotency.queue_ledger_unavailable")));
   assert.ok(logs.some((l) => l.includes("idempotency.queue_misconfigured")));
+});
+
+/** Waits until `order` has an ack on `queue`, or fails after `ms`; the journal then. */
+async function acked(queue, order, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const journal = await getJson("/journal");
+    if (journal.settled.some((r) => r.queue === queue && r.n === order && r.action === "ack")) return journal;
+    assert.ok(!journal.dead.some((r) => r.queue === queue && r.n === order), `order ${order} was dead-lettered: ${JSON.stringify(journal.settled.filter((r) => r.n === order))}`);
+    assert.ok(Date.now() < deadline, `order ${order} not acked: ${JSON.stringify(journal.settled.filter((r) => r.n === order))}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+test("a key in flight elsewhere is retried after the lease left, not at once: taken over once the lease ends, within max_retries", async () => {
+  const body = { account: "acme", order: 998_000, amount: 5, faults: [] };
+  const leaseSeconds = 8;
+  const held = await (await app.fetch("https://queue-app/hold", { method: "POST", body: JSON.stringify({ body, leaseSeconds }) })).json();
+  assert.equal(held.outcome, "claimed");
+  const sentAt = Date.now();
+  await app.fetch("https://queue-app/send", { method: "POST", body: JSON.stringify({ queue: "orders", bodies: [body] }) });
+  const journal = await acked("orders", body.order, 60_000);
+  const rows = journal.settled.filter((r) => r.queue === "orders" && r.n === body.order);
+  // One retry while the holder's lease lasts (a consumer retrying at once would spend max_retries on it and
+  // dead-letter the message with its key still in flight), then the takeover runs it.
+  assert.equal(rows[0].outcome, "busy");
+  assert.ok(rows[0].delay >= leaseSeconds - 3 && rows[0].delay <= leaseSeconds, JSON.stringify(rows));
+  assert.ok(rows.length <= 3, JSON.stringify(rows));
+  assert.equal(rows.at(-1).outcome, "ran");
+  assert.ok(Date.now() - sentAt >= (leaseSeconds - 3) * 1000);
+  const effects = journal.effects.filter((e) => e.key === `order-acme-${body.order}`);
+  assert.deepEqual(effects.map((e) => e.generation), [held.generation + 1]);
+  const { record } = await getJson(`/record?${new URLSearchParams({ tenant: "acme", key: `order-acme-${body.order}` })}`);
+  assert.equal(record.state, "completed");
+});
+
+test("a handler past its deadline keeps its lease: a late result is still stored; one that never comes is taken over after the lease", async () => {
+  const late = { account: "globex", order: 997_000, amount: 7, faults: ["timeout"] };
+  const hung = { account: "globex", order: 997_001, amount: 7, faults: ["hang"] };
+  await app.fetch("https://queue-app/send", { method: "POST", body: JSON.stringify({ queue: "orders", bodies: [late, hung] }) });
+  for (const body of [late, hung]) {
+    const journal = await acked("orders", body.order, 60_000);
+    const key = `order-globex-${body.order}`;
+    const rows = journal.settled.filter((r) => r.queue === "orders" && r.n === body.order);
+    assert.equal(rows[0].outcome, "timed_out", JSON.stringify(rows));
+    assert.ok(rows[0].delay >= 1, JSON.stringify(rows)); // the lease left (4 s lease, 2 s deadline), never at once
+    const effects = journal.effects.filter((e) => e.key === key);
+    const { record } = await getJson(`/record?${new URLSearchParams({ tenant: "globex", key })}`);
+    assert.equal(record.state, "completed");
+    if (body === late) {
+      // Its result came within the lease: stored, and the redelivery is its replay. One effect.
+      assert.equal(rows.at(-1).outcome, "replayed", JSON.stringify(rows));
+      assert.equal(effects.length, 1);
+      assert.equal(record.generation, 1);
+    } else {
+      // Never settled: the next delivery after the lease takes the key over and runs it. Two effects, one
+      // per lease: the external shape is fenced, not exactly-once.
+      assert.equal(rows.at(-1).outcome, "ran", JSON.stringify(rows));
+      assert.deepEqual(effects.map((e) => e.generation).sort(), [1, 2]);
+      assert.equal(record.generation, 2);
+    }
+  }
 });

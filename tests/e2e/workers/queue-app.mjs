@@ -13,8 +13,10 @@
 // (none past the list) says how this delivery fails:
 //   "before"  the handler throws before its effect
 //   "after"   the effect lands, then the handler throws
-//   "timeout" the effect lands, then the handler does not settle within
-//             the wrapper's deadline (it settles later, past the lease)
+//   "timeout" the effect lands, then the handler settles a second after
+//             the wrapper's deadline (within the lease: its result is stored late)
+//   "hang"    the effect lands, then the handler never settles (as a
+//             consumer the runtime ended: its lease is left to run out)
 //   "lost"    the effect lands and the message is acked, then the
 //             consumer invocation throws: local Queues retry the whole
 //             batch, explicit acks lost (as an ack that never reached Queues)
@@ -23,13 +25,14 @@
 import { DurableObject } from "cloudflare:workers";
 import { Ledger } from "../../../client/ledger.js";
 import { queueConsumer } from "../../../client/queues.js";
+import { fingerprint } from "../../../client/fingerprint.js";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const faultOf = (body, attempts) => body?.faults?.[attempts - 1] ?? "none";
 /** Timings (seconds): the lease, the handler's deadline, how long a "timeout" takes to settle. */
 const LEASE_SECONDS = 4;
 const TIMEOUT_SECONDS = 2;
-const LATE_MS = 5_000;
+const LATE_MS = (TIMEOUT_SECONDS + 1) * 1000;
 
 /** The test's view: effects of the external shape, acks and dead letters of every queue. */
 export class Journal extends DurableObject {
@@ -80,7 +83,7 @@ export class Payments extends DurableObject {
       return { status: 201, json: { charged: body.amount, order: body.order } };
     });
     // Committed, then the answer is late: the consumer's deadline passes first.
-    if (fault === "timeout" && answer.headers.get("idempotent-replayed") !== "true") await sleep(LATE_MS);
+    if ((fault === "timeout" || fault === "hang") && answer.headers.get("idempotent-replayed") !== "true") await sleep(LATE_MS);
     return answer;
   }
 }
@@ -99,6 +102,7 @@ async function charge(env, queue, message, key, generation) {
   await journal(env).effect(queue, key, generation, message.id);
   if (fault === "after") throw new Error("failed after the charge");
   if (fault === "timeout") await sleep(LATE_MS);
+  if (fault === "hang") await new Promise(() => {});
   return { charged: message.body.amount, order: message.body.order };
 }
 
@@ -130,6 +134,13 @@ export default {
       const stub = env.PAYMENTS.get(env.PAYMENTS.idFromName(url.searchParams.get("account")));
       return stub.fetch(`https://payments/read${url.search}`);
     }
+    if (url.pathname === "/hold") {
+      // Claims a message's key as another consumer would (the same fingerprint), and never settles it.
+      const { body, leaseSeconds } = await request.json();
+      const fp = await fingerprint({ method: "POST", target: "/consume", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const stub = env.LEDGER.get(env.LEDGER.idFromName(body.account));
+      return stub.fetch("https://ledger/rpc/v1/claim", { method: "POST", body: JSON.stringify({ key: orderKey({ body }), fingerprint: fp, lease_seconds: leaseSeconds }) });
+    }
     if (url.pathname === "/record") {
       const ns = env.LEDGER;
       const stub = ns.get(ns.idFromName(url.searchParams.get("tenant")));
@@ -138,8 +149,10 @@ export default {
     return new Response("not found", { status: 404 });
   },
 
-  async queue(batch, env, ctx) {
+  async queue(batch, env, ctx_) {
     const rows = [];
+    // A late completion is kept going a while, not forever: a "hang" never settles.
+    const ctx = { waitUntil: (p) => ctx_.waitUntil(Promise.race([p, sleep(LATE_MS + 1000)])) };
     if (batch.queue.endsWith("-dlq")) {
       await journal(env).dead(batch.queue.slice(0, -4), batch.messages.map((m) => ({ message: m.id, n: m.body.order })));
       batch.ackAll();
