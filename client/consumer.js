@@ -145,8 +145,9 @@ export function decodeResult(stored) {
   try { return JSON.parse(text); } catch { return text; }
 }
 
-/** The fingerprint of "the key alone": every call with the key is the same call. */
-const KEY_ALONE = oneComponent("keys-only", "");
+/** The fingerprint of "the key alone": every call with the key is the same call (made on first use, not at load). */
+let keyAlone = /** @type {Promise<Fingerprint> | undefined} */ (undefined);
+const keyAloneFingerprint = () => (keyAlone ??= oneComponent("keys-only", ""));
 
 /**
  * A timer that rejects nothing: resolves `late` after `ms` (and aborts `controller`), unless cleared.
@@ -202,7 +203,7 @@ export async function runOnce(call, fn) {
   try {
     answer = await ledger.claim({
       key,
-      fingerprint: call.fingerprint ?? await KEY_ALONE,
+      fingerprint: call.fingerprint ?? await keyAloneFingerprint(),
       lease_seconds: leaseSeconds,
       ...(retentionSeconds === undefined ? {} : { retention_seconds: Math.max(retentionSeconds, leaseSeconds) }),
       ...(waitSeconds > 0 ? { wait_ms: waitSeconds * 1000 } : { attempt: crypto.randomUUID() }),
@@ -224,14 +225,16 @@ export async function runOnce(call, fn) {
     default: return { outcome: "unavailable", error: new LedgerError(`unexpected claim answer ${JSON.stringify(answer)}`), retryAfterSeconds: null };
   }
   const { generation, takeover } = answer;
+  // The lease began when it was granted: after the claim's own wait, if it parked on the key.
+  const granted = started + (typeof answer.waited_ms === "number" ? answer.waited_ms : 0);
   const controller = new AbortController();
-  const timer = deadline(timeoutSeconds * 1000 - (Date.now() - started), controller);
+  const timer = deadline(timeoutSeconds * 1000 - (Date.now() - granted), controller);
   /** @type {Promise<{ ok: true; value: unknown } | { ok: false; error: unknown }>} */
   const running = (async () => fn({ key, generation, takeover, signal: controller.signal }))()
     .then((value) => ({ ok: true, value }), (error) => ({ ok: false, error }));
   const first = await Promise.race([running, timer.late]);
   timer.clear();
-  const leaseLeftMs = () => leaseSeconds * 1000 - (Date.now() - started);
+  const leaseLeftMs = () => leaseSeconds * 1000 - (Date.now() - granted);
   if (first === LATE) {
     console.error(JSON.stringify({ event: "idempotency.consumer_timed_out", key, generation, timeout_seconds: timeoutSeconds }));
     // It may still finish within its lease: store what it gives then (fenced on its generation).
