@@ -283,3 +283,21 @@ test("a handler past its deadline keeps its lease: a late result is still stored
     }
   }
 });
+
+test("a batch's keys run concurrently up to the bound, each message acked on its own; a duplicate in the batch waits for its twin and is replayed", async () => {
+  const slow = (order) => ({ account: "initech", order, amount: 1, faults: ["slow"] });
+  const twin = slow(996_000);
+  const bodies = [twin, twin, ...Array.from({ length: 6 }, (_, i) => slow(996_001 + i))];
+  // One sendBatch: two batches of 4 (max_batch_size), the twins in the first.
+  await app.fetch("https://queue-app/send", { method: "POST", body: JSON.stringify({ queue: "orders", bodies, batch: true }) });
+  let journal;
+  for (const body of bodies) journal = await acked("orders", body.order, 60_000);
+  const rows = journal.settled.filter((r) => r.queue === "orders" && r.n >= 996_000 && r.n < 997_000);
+  // Every message settled once, on its first delivery: none was retried because of another.
+  assert.equal(rows.length, bodies.length, JSON.stringify(rows));
+  assert.ok(rows.every((r) => r.action === "ack"), JSON.stringify(rows));
+  assert.deepEqual(rows.filter((r) => r.n === twin.order).map((r) => r.outcome).sort(), ["ran", "replayed"]);
+  assert.equal(journal.effects.filter((e) => e.key === `order-initech-${twin.order}`).length, 1);
+  const { max } = await getJson("/running");
+  assert.ok(max >= 2 && max <= 3, `handlers at once: ${max} (concurrency 3, batches of 4)`);
+});

@@ -17,6 +17,7 @@
 //             the wrapper's deadline (within the lease: its result is stored late)
 //   "hang"    the effect lands, then the handler never settles (as a
 //             consumer the runtime ended: its lease is left to run out)
+//   "slow"    the handler takes 400 ms before its effect (how many run at once is counted)
 //   "lost"    the effect lands and the message is acked, then the
 //             consumer invocation throws: local Queues retry the whole
 //             batch, explicit acks lost (as an ack that never reached Queues)
@@ -41,7 +42,6 @@ export class Journal extends DurableObject {
     ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS effects (queue TEXT, key TEXT, generation INTEGER, message TEXT)`);
     ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS settled (queue TEXT, message TEXT, n INTEGER, key TEXT, outcome TEXT, action TEXT, delay INTEGER)`);
     ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS dead (queue TEXT, message TEXT, n INTEGER)`);
-    ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS running (queue TEXT, now INTEGER, delta INTEGER)`);
   }
   effect(queue, key, generation, message) {
     this.ctx.storage.sql.exec("INSERT INTO effects VALUES (?, ?, ?, ?)", queue, key, generation, message);
@@ -95,10 +95,18 @@ export class Down extends DurableObject {
 
 const journal = (env) => env.JOURNAL.get(env.JOURNAL.idFromName("journal"));
 
+/** Handlers running at once in this isolate, and the most seen ("slow" messages). */
+const running = { now: 0, max: 0 };
+
 /** The external effect: a row in the Journal, then the fault after it. */
 async function charge(env, queue, message, key, generation) {
   const fault = faultOf(message.body, message.attempts);
   if (fault === "before") throw new Error("failed before the charge");
+  if (fault === "slow") {
+    running.max = Math.max(running.max, ++running.now);
+    await sleep(400);
+    running.now--;
+  }
   await journal(env).effect(queue, key, generation, message.id);
   if (fault === "after") throw new Error("failed after the charge");
   if (fault === "timeout") await sleep(LATE_MS);
@@ -113,7 +121,7 @@ function consumer(queue, options, rows) {
   return queueConsumer({
     key: orderKey,
     timeoutSeconds: TIMEOUT_SECONDS,
-    concurrency: 4,
+    concurrency: 3,
     onSettled: (message, s) => { rows.push({ queue, message: message.id, n: message.body.order, key: s.key, outcome: s.outcome, action: s.action, delay: s.delaySeconds }); },
     ...options,
   });
@@ -123,12 +131,14 @@ export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     if (url.pathname === "/send") {
-      const { queue, bodies } = await request.json();
+      const { queue, bodies, batch } = await request.json();
       const binding = { orders: env.ORDERS, payments: env.PAYMENTS_QUEUE, naive: env.NAIVE }[queue];
-      // One send per body (a body listed twice is sent twice: two messages, one order).
-      for (const body of bodies) await binding.send(body, { contentType: "json" });
+      // One message per body (a body listed twice is sent twice: two messages, one order); `batch`: one sendBatch.
+      if (batch) await binding.sendBatch(bodies.map((body) => ({ body, contentType: "json" })));
+      else for (const body of bodies) await binding.send(body, { contentType: "json" });
       return Response.json({ sent: bodies.length });
     }
+    if (url.pathname === "/running") return Response.json(running);
     if (url.pathname === "/journal") return Response.json(await journal(env).read());
     if (url.pathname === "/payments") {
       const stub = env.PAYMENTS.get(env.PAYMENTS.idFromName(url.searchParams.get("account")));
