@@ -17,6 +17,7 @@
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { fingerprint } from "../client/fingerprint.js";
 import { LedgerClient } from "../client/rpc.js";
+import { queueConsumer } from "../client/queues.js";
 import { benchOptions } from "./lib.mjs";
 import { ACME, DEMO_TOKENS, ROOT, eventually, orderInit, startOrigin, wranglerVars } from "../scripts/workerd.mjs";
 
@@ -45,6 +46,14 @@ const BOUNDS = {
   "in-use 409": { written: 0.05, read: 1.1 },
   "release (claim + release)": { written: 4.0, read: 4.05 },
   "takeover (the taking claim)": { written: 2.05, read: 3 },
+  // idempotency-ledger/queues, external shape (docs/consumers.md "Cost"): a
+  // message's first delivery costs what a proxy-mode key does, a handler
+  // that throws what a release does; a redelivery is a replay of its own
+  // key, whose replay count is one row written (once per flush window: the
+  // object-path replay above repeats one key, so it pays that row once).
+  "queue message, fresh key (claim + complete)": { written: 3.05, read: 4.05 },
+  "queue message redelivered (replay, not run)": { written: 1.05, read: 2.05 },
+  "queue message, handler threw (claim + release)": { written: 3.05, read: 3.05 },
   "lookup": { written: 0.05, read: 1.05 },
   "stats": { written: 0.05, read: 2.05 },
   // A backlog of expired records the alarm has not swept yet: the next
@@ -211,6 +220,34 @@ const settle = () => new Promise((r) => setTimeout(r, 2_500));
   }
   await settle();
   record("takeover (the taking claim)", await p.meter(), N);
+
+  // Queue messages through idempotency-ledger/queues' external shape, as a
+  // consumer runs it (its claim, its completion or release), batches of 10.
+  const consume = (handler) => queueConsumer({ ledger: () => p.ledger, key: (m) => `queue-${m.body.n}`, concurrency: 1, handler });
+  const deliver = async (consumer, prefix, want) => {
+    for (let from = 0; from < N; from += 10) {
+      const messages = Array.from({ length: Math.min(10, N - from) }, (_, j) => {
+        const m = { id: `${prefix}-${from + j}`, timestamp: new Date(), body: { n: from + j }, attempts: 1, acked: false, retried: false };
+        return Object.assign(m, { ack: () => { m.acked = true; }, retry: () => { m.retried = true; } });
+      });
+      await consumer({ queue: "bench", messages }, {});
+      const wrong = messages.find((m) => (want === "ack" ? !m.acked : !m.retried));
+      if (wrong) throw new Error(`queue message ${wrong.id}: expected ${want}`);
+    }
+  };
+  await p.meter();
+  await deliver(consume((m) => ({ charged: m.body.n })), "fresh", "ack");
+  await settle();
+  record("queue message, fresh key (claim + complete)", await p.meter(), N);
+  await deliver(consume(() => { throw new Error("must not run"); }), "again", "ack");
+  await settle();
+  record("queue message redelivered (replay, not run)", await p.meter(), N);
+  const throwing = queueConsumer({ ledger: () => p.ledger, key: (m) => `queue-threw-${m.body.n}`, concurrency: 1, handler: () => { throw new Error("declined"); } });
+  const error = console.error;
+  console.error = () => {}; // each throw is logged (idempotency.queue_handler_threw): not the bench's output
+  try { await deliver(throwing, "threw", "retry"); } finally { console.error = error; }
+  await settle();
+  record("queue message, handler threw (claim + release)", await p.meter(), N);
 
   for (let i = 0; i < N; i++) await p.ledger.lookup("fresh-0");
   await settle();
