@@ -92,6 +92,11 @@ impl ConsoleSettings {
 fn host_name(raw: &str) -> Result<String, ConfigError> {
     let value = raw.trim().to_ascii_lowercase();
     let refuse = |why: &str| err("CONSOLE_HOST", format!("{value:?} {why}"));
+    if value.contains(['/', '@', '?', '#']) {
+        return Err(refuse(
+            "is not a host name: give the name alone (and a port), no scheme or path",
+        ));
+    }
     let (name, port) = match value.split_once(':') {
         Some((name, port)) => (name, Some(port)),
         None => (value.as_str(), None),
