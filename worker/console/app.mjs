@@ -10,8 +10,10 @@
 //   the page's Trusted Types policy would refuse them anyway).
 // - Without a token the page asks the API nothing (no request, so no 401
 //   in the browser's console) and says so.
-// - The token lives in sessionStorage and in the Authorization header,
-//   never in a URL; a 401 (or any refused stats read) empties every panel
+// - The token lives in this page's memory only (a closure's state, gone on
+//   reload or close; never in sessionStorage, localStorage, a cookie or a
+//   URL) and in the Authorization header; a 401 or 403 (or any refused
+//   stats read) empties every panel
 //   before its detail is shown, and answers that arrive after the token
 //   changed are dropped.
 // - Fields the gateway may not have yet (trend, limits, the key list) show
@@ -19,7 +21,8 @@
 // It is String.raw: no backquote and no dollar-brace in it.
 export const CONSOLE_SCRIPT = String.raw`"use strict";
 (() => {
-  const TOKEN_KEY = "idempotency-ledger.console.token";
+  // Where versions before the operator token kept it: emptied on load.
+  const OLD_TOKEN_KEY = "idempotency-ledger.console.token";
   const REFRESH_MS = 5000;
   const RECENT_LIMIT = 20;
   const IN_FLIGHT_LIMIT = 100;
@@ -41,18 +44,11 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
 
   /** What the console shows now. epoch changes with the token: answers of an older epoch are dropped. */
   const state = {
-    token: readToken(), epoch: 0, seq: 0, lookupSeq: 0, timer: 0, stopped: false,
+    token: "", epoch: 0, seq: 0, lookupSeq: 0, timer: 0, stopped: false,
     cursor: null, earlier: [], nextCursor: null,
   };
 
-  function readToken() {
-    try { return sessionStorage.getItem(TOKEN_KEY) || ""; } catch (e) { return ""; }
-  }
-  function writeToken(token) {
-    try {
-      if (token) sessionStorage.setItem(TOKEN_KEY, token); else sessionStorage.removeItem(TOKEN_KEY);
-    } catch (e) { /* storage refused: the token lives in this page only */ }
-  }
+  try { sessionStorage.removeItem(OLD_TOKEN_KEY); } catch (e) { /* no storage: nothing was kept there */ }
 
   /** An element with text, attributes and children; text is always textContent. */
   function el(tag, props, children) {
@@ -82,7 +78,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   const shown = (v) => (v === null || v === undefined ? NONE : String(v));
   const unavailable = (testid) => el("p", { class: "unavailable", testid, text: NOT_AVAILABLE });
 
-  /** One API read with the tenant's token: its status and its JSON (null if none). */
+  /** One API read with the operator's token: its status and its JSON (null if none). */
   async function api(path) {
     const headers = new Headers({ accept: "application/json" });
     if (state.token) headers.set("authorization", "Bearer " + state.token);
@@ -147,7 +143,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     }
     if (seq !== state.seq || epoch !== state.epoch) return;
     const [stats, inFlight, recent] = answers;
-    const refused = answers.find((a) => a.status === 401);
+    const refused = answers.find((a) => a.status === 401 || a.status === 403);
     if (refused) {
       state.stopped = true; // a refused token stays refused: wait for another one
       showProblem(detailOf(refused));
@@ -367,7 +363,6 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     state.cursor = null;
     state.earlier = [];
     state.nextCursor = null;
-    writeToken(token);
     ui.lookupInput.value = "";
     ui.problem.hidden = true;
     ui.dashboard.hidden = true;
