@@ -35,10 +35,11 @@
 //!   — `WHERE state = 'in_flight'` — so a listing of `in_flight` reaches
 //!   them without walking the completed ones (docs/contract.md §2.7): a
 //!   record holds an entry there only while it is in flight, so a grant
-//!   writes one more index entry and its settlement (completion or
-//!   release) removes it — one more row written each, whatever the object
-//!   holds — and a takeover, which changes neither `state` nor
-//!   `sweep_at`, writes none.
+//!   that puts it in flight (a new key through `claim`, a reclaim) writes
+//!   one more index entry, and so does a takeover (it moves `sweep_at`);
+//!   its settlement (completion or release) removes the entry, which the
+//!   platform does not bill (bench/cost.mjs measures both). A key new to
+//!   `execute` is written already completed: no entry.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
