@@ -713,7 +713,10 @@ fn a_v5_database_upgrades_in_place_with_unnamed_leases_keeping_every_record_and_
     // The sweep index is kept as it was; the one index added is schema 7's.
     assert_eq!(
         indexes(&l),
-        ["idempotency_records_in_flight", "idempotency_records_sweep_at"]
+        [
+            "idempotency_records_in_flight",
+            "idempotency_records_sweep_at"
+        ]
     );
     assert_eq!(sql_of(&l, "idempotency_records_sweep_at"), index);
     assert_eq!(count(&l, "idempotency_records"), 3);
@@ -810,7 +813,10 @@ fn a_v6_database_upgrades_in_place_with_an_index_of_its_records_in_flight() {
     assert_eq!(version_of(&l), SCHEMA_VERSION);
     assert_eq!(
         indexes(&l),
-        ["idempotency_records_in_flight", "idempotency_records_sweep_at"]
+        [
+            "idempotency_records_in_flight",
+            "idempotency_records_sweep_at"
+        ]
     );
     assert_eq!(sql_of(&l, "idempotency_records_sweep_at"), sweep_index);
     assert_eq!(records(&l), before, "every record kept as it was");
