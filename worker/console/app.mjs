@@ -16,6 +16,10 @@
 //   changed are dropped.
 // - Fields the gateway may not have yet (trend, limits, the key list) show
 //   "not available" instead of failing.
+// - The in-flight panel shows stats' in_flight count and says "no key is in
+//   flight" only when that count is 0: a listing page may hold no key while
+//   its walk goes on, so the page follows next_cursor (a bounded number of
+//   pages) until one holds a key.
 // It is String.raw: no backquote and no dollar-brace in it.
 export const CONSOLE_SCRIPT = String.raw`"use strict";
 (() => {
