@@ -548,3 +548,23 @@ fn merged_pages_follow_the_shared_fixture() {
         assert_eq!(merged.next, position(&case["merged"]["next"]), "{name}");
     }
 }
+
+#[test]
+fn an_in_flight_cursor_at_a_completed_records_place_goes_on_from_there() {
+    // Schema 6's in-flight walk stopped anywhere, a completed record's
+    // place included (a window that held no key): such a cursor, given
+    // out before the upgrade, goes on from its place in the new walk.
+    let l = ledger();
+    put(&l, "early", KeyState::InFlight, 1_000);
+    put(&l, "done", KeyState::Completed, 2_000);
+    put(&l, "late", KeyState::InFlight, 3_000);
+    let done = Position {
+        sweep_at: 2_000 + RETENTION_MS,
+        key: "done".into(),
+    };
+    let page = l
+        .list(&query(Some(KeyState::InFlight), 20, Some(done)), 4_000)
+        .unwrap();
+    assert_eq!(names(&page), ["late"]);
+    assert_eq!(page.next, None);
+}
