@@ -9,7 +9,9 @@
 // that could return a stored body, from the console's own origin too; the
 // token lives in the page's memory only (a reload forgets it); hostile
 // keys, created with real POSTs, render as text and fire no dialog; the key
-// list pages as the API pages. A screenshot of the console with an operator
+// list pages as the API pages; a busy tenant's key held at the origin
+// behind 500 completed ones is shown in flight, under the count stats
+// gives. A screenshot of the console with an operator
 // token is left in target/test-artifacts/console.png (the one kept in
 // docs/console.png). Chromium: `bash scripts/setup.sh --with-browser` (as
 // root on Debian) or CHROMIUM=/path/to/chrome.
@@ -17,7 +19,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import puppeteer from "puppeteer-core";
-import { ROOT, ACME, sha256hex, startGateway, startOrigin, json, read, deferred, eventually } from "./harness.mjs";
+import { ROOT, ACME, GLOBEX, sha256hex, startGateway, startOrigin, json, read, deferred, eventually } from "./harness.mjs";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const ARTIFACTS = `${ROOT}target/test-artifacts`;
@@ -36,8 +38,11 @@ const HOSTILE = [
 ];
 const PLAIN = Array.from({ length: 23 }, (_, i) => `console-key-${String(i + 1).padStart(2, "0")}`);
 const HELD_KEY = "console-held-<b>in flight</b>";
+/** A busy tenant (globex): this many completed keys, then one key held at the origin. */
+const BUSY_COMPLETED = 500;
+const BUSY_HELD_KEY = "busy-held";
 
-let origin, gw, base, browser, page, held, heldAnswer;
+let origin, gw, base, browser, page, held, heldAnswer, busyHeld, busyHeldAnswer;
 const dialogs = [];
 const problems = []; // console errors, page errors and CSP violations
 let lastStats = null; // the last stats document the page itself received
@@ -47,14 +52,16 @@ async function api(path, auth = ACME, headers = {}) {
   const r = await read(await gw.request(path, { headers: { ...(auth === null ? {} : { authorization: auth }), ...headers } }));
   try { return { ...r, json: JSON.parse(r.text) }; } catch { return { ...r, json: null }; }
 }
-const post = (field, headers = {}) =>
-  gw.request("/charges", { method: "POST", headers: { authorization: ACME, "idempotency-key": field, "content-type": "application/json", ...headers }, body: "{}" }).then(read);
+const post = (field, headers = {}, auth = ACME) =>
+  gw.request("/charges", { method: "POST", headers: { authorization: auth, "idempotency-key": field, "content-type": "application/json", ...headers }, body: "{}" }).then(read);
 
 before(async () => {
   assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: run \`bash scripts/setup.sh --with-browser\` as root (Debian), or set CHROMIUM`);
   held = deferred();
+  busyHeld = deferred();
   origin = await startOrigin((req) => {
     if (req.method !== "POST") return { status: 404, headers: { "content-type": "text/plain" }, body: "the origin serves POST only" };
+    if (req.headers["x-hold"] === "busy") return busyHeld.promise;
     if (req.headers["x-hold"]) return held.promise;
     return { status: 201, headers: { "content-type": "application/json", location: "/charges/<script>alert(4)</script>" }, body: '{"id":"ch_1"}' };
   });
@@ -69,6 +76,14 @@ before(async () => {
   assert.equal(replay.headers["idempotent-replayed"], "true");
   heldAnswer = post(HELD_KEY, { "x-hold": "1" });
   await origin.waitForRequests(PLAIN.length + HOSTILE.length + 1);
+  // The busy tenant: its completed keys claimed before the one it holds, so an
+  // oldest-first walk of every record meets all of them first.
+  for (let from = 0; from < BUSY_COMPLETED; from += 25) {
+    const batch = Array.from({ length: Math.min(25, BUSY_COMPLETED - from) }, (_, j) => post(`busy-done-${String(from + j).padStart(3, "0")}`, {}, GLOBEX));
+    for (const r of await Promise.all(batch)) assert.equal(r.status, 201);
+  }
+  busyHeldAnswer = post(BUSY_HELD_KEY, { "x-hold": "busy" }, GLOBEX);
+  await origin.waitForRequests(PLAIN.length + HOSTILE.length + 1 + BUSY_COMPLETED + 1);
 
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--headless=new"] });
   page = await browser.newPage();
@@ -95,7 +110,9 @@ before(async () => {
 
 after(async () => {
   held?.resolve({ status: 201, headers: { "content-type": "application/json" }, body: "{}" });
+  busyHeld?.resolve({ status: 201, headers: { "content-type": "application/json" }, body: "{}" });
   await heldAnswer?.catch(() => {});
+  await busyHeldAnswer?.catch(() => {});
   await browser?.close();
   await gw?.dispose();
   await origin?.close();
@@ -386,4 +403,26 @@ test("the token lives in the page's memory only: a reload forgets it and asks th
   assert.equal(await page.$eval(tid("token-input"), (e) => e.value), "");
   assert.deepEqual(await page.evaluate(() => [sessionStorage.length, localStorage.length, document.cookie]), [0, 0, ""]);
   assert.deepEqual(await violations(), []);
+});
+
+test("a tenant with 500 completed keys shows its key held at the origin in flight, under the count stats gives", async () => {
+  const stats = (await api("/v1/idempotency/stats", GLOBEX)).json;
+  assert.equal(stats.completed, BUSY_COMPLETED);
+  assert.equal(stats.in_flight, 1);
+  await useToken("dev-token-globex");
+  await visible("dashboard");
+  await page.waitForSelector(`${tid("in-flight")} ${tid("in-flight-row")}`, WAIT);
+  const keys = await page.$$eval(`${tid("in-flight")} ${tid("in-flight-row")} ${tid("cell-key")}`, (els) => els.map((e) => e.textContent));
+  assert.deepEqual(keys, [BUSY_HELD_KEY]);
+  assert.equal(await text("in-flight-count"), "1");
+  assert.equal(await page.$(tid("in-flight-empty")), null, "never 'no key is in flight' while stats counts one");
+
+  // Answered: stats counts none in flight, and only then does the panel say so.
+  busyHeld.resolve({ status: 201, headers: { "content-type": "application/json" }, body: "{}" });
+  assert.equal((await busyHeldAnswer).status, 201);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "no key is in flight", WAIT, tid("in-flight-empty"));
+  assert.equal(await text("in-flight-count"), "0");
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(await violations(), []);
+  assert.deepEqual(problems, []);
 });

@@ -18,6 +18,10 @@
 //   changed are dropped.
 // - Fields the gateway may not have yet (trend, limits, the key list) show
 //   "not available" instead of failing.
+// - The in-flight panel shows stats' in_flight count and says "no key is in
+//   flight" only when that count is 0: a listing page may hold no key while
+//   its walk goes on, so the page follows next_cursor (a bounded number of
+//   pages) until one holds a key.
 // It is String.raw: no backquote and no dollar-brace in it.
 export const CONSOLE_SCRIPT = String.raw`"use strict";
 (() => {
@@ -26,6 +30,9 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   const REFRESH_MS = 5000;
   const RECENT_LIMIT = 20;
   const IN_FLIGHT_LIMIT = 100;
+  // Pages of the in-flight listing followed at most per refresh until one holds a key: a page may
+  // hold none while its walk goes on (records in flight past their window, not swept yet).
+  const IN_FLIGHT_PAGES = 8;
   const BILLED = ["sql_rows_written", "sql_rows_read"];
   const TREND_SERIES = ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"];
   const NOT_AVAILABLE = "not available";
@@ -132,7 +139,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     try {
       answers = await Promise.all([
         api("/v1/idempotency/stats"),
-        api("/v1/idempotency-keys?state=in_flight&limit=" + IN_FLIGHT_LIMIT),
+        inFlightKeys(),
         api(page),
       ]);
     } catch (error) {
@@ -160,7 +167,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     renderStats(stats.body);
     renderQuota(stats.body);
     renderTrend(stats.body.trend);
-    renderInFlight(inFlight);
+    renderInFlight(inFlight, stats.body);
     renderRecent(recent);
     ui.status.replaceChildren("updated ", el("time", { testid: "updated", text: new Date().toISOString().slice(11, 19) + " UTC" }), ", every " + REFRESH_MS / 1000 + " s while this tab is visible");
     schedule();
@@ -267,17 +274,39 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     return record.retained === false ? status + " (not retained)" : status;
   }
 
-  function renderInFlight(answer) {
+  /**
+   * The in-flight listing: its pages followed by next_cursor until one holds a key, the walk ends,
+   * or IN_FLIGHT_PAGES were read. The last answer read, with the number of pages read.
+   */
+  async function inFlightKeys() {
+    let cursor = null;
+    for (let pages = 1; ; pages++) {
+      const answer = await api("/v1/idempotency-keys?state=in_flight&limit=" + IN_FLIGHT_LIMIT + (cursor === null ? "" : "&cursor=" + encodeURIComponent(cursor)));
+      if (!listed(answer)) return answer;
+      cursor = typeof answer.body.next_cursor === "string" ? answer.body.next_cursor : null;
+      if (answer.body.keys.length > 0 || cursor === null || pages >= IN_FLIGHT_PAGES) return { ...answer, pages };
+    }
+  }
+
+  /** The keys in flight, under the count stats gives; "no key is in flight" only when that count is 0. */
+  function renderInFlight(answer, stats) {
+    const count = typeof stats.in_flight === "number" ? stats.in_flight : null;
+    const counted = el("p", { class: "count" }, ["in flight: ", el("strong", { testid: "in-flight-count", text: shown(count) })]);
     if (!listed(answer)) {
-      ui.inFlight.replaceChildren(unavailable("in-flight-unavailable"));
+      ui.inFlight.replaceChildren(counted, unavailable("in-flight-unavailable"));
       return;
     }
     const keys = answer.body.keys;
     if (keys.length === 0) {
-      ui.inFlight.replaceChildren(el("p", { class: "empty", testid: "in-flight-empty", text: "no key is in flight" }));
+      const more = answer.body.next_cursor !== null && answer.body.next_cursor !== undefined;
+      if (count === 0 || (count === null && !more)) {
+        ui.inFlight.replaceChildren(counted, el("p", { class: "empty", testid: "in-flight-empty", text: "no key is in flight" }));
+      } else {
+        ui.inFlight.replaceChildren(counted, el("p", { class: "empty", testid: "in-flight-unlisted", text: "none listed in the " + answer.pages + " oldest pages read" + (more ? "; the listing goes on" : "") }));
+      }
       return;
     }
-    const parts = [keyTable("in-flight-row", keys, [
+    const parts = [counted, keyTable("in-flight-row", keys, [
       { id: "key", title: "key", cell: (r) => keyButton(shown(r.key)) },
       { id: "generation", title: "generation", num: true, cell: (r) => shown(r.generation) },
       { id: "created_at", title: "claimed", cell: (r) => shown(r.created_at) },

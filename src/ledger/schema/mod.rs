@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 6), and the in-place upgrade of an
-//! object written by an earlier version (1, 2, 3, 4 or 5).
+//! The ledger's tables (schema version 7), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3, 4, 5 or 6).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -30,7 +30,16 @@
 //! - the claim attempt that holds a record's lease (`lease_attempt`,
 //!   `lease_took_over`, schema 6: see `Ledger::claim_as`) is two columns
 //!   of the record's own row, written by the grant's own statement, and
-//!   never indexed: it costs no row.
+//!   never indexed: it costs no row;
+//! - the records in flight have an index of their own (schema 7), partial
+//!   — `WHERE state = 'in_flight'` — so a listing of `in_flight` reaches
+//!   them without walking the completed ones (docs/contract.md §2.7): a
+//!   record holds an entry there only while it is in flight, so a grant
+//!   that puts it in flight (a new key through `claim`, a reclaim) writes
+//!   one more index entry, and so does a takeover (it moves `sweep_at`);
+//!   its settlement (completion or release) removes the entry, which the
+//!   platform does not bill (bench/cost.mjs measures both). A key new to
+//!   `execute` is written already completed: no entry.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -55,7 +64,7 @@ pub use v1::{
 };
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -81,6 +90,15 @@ const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
 
 const SWEEP_INDEX: &str = "CREATE INDEX IF NOT EXISTS idempotency_records_sweep_at
         ON idempotency_records (sweep_at)";
+
+/// The records in flight, in the `sweep_at` index's order (schema 7): the
+/// `in_flight` listing walks it (`ledger::list`). Partial, so a completed
+/// or released record has no entry here. Its name is the one the listing
+/// names (`INDEXED BY`), so a missing index is an error, never a scan.
+pub const IN_FLIGHT_INDEX_NAME: &str = "idempotency_records_in_flight";
+
+const IN_FLIGHT_INDEX: &str = "CREATE INDEX IF NOT EXISTS idempotency_records_in_flight
+        ON idempotency_records (sweep_at) WHERE state = 'in_flight'";
 
 /// The columns every version's records table has, in order (the v1 → 6
 /// copy leaves the claim attempt unnamed).
@@ -144,6 +162,8 @@ pub enum Found {
     V4,
     /// Schema version 5 (no claim attempt on records).
     V5,
+    /// Schema version 6 (no index of the records in flight).
+    V6,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -162,6 +182,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             3 => Found::V3,
             4 => Found::V4,
             5 => Found::V5,
+            6 => Found::V6,
             _ => Found::V1,
         });
     }
@@ -189,18 +210,25 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v2(store)?;
             upgrade_v3(store)?;
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
         Found::V4 => {
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
-        Found::V5 => upgrade_v5(store)?,
+        Found::V5 => {
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
+        }
+        Found::V6 => upgrade_v6(store)?,
     }
     Ok(was)
 }
@@ -208,6 +236,7 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
 fn create(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(RECORDS, &[])?;
     store.execute(SWEEP_INDEX, &[])?;
+    store.execute(IN_FLIGHT_INDEX, &[])?;
     store.execute(&state_table(), &[])?;
     store.execute(
         "INSERT INTO ledger_state (id, schema_version) VALUES (1, ?)",
@@ -269,6 +298,7 @@ fn upgrade_v4(store: &impl SqlStore) -> Result<(), StoreError> {
 /// after its claim may lie beyond the latest `sweep_at` plus
 /// `HORIZON_GAP_MS` that `Ledger::horizon` reads from now on (issue 33;
 /// that statement reads every record once, as the 2 → 3 upgrade did).
+/// [`upgrade_v6`] follows.
 fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE idempotency_records ADD COLUMN lease_attempt TEXT",
@@ -280,9 +310,22 @@ fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     )?;
     store.execute(
         &format!(
-            "UPDATE ledger_state SET schema_version = ?,
+            "UPDATE ledger_state SET schema_version = 6,
                  expires_by = MAX(expires_by, ({LATEST_EXPIRY})) WHERE id = 1"
         ),
+        &[],
+    )
+}
+
+/// Schema 6 → 7: the index of the records in flight (see the module doc),
+/// built from the records in one statement — it reads every record once
+/// and writes one entry per record in flight (few: a lease is short) —
+/// then the version. No record is rewritten; `IF NOT EXISTS` makes a
+/// second run a no-op. Self-contained: it needs only schema 6's table.
+fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(IN_FLIGHT_INDEX, &[])?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
         &[SCHEMA_VERSION.into()],
     )
 }
