@@ -42,10 +42,10 @@ import { ledgerSource } from "./sources.js";
  */
 
 /**
- * `step.do`'s config, as Cloudflare Workflows takes it.
- * @typedef {object} WorkflowStepConfig
- * @property {{ limit: number; delay: string | number; backoff?: "constant" | "linear" | "exponential" }} [retries]
- * @property {string | number} [timeout]
+ * `step.do`'s config, as Cloudflare Workflows takes it (passed on unread; a
+ * `WorkflowStepConfig` of @cloudflare/workers-types is one).
+ * @typedef {{ retries?: { limit: number; delay: string | number | ((...args: any[]) => unknown); backoff?: "constant" | "linear" | "exponential" };
+ *   timeout?: string | number; [option: string]: unknown }} WorkflowStepConfig
  */
 
 /**
