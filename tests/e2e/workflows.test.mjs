@@ -52,7 +52,8 @@ const linkWorker = {
         return answer;
       }
     }
-    export default { fetch() { return new Response("unused"); } }`,
+    // The answers it lost, for the test to check its plan was carried out.
+    export default { fetch() { return Response.json([...lost]); } }`,
 };
 
 const appWorker = {
@@ -73,10 +74,11 @@ const appWorker = {
   workflows: { PAYMENTS: { name: "payments", className: "Payments" } },
 };
 
-let gw, app, ledger;
+let gw, app, link, ledger;
 before(async () => {
   gw = await startGateway({ workers: [linkWorker, appWorker] });
   app = await gw.mf.getWorker("wf-app");
+  link = await gw.mf.getWorker("link");
   ledger = LedgerClient.forTenant(await gw.mf.getDurableObjectNamespace("TENANT_LEDGER"), TENANT);
 });
 after(async () => { await gw?.dispose(); });
@@ -143,10 +145,14 @@ for (let seed = FIRST_SEED; seed < FIRST_SEED + SEEDS; seed++) {
       assert.equal(firstRuns[id].output.charge.charge, `ch_${plan.key}`);
       assert.deepEqual(firstRuns[id].output.charge, firstRuns[instances.find((i) => i.plan === plan).id].output.charge);
     }
-    // A planned failure really happened (the test exercises the retries it claims to).
+    // Every planned failure happened (the test exercises the retries it claims to).
+    const lostAnswers = await (await link.fetch("https://link/")).json();
     for (const { key } of plans) {
       const fails = Number(/~fail(\d)/.exec(key)?.[1] ?? 0);
-      if (fails > 0) assert.ok(took[key].attempts >= fails + 1, `${key}: ${took[key].attempts} attempts`);
+      assert.ok(took[key].attempts >= fails + 1, `${key}: ${took[key].attempts} attempts`);
+      assert.equal(took[key].lost, Number(/~lost(\d)/.exec(key)?.[1] ?? 0), `${key}: step results lost`);
+      assert.equal(lostAnswers.includes(`/rpc/v1/claim${key}`), key.includes("~lc"), `${key}: a claim's answer lost`);
+      assert.equal(lostAnswers.includes(`/rpc/v1/complete${key}`), key.includes("~lk"), `${key}: a completion's answer lost`);
     }
 
     // Restart some instances whole: every step runs again, no effect does.

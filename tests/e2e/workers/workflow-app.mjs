@@ -52,7 +52,7 @@ export class Effects extends DurableObject {
       .map((r) => [r.id, { runs: r.runs, output: JSON.parse(r.output) }]));
   }
   counts() {
-    return this.ctx.storage.sql.exec("SELECT key, took, attempts FROM effects ORDER BY key").toArray();
+    return this.ctx.storage.sql.exec("SELECT key, took, attempts, lost FROM effects ORDER BY key").toArray();
   }
 }
 
@@ -74,7 +74,8 @@ function lossy(step, env) {
   };
 }
 
-const RETRIES = { retries: { limit: 12, delay: 200, backoff: "constant" }, timeout: "2 minutes" };
+// Enough retries to outwait another instance's run of the same key on a loaded machine (10 s).
+const RETRIES = { retries: { limit: 40, delay: 250, backoff: "constant" }, timeout: "2 minutes" };
 
 export class Payments extends WorkflowEntrypoint {
   async run(event, step) {
