@@ -19,7 +19,7 @@
 //   a key that stands for another effect throws a TypeError.
 import { knownOptions, MAX_WINDOW_SECONDS, wholeOption } from "./defaults.js";
 import { oneComponent } from "./fingerprint.js";
-import { runOnce } from "./consumer.js";
+import { MAX_RETRY_DELAY_SECONDS, runOnce } from "./consumer.js";
 import { keyProblem } from "./request.js";
 import { ledgerSource } from "./sources.js";
 /** @import { LedgerSource, TenantShardsValue } from "./sources.js" */
@@ -35,7 +35,7 @@ import { ledgerSource } from "./sources.js";
  *   effect, not the attempt: `${event.instanceId}:charge` survives step retries and restarts of
  *   the instance; a business id (the order's) also survives a new instance made for the same order.
  * @property {number} [leaseSeconds] How long a run holds the key before another attempt may take it
- *   over, and the effect's deadline (1..31536000; default 60): longer than the effect ever takes.
+ *   over, and the effect's deadline (1..43200; default 60): longer than the effect ever takes.
  * @property {number} [retentionSeconds] How long the result is kept and answered again (1..31536000;
  *   default the object's RETENTION_SECONDS): as long as an instance may be restarted.
  * @property {WorkflowStepConfig} [config] The step's own config (`retries`, `timeout`), passed to `step.do`.
@@ -77,7 +77,8 @@ function checked(who, options, known) {
     throw new TypeError(`${who}: ledger, tenant and tenantShards are values here`);
   }
   const source = ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards });
-  const leaseSeconds = o.leaseSeconds === undefined ? 60 : wholeOption(who, "leaseSeconds", o.leaseSeconds, 1, MAX_WINDOW_SECONDS);
+  // The lease is also the effect's deadline (a timer): at most 12 hours, as the Queue consumer's.
+  const leaseSeconds = o.leaseSeconds === undefined ? 60 : wholeOption(who, "leaseSeconds", o.leaseSeconds, 1, MAX_RETRY_DELAY_SECONDS);
   const retentionSeconds = o.retentionSeconds === undefined ? undefined : wholeOption(who, "retentionSeconds", o.retentionSeconds, 1, MAX_WINDOW_SECONDS);
   return { source, leaseSeconds, retentionSeconds };
 }
