@@ -39,10 +39,10 @@ export function wranglerVars() {
 /**
  * The npm package's modules as a Worker loads them: client/index.js and
  * every module it imports (one per seam; the problem catalog is a JS module,
- * client/problems.js, so no JSON module is needed).
+ * client/rules/problems.js, so no JSON module is needed).
  */
 export const CLIENT_MODULES = [
-  "index", "defaults", "bytes", "tenant", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "request", "options", "claim", "capture", "settlement", "contract",
+  "index", "rules/defaults", "rules/bytes", "rules/tenant", "rules/key", "rules/fingerprint", "rpc/client", "rules/problems", "rules/stored", "rules/answer", "rules/waiting", "rpc/shards", "rpc/settle", "rpc/sources", "rules/request", "middleware/options", "middleware/claim", "middleware/capture", "middleware/settlement", "middleware/contract",
 ].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
 
 /** The console's modules (worker/console.mjs and the files it serves), imported by the entry. */

@@ -14,7 +14,7 @@
 // - Only GET and HEAD: any other method is the gateway's 405 problem.
 // - The files are JS strings (./console/*.mjs): no build step, no wrangler
 //   rule, the same from the checkout and from the npm package.
-import { problemResponse } from "../client/problems.js";
+import { problemResponse } from "../client/rules/problems.js";
 import { CONSOLE_SCRIPT } from "./console/app.mjs";
 import { CONSOLE_ICON, CONSOLE_PAGE } from "./console/page.mjs";
 import { CONSOLE_STYLE } from "./console/style.mjs";

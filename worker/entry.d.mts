@@ -9,7 +9,7 @@ import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 import type {
   ClaimCall, ClaimOutcome, WaitedAnswer, CompleteCall, CompleteOutcome, ReleaseCall, ReleaseOutcome,
   RecordView, LedgerStats, ExecuteCall, ExecuteOutcome, ListCall, ListPage,
-} from "../client/rpc.js";
+} from "../client/rpc/client.js";
 
 /** The bindings the gateway and LedgerService read (docs/configuration.md). */
 export interface LedgerEnv {

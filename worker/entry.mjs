@@ -12,10 +12,10 @@
 // A service binding is trusted: whoever holds it may act for any tenant
 // (as with a Durable Object binding). The tenant argument is checked for
 // shape only (1–256 bytes of UTF-8, no control characters), exactly as the
-// gateway's tenants, and named to objects by the same rule (client/tenant.js).
+// gateway's tenants, and named to objects by the same rule (client/rules/tenant.js).
 //
 // Sharded tenants (TENANT_SHARDS) are routed by the package's TenantLedgers
-// (client/shards.js), the gateway's one rule: a key lives in one object of
+// (client/rpc/shards.js), the gateway's one rule: a key lives in one object of
 // the current layout; while resharding, every keyed call goes first to the
 // key's object in the previous layout, and its 421 idempotency-key-moved
 // sends the call to the key's object in the current layout.

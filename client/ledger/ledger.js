@@ -32,13 +32,13 @@
 //
 // Beside it: ./app-answer.js (your function's answer, checked and
 // normalised) and ./object-ledger.js (what an object's Ledgers share).
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "./defaults.js";
-import { requestBody, requestKey } from "./request.js";
-import { refusalResponse } from "./answer.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "../rules/defaults.js";
+import { requestBody, requestKey } from "../rules/request.js";
+import { refusalResponse } from "../rules/answer.js";
 import { handled, normalized, ranResponse } from "./app-answer.js";
 import { flushLater, objectLedger } from "./object-ledger.js";
-/** @import { Fingerprint } from "./fingerprint.js" */
-/** @import { ClaimRefusal, RecordView, LedgerStats } from "./rpc.js" */
+/** @import { Fingerprint } from "../rules/fingerprint.js" */
+/** @import { ClaimRefusal, RecordView, LedgerStats } from "../rpc/client.js" */
 
 /**
  * @typedef {object} LedgerOptions

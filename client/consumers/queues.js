@@ -38,15 +38,15 @@
 //   never replays another.
 // - Options are checked when the consumer is made (a TypeError naming the
 //   option); nothing given is silently ignored.
-import { MAX_WINDOW_SECONDS, knownOptions, wholeOption } from "./defaults.js";
-import { asBytes } from "./bytes.js";
-import { fingerprint } from "./fingerprint.js";
-import { keyProblem } from "./request.js";
-import { TENANT_RULE, isTenantId } from "./tenant.js";
-import { ledgerSource } from "./sources.js";
+import { MAX_WINDOW_SECONDS, knownOptions, wholeOption } from "../rules/defaults.js";
+import { asBytes } from "../rules/bytes.js";
+import { fingerprint } from "../rules/fingerprint.js";
+import { keyProblem } from "../rules/request.js";
+import { TENANT_RULE, isTenantId } from "../rules/tenant.js";
+import { ledgerSource } from "../rpc/sources.js";
 import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
-/** @import { LedgerSource, TenantShardsValue } from "./sources.js" */
-/** @import { LedgerStub } from "./rpc.js" */
+/** @import { LedgerSource, TenantShardsValue } from "../rpc/sources.js" */
+/** @import { LedgerStub } from "../rpc/client.js" */
 /** @import { RunOutcome, RunContext } from "./consumer.js" */
 
 /**

@@ -17,12 +17,12 @@
 //   the ledger full or unreachable) throws, so the platform's own retry
 //   (the step's retries, the alarm's, the next delivery) comes back later;
 //   a key that stands for another effect throws a TypeError.
-import { knownOptions, MAX_WINDOW_SECONDS, wholeOption } from "./defaults.js";
-import { oneComponent } from "./fingerprint.js";
+import { knownOptions, MAX_WINDOW_SECONDS, wholeOption } from "../rules/defaults.js";
+import { oneComponent } from "../rules/fingerprint.js";
 import { MAX_RETRY_DELAY_SECONDS, runOnce } from "./consumer.js";
-import { keyProblem } from "./request.js";
-import { ledgerSource } from "./sources.js";
-/** @import { LedgerSource, TenantShardsValue } from "./sources.js" */
+import { keyProblem } from "../rules/request.js";
+import { ledgerSource } from "../rpc/sources.js";
+/** @import { LedgerSource, TenantShardsValue } from "../rpc/sources.js" */
 /** @import { RunContext } from "./consumer.js" */
 
 /**

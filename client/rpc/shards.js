@@ -3,15 +3,15 @@
 // (TENANT_SHARDS; src/config/shards.rs): where a key lives, the
 // operator's map, and the one routing rule for keyed calls while a tenant
 // is resharded. Shared vectors: tests/fixtures/shards.json.
-import { encoder, sha256 } from "./bytes.js";
-import { LedgerClient, LedgerError } from "./rpc.js";
-import { TENANT_RULE, isTenantId, tenantObjectName } from "./tenant.js";
+import { encoder, sha256 } from "../rules/bytes.js";
+import { LedgerClient, LedgerError } from "./client.js";
+import { TENANT_RULE, isTenantId, tenantObjectName } from "../rules/tenant.js";
 
 export { TENANT_RULE, isTenantId };
 /**
  * @import { LedgerNamespace, LedgerServiceRpc, LedgerStats, ClaimCall, CompleteCall, ReleaseCall,
  *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer,
- *   ListCall, ListPage, ListPosition, ListedRecord, TrendMinute } from "./rpc.js"
+ *   ListCall, ListPage, ListPosition, ListedRecord, TrendMinute } from "./client.js"
  */
 
 /** The most objects one tenant may be spread over. */

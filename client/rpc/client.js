@@ -1,10 +1,10 @@
 // @ts-check
 // Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
 // docs/rpc-v1.md), and the types of that protocol.
-import { isObjectName, isTenantId, tenantObjectName } from "./tenant.js";
-/** @import { Fingerprint } from "./fingerprint.js" */
-/** @import { Problem } from "./problems.js" */
-/** @import { StoredResponse } from "./stored.js" */
+import { isObjectName, isTenantId, tenantObjectName } from "../rules/tenant.js";
+/** @import { Fingerprint } from "../rules/fingerprint.js" */
+/** @import { Problem } from "../rules/problems.js" */
+/** @import { StoredResponse } from "../rules/stored.js" */
 
 export const RPC_V1_PREFIX = "/rpc/v1/";
 /** The object's answer header naming how long a claim waited (ms). */

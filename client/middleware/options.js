@@ -1,12 +1,12 @@
 // @ts-check
 // The middleware's options (./contract.js): their types, their defaults
-// (the gateway's, ./defaults.js) and their check, made once when the
+// (the gateway's, ../rules/defaults.js) and their check, made once when the
 // middleware is made (a TypeError naming what is wrong); and the hooks,
 // called so that one that throws never changes the answer.
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "./defaults.js";
-import { encoder, sha256hex } from "./bytes.js";
-import { ledgerSource } from "./sources.js";
-/** @import { LedgerSource, TenantShardsValue, Resolved } from "./sources.js" */
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "../rules/defaults.js";
+import { encoder, sha256hex } from "../rules/bytes.js";
+import { ledgerSource } from "../rpc/sources.js";
+/** @import { LedgerSource, TenantShardsValue, Resolved } from "../rpc/sources.js" */
 
 /**
  * A value an option gives per request: `(...args) => T`, sync or async.
@@ -189,7 +189,7 @@ function optionalFunction(name, hook) {
 
 /**
  * The options with their defaults, checked (a TypeError naming what is wrong,
- * an unknown name included: ./defaults.js `knownOptions`).
+ * an unknown name included: ../rules/defaults.js `knownOptions`).
  * @template {unknown[]} A
  * @param {IdempotencyOptions<A>} options
  * @returns {CheckedOptions<A>}

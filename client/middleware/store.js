@@ -16,12 +16,12 @@
 //     them, never the caller's `now`).
 // Every answer is a `Result`: `{ ok: true, value }` or `{ ok: false, error }`
 // with an `IdempotencyStoreError`; nothing here throws once the store is made.
-import { knownOptions, MAX_WINDOW_SECONDS } from "./defaults.js";
-import { oneComponent } from "./fingerprint.js";
-import { keyProblem } from "./request.js";
-import { ledgerSource } from "./sources.js";
-/** @import { LedgerSource } from "./sources.js" */
-/** @import { StoredResponse as LedgerResponse } from "./stored.js" */
+import { knownOptions, MAX_WINDOW_SECONDS } from "../rules/defaults.js";
+import { oneComponent } from "../rules/fingerprint.js";
+import { keyProblem } from "../rules/request.js";
+import { ledgerSource } from "../rpc/sources.js";
+/** @import { LedgerSource } from "../rpc/sources.js" */
+/** @import { StoredResponse as LedgerResponse } from "../rules/stored.js" */
 
 /**
  * A claim, as the seed's middleware makes it: all times epoch milliseconds.
@@ -65,7 +65,7 @@ import { ledgerSource } from "./sources.js";
  * @property {LedgerSource} ledger A `LedgerClient` (one tenant's object), or a `LedgerService` binding or a
  *   TenantLedger Durable Object namespace with `tenant`.
  * @property {string} [tenant] The tenant, with a binding or a namespace.
- * @property {string | Map<string, import("./shards.js").ShardLayout>} [tenantShards] TENANT_SHARDS, with a namespace.
+ * @property {string | Map<string, import("../rpc/shards.js").ShardLayout>} [tenantShards] TENANT_SHARDS, with a namespace.
  */
 
 /** The store could not answer: the ledger unreachable or refusing, or a call it cannot take. */
@@ -88,7 +88,7 @@ const ok = (value) => ({ ok: true, value });
 /** @param {string} message @param {unknown} [cause] @returns {{ ok: false; error: IdempotencyStoreError }} */
 const failed = (message, cause) => ({ ok: false, error: new IdempotencyStoreError(message, cause === undefined ? undefined : { cause }) });
 
-/** Is `id` a key by the key's rules (./request.js `keyProblem`: 1–255 printable ASCII)? @param {unknown} id */
+/** Is `id` a key by the key's rules (../rules/request.js `keyProblem`: 1–255 printable ASCII)? @param {unknown} id */
 const isKey = (id) => typeof id === "string" && keyProblem(id) === null;
 
 /**
@@ -144,7 +144,7 @@ export function ledgerStore(options) {
     throw new TypeError("idempotency-ledger/store: ledger, tenant and tenantShards are values here (make a store per request for per-request values)");
   }
   const source = ledgerSource({ ledger, tenant, tenantShards });
-  /** @returns {Promise<import("./sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} */
+  /** @returns {Promise<import("../rpc/sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} */
   const resolve = async () => {
     const resolved = await source.resolve([]);
     return "misconfigured" in resolved ? failed(`idempotency-ledger/store: ${resolved.misconfigured}`) : resolved.ledger;
