@@ -5,27 +5,12 @@
 // crypto.subtle and crypto.randomUUID. Types: ./index.d.ts, emitted by
 // `npm run check:types` (tsc -p client) from the JSDoc of these modules.
 //
-// One module per seam, as the Rust side:
-//   key.js          the Idempotency-Key field, minting and sending keys
-//   fingerprint.js  the request fingerprint
-//   rpc.js          LedgerClient over RPC v1 and the protocol's types
-//   problems.js     the problem catalog (docs/problems.json) and its rendering
-//   stored.js       stored responses: capture and replay
-//   answer.js       the answer to a refused claim
-//   waiting.js      Prefer: wait=N
-//   shards.js       TENANT_SHARDS: placement, the routing rule, TenantLedgers
-//   defaults.js     the middleware's defaults (the gateway's)
-//   settle.js       completion and release retried as the gateway retries them
-//   sources.js      the middleware's ledger option: client, binding, namespace
-//   request.js      a protected request's key and bounded body (middleware and ledger.js)
-//   options.js      the middleware's options, checked, and its hooks
-//   claim.js        the middleware's claim and its refusals
-//   capture.js      the route's response: shouldStore and its bounded capture
-//   settlement.js   the route's one run and the key's settlement
-//   contract.js     the middleware contract (withIdempotency; ./middleware/hono.js)
-//   ledger.js       idempotency-ledger/ledger, not re-exported here: it loads the wasm
-//   consumer.js     one unit of work run once per key outside HTTP (runOnce, forwardOnce)
-//   queues.js       idempotency-ledger/queues, the Queue consumer (docs/consumers.md)
+// The modules live in rooms by audience (./README.md): rules/ (the
+// gateway's rules: key, fingerprint, tenant, problems, stored responses,
+// Prefer: wait, defaults), rpc/ (LedgerClient, TenantLedgers, settle, the
+// ledger option's sources), middleware/ (withIdempotency, hono, store),
+// ledger/ (idempotency-ledger/ledger, not re-exported here: it loads the
+// wasm) and consumers/ (queues, workflows).
 //
 // The root export is what docs/clients.md, docs/typescript.md and
 // docs/sharding.md document for users, and nothing else (tests/node/
