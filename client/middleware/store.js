@@ -132,6 +132,47 @@ function generationOf(lease) {
 const messageOf = (e) => (e instanceof Error ? e.message : String(e));
 
 /**
+ * A claim on the tenant's ledger, answered as the seed's store answers it.
+ * @param {() => Promise<import("../rpc/sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} resolve
+ * @param {ClaimRequest} request
+ * @returns {Promise<Result<ClaimOutcome>>}
+ */
+async function claimOn(resolve, request) {
+  if (request === null || typeof request !== "object") return failed("claim needs a ClaimRequest");
+  const { id, fingerprint, now, leaseMs, expiresAt } = request;
+  if (!isKey(id)) return failed("claim: id must be 1-255 printable ASCII characters");
+  if (fingerprint !== null && typeof fingerprint !== "string") return failed("claim: fingerprint must be a string or null");
+  const lease = seconds(leaseMs);
+  if (lease === null) return failed(`claim: leaseMs must be a positive number of at most ${MAX_WINDOW_SECONDS} s`);
+  if (typeof now !== "number" || typeof expiresAt !== "number") return failed("claim: now and expiresAt must be epoch milliseconds");
+  const retention = seconds(expiresAt - now);
+  if (retention === null) return failed(`claim: expiresAt must be after now, by at most ${MAX_WINDOW_SECONDS} s`);
+  const calls = await resolve();
+  if ("ok" in calls) return calls;
+  let answer;
+  try {
+    answer = await calls.claim({
+      key: id,
+      fingerprint: await asFingerprint(fingerprint),
+      lease_seconds: lease,
+      // A record outlives its lease (docs/contract.md §4).
+      retention_seconds: Math.max(retention, lease),
+    });
+  } catch (e) {
+    return failed(`claim failed: ${messageOf(e)}`, e);
+  }
+  switch (answer.outcome) {
+    case "claimed": return ok({ status: "claimed", lease: String(answer.generation) });
+    case "in_flight": return ok({ status: "in-flight", fingerprint });
+    case "completed": return ok({ status: "completed", fingerprint, response: toSeed(answer.response) });
+    // The record was claimed with another fingerprint: the ledger keeps digests, not the string.
+    case "mismatch": return ok({ status: "in-flight", fingerprint: OTHER_FINGERPRINT });
+    case "ledger_full": return failed(`claim refused: the tenant's ledger is full (retry in ${answer.retry_after_ms} ms)`);
+  }
+  return failed(`claim: unexpected answer ${JSON.stringify(answer)}`);
+}
+
+/**
  * The seed's store contract over one tenant's TenantLedger object.
  * Invalid options throw a TypeError (an unknown name included); every
  * call after that answers a `Result`.
@@ -151,40 +192,7 @@ export function ledgerStore(options) {
   };
 
   return {
-    async claim(request) {
-      if (request === null || typeof request !== "object") return failed("claim needs a ClaimRequest");
-      const { id, fingerprint, now, leaseMs, expiresAt } = request;
-      if (!isKey(id)) return failed("claim: id must be 1-255 printable ASCII characters");
-      if (fingerprint !== null && typeof fingerprint !== "string") return failed("claim: fingerprint must be a string or null");
-      const lease = seconds(leaseMs);
-      if (lease === null) return failed(`claim: leaseMs must be a positive number of at most ${MAX_WINDOW_SECONDS} s`);
-      if (typeof now !== "number" || typeof expiresAt !== "number") return failed("claim: now and expiresAt must be epoch milliseconds");
-      const retention = seconds(expiresAt - now);
-      if (retention === null) return failed(`claim: expiresAt must be after now, by at most ${MAX_WINDOW_SECONDS} s`);
-      const calls = await resolve();
-      if ("ok" in calls) return calls;
-      let answer;
-      try {
-        answer = await calls.claim({
-          key: id,
-          fingerprint: await asFingerprint(fingerprint),
-          lease_seconds: lease,
-          // A record outlives its lease (docs/contract.md §4).
-          retention_seconds: Math.max(retention, lease),
-        });
-      } catch (e) {
-        return failed(`claim failed: ${messageOf(e)}`, e);
-      }
-      switch (answer.outcome) {
-        case "claimed": return ok({ status: "claimed", lease: String(answer.generation) });
-        case "in_flight": return ok({ status: "in-flight", fingerprint });
-        case "completed": return ok({ status: "completed", fingerprint, response: toSeed(answer.response) });
-        // The record was claimed with another fingerprint: the ledger keeps digests, not the string.
-        case "mismatch": return ok({ status: "in-flight", fingerprint: OTHER_FINGERPRINT });
-        case "ledger_full": return failed(`claim refused: the tenant's ledger is full (retry in ${answer.retry_after_ms} ms)`);
-      }
-      return failed(`claim: unexpected answer ${JSON.stringify(answer)}`);
-    },
+    claim: (request) => claimOn(resolve, request),
 
     async complete(id, lease, response, expiresAt) {
       if (!isKey(id)) return failed("complete: id must be 1-255 printable ASCII characters");
