@@ -46,7 +46,7 @@ export const CLIENT_MODULES = [
 ].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
 
 /** The console's modules (worker/console.mjs and the files it serves), imported by the entry. */
-export const CONSOLE_MODULES = ["console.mjs", "console/app.mjs", "console/page.mjs", "console/style.mjs"]
+export const CONSOLE_MODULES = ["console.mjs", "console/files.mjs", "console/page.mjs", "console/style.mjs"]
   .map((name) => ({ type: "ESModule", path: `${ROOT}worker/${name}` }));
 
 /** The deployed script's modules: the entry (Rust build + JS RPC entrypoint + console), the wasm, the client. */
