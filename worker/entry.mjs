@@ -1,3 +1,4 @@
+// @ts-check
 // The deployed script's entry module: the Rust gateway and TenantLedger
 // (built by worker-build into build/) plus LedgerService, a JS RPC
 // entrypoint over the same RPC v1.
@@ -45,7 +46,11 @@ const rustFetch = RustGateway.prototype.fetch;
 const consoleServed = RustGateway.prototype.consoleServed;
 const serveRead = RustTenantLedger.prototype.serveRead;
 
-/** Rethrows `error`, first marking the module for re-instantiation if it is a trap (as the shim does). */
+/**
+ * Rethrows `error`, first marking the module for re-instantiation if it is a trap (as the shim does).
+ * @param {unknown} error
+ * @returns {never}
+ */
 function markCritical(error) {
   const state = globalThis.__worker_init_state;
   if (error instanceof WebAssembly.RuntimeError && state) state.criticalError = true;
@@ -68,6 +73,7 @@ export class TenantLedger {
   }
 
   async fetch(request) {
+    /** @type {Uint8Array | null} */
     let body = null; // unreadable: the object answers it, as its Rust fetch does (400)
     try {
       body = new Uint8Array(await request.arrayBuffer());
@@ -89,6 +95,10 @@ export class TenantLedger {
  * The gateway's answer to `request` (docs/contract.md §2), or the
  * console's files under /console; also from inside another fetch handler
  * (a Worker that routes some paths to the gateway).
+ * @param {Request} request
+ * @param {import("./entry.d.mts").LedgerEnv} env
+ * @param {ExecutionContext} ctx
+ * @returns {Promise<Response>}
  */
 export function fetchGateway(request, env, ctx) {
   const state = globalThis.__worker_init_state;
@@ -120,6 +130,7 @@ function servesConsole(env, url) {
 /** The gateway Worker: `export { default } from "idempotency-ledger/worker"`. */
 export default { fetch: fetchGateway };
 
+/** @type {ReturnType<typeof parseTenantShards> | null} */
 let shardMap = null; // parsed once per isolate (variables never change within one)
 
 /** JS RPC over RPC v1: `env.LEDGER.claim("acme", { key, fingerprint })`. */
@@ -147,3 +158,26 @@ export class LedgerService extends WorkerEntrypoint {
   /** RPC v1 `execute`: claim + the embedded orders app + complete, one transaction (unsharded tenants). */
   async execute(tenant, call) { return this.#ledgers.execute(tenant, call); }
 }
+
+// The declarations of this module (./entry.d.mts, hand-written: the types a
+// TypeScript Worker sees) checked against the code by `tsc -p worker` (in
+// `npm run check:types`): an export missing or of another shape fails it.
+// What it proves: every export and every LedgerService call the
+// declarations name exists here, and each answers what they declare (the
+// answers come typed from ../client/); fetchGateway's and TenantLedger's
+// signatures. Not proved: arguments this file leaves untyped (any), and
+// what the Rust build answers (build/index.js is untyped glue).
+/**
+ * @template {true} T
+ * @typedef {T} Holds
+ */
+/**
+ * @template A, B
+ * @typedef {[A] extends [B] ? ([B] extends [A] ? true : false) : false} Same
+ */
+/** @typedef {Omit<import("./entry.d.mts").LedgerService, keyof WorkerEntrypoint>} DeclaredCalls */
+/** @typedef {Holds<Exclude<keyof DeclaredCalls, keyof LedgerService> extends never ? true : false>} EveryDeclaredCallIsHere */
+/** @typedef {Holds<{ [K in keyof DeclaredCalls]: Same<ReturnType<LedgerService[K & keyof LedgerService]>, ReturnType<DeclaredCalls[K]>> }[keyof DeclaredCalls]>} EachCallAnswersItsDeclaredType */
+/** @typedef {Holds<Same<Parameters<typeof fetchGateway>, Parameters<typeof import("./entry.d.mts").fetchGateway>>>} FetchGatewayTakesItsDeclaredArguments */
+/** @typedef {Holds<Same<ReturnType<typeof fetchGateway>, ReturnType<typeof import("./entry.d.mts").fetchGateway>>>} FetchGatewayAnswersAResponse */
+/** @typedef {Holds<TenantLedger extends Pick<import("./entry.d.mts").TenantLedger, "fetch" | "alarm"> ? true : false>} TenantLedgerServesFetchAndAlarm */
