@@ -39,6 +39,8 @@
 // - Options are checked when the consumer is made (a TypeError naming the
 //   option); nothing given is silently ignored.
 import { MAX_WINDOW_SECONDS, knownOptions, wholeOption } from "../rules/defaults.js";
+import { checkOptions } from "../rules/check-options.js";
+/** @import { OptionSpec } from "../rules/check-options.js" */
 import { asBytes } from "../rules/bytes.js";
 import { fingerprint } from "../rules/fingerprint.js";
 import { keyProblem } from "../rules/request.js";
@@ -131,10 +133,23 @@ import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
  *   Every message, once acked or retried.
  */
 
-const OPTIONS = Object.freeze([
-  "handler", "ledger", "tenant", "tenantShards", "object", "key", "leaseSeconds", "timeoutSeconds",
-  "retentionSeconds", "waitSeconds", "concurrency", "onReplayed", "onSettled",
-]);
+/**
+ * Every option of `queueConsumer`, checked by ../rules/check-options.js (timeoutSeconds's
+ * bounds hang on the shape: checked by `checkedConsumer`).
+ * @type {Readonly<Record<string, OptionSpec>>}
+ */
+const SPEC = Object.freeze({
+  handler: { function: "" },
+  ledger: { function: " of the message and env, e.g. (message, env) => env.LEDGER" },
+  tenant: { any: true }, tenantShards: { any: true },
+  object: { function: "" }, key: { function: "" },
+  leaseSeconds: { whole: [1, MAX_RETRY_DELAY_SECONDS], default: 60 },
+  timeoutSeconds: { any: true },
+  retentionSeconds: { whole: [1, MAX_WINDOW_SECONDS] },
+  waitSeconds: { whole: [0, 3600], default: 0 },
+  concurrency: { whole: [1, 100], default: 10 },
+  onReplayed: { function: "" }, onSettled: { function: "" },
+});
 const WHO = "idempotency-ledger/queues";
 /** External-shape options: refused with `object`. */
 const EXTERNAL_ONLY = Object.freeze(["ledger", "tenant", "tenantShards", "leaseSeconds", "retentionSeconds", "waitSeconds"]);
@@ -205,24 +220,18 @@ async function pooled(items, limit, work) {
  * @returns {Consumer<Body, Env>}
  */
 function checkedConsumer(options) {
-  const o = knownOptions(WHO, options, OPTIONS);
-  const { handler, object } = o;
-  if ((handler === undefined) === (object === undefined)) {
+  const given = /** @type {Record<string, unknown>} */ (knownOptions(WHO, options, Object.keys(SPEC)));
+  if ((given.handler === undefined) === (given.object === undefined)) {
     throw new TypeError(`${WHO}: give either options.handler (with options.ledger: the external shape) or options.object (the Durable Object shape)`);
   }
-  for (const [name, value] of /** @type {[string, unknown][]} */ ([["handler", handler], ["object", object], ["key", o.key], ["onReplayed", o.onReplayed], ["onSettled", o.onSettled], ["ledger", o.ledger]])) {
-    if (value !== undefined && typeof value !== "function") throw new TypeError(`${WHO}: ${name} must be a function${name === "ledger" ? " of the message and env, e.g. (message, env) => env.LEDGER" : ""}`);
-  }
-  if (object !== undefined) {
-    const extra = EXTERNAL_ONLY.find((name) => /** @type {Record<string, unknown>} */ (o)[name] !== undefined);
+  const o = /** @type {QueueConsumerOptions<Body, Env> & { leaseSeconds: number; waitSeconds: number; concurrency: number }} */ (checkOptions(WHO, options, SPEC));
+  if (o.object !== undefined) {
+    const extra = EXTERNAL_ONLY.find((name) => given[name] !== undefined);
     if (extra !== undefined) throw new TypeError(`${WHO}: ${extra} is for the external shape (handler + ledger); the Durable Object's own Ledger keeps its records`);
   }
-  const external = handler !== undefined;
-  const leaseSeconds = o.leaseSeconds === undefined ? 60 : wholeOption(WHO, "leaseSeconds", o.leaseSeconds, 1, MAX_RETRY_DELAY_SECONDS);
+  const external = o.handler !== undefined;
+  const { leaseSeconds, retentionSeconds, waitSeconds, concurrency } = o;
   const timeoutSeconds = o.timeoutSeconds === undefined ? (external ? leaseSeconds : 60) : wholeOption(WHO, "timeoutSeconds", o.timeoutSeconds, 1, external ? leaseSeconds : MAX_RETRY_DELAY_SECONDS);
-  const retentionSeconds = o.retentionSeconds === undefined ? undefined : wholeOption(WHO, "retentionSeconds", o.retentionSeconds, 1, MAX_WINDOW_SECONDS);
-  const waitSeconds = o.waitSeconds === undefined ? 0 : wholeOption(WHO, "waitSeconds", o.waitSeconds, 0, 3600);
-  const concurrency = o.concurrency === undefined ? 10 : wholeOption(WHO, "concurrency", o.concurrency, 1, 100);
   if (external && o.ledger === undefined) throw new TypeError(`${WHO}: options.handler needs options.ledger, e.g. (message, env) => env.LEDGER`);
   if (o.tenant !== undefined && typeof o.tenant !== "function" && !isTenantId(o.tenant)) {
     throw new TypeError(`${WHO}: options.tenant must be ${TENANT_RULE}, or a function of the message returning one`);

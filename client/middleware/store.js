@@ -16,7 +16,9 @@
 //     them, never the caller's `now`).
 // Every answer is a `Result`: `{ ok: true, value }` or `{ ok: false, error }`
 // with an `IdempotencyStoreError`; nothing here throws once the store is made.
-import { knownOptions, MAX_WINDOW_SECONDS } from "../rules/defaults.js";
+import { MAX_WINDOW_SECONDS } from "../rules/defaults.js";
+import { checkOptions } from "../rules/check-options.js";
+/** @import { OptionSpec } from "../rules/check-options.js" */
 import { oneComponent } from "../rules/fingerprint.js";
 import { keyProblem } from "../rules/request.js";
 import { ledgerSource } from "../rpc/sources.js";
@@ -173,6 +175,12 @@ async function claimOn(resolve, request) {
 }
 
 /**
+ * The options of `ledgerStore`, checked by ../rules/check-options.js (values, not functions: below).
+ * @type {Readonly<Record<string, OptionSpec>>}
+ */
+const STORE_OPTIONS = Object.freeze({ ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true } });
+
+/**
  * The seed's store contract over one tenant's TenantLedger object.
  * Invalid options throw a TypeError (an unknown name included); every
  * call after that answers a `Result`.
@@ -180,7 +188,7 @@ async function claimOn(resolve, request) {
  * @returns {IdempotencyStore}
  */
 export function ledgerStore(options) {
-  const { ledger, tenant, tenantShards } = knownOptions("idempotency-ledger/store", options, ["ledger", "tenant", "tenantShards"]);
+  const { ledger, tenant, tenantShards } = checkOptions("idempotency-ledger/store", options, STORE_OPTIONS);
   if (typeof ledger === "function" || typeof tenant === "function" || typeof tenantShards === "function") {
     throw new TypeError("idempotency-ledger/store: ledger, tenant and tenantShards are values here (make a store per request for per-request values)");
   }

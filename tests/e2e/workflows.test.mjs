@@ -62,8 +62,6 @@ const appWorker = {
   modules: [
     { type: "ESModule", path: `${ROOT}tests/e2e/workers/workflow-app.mjs` },
     ...CLIENT_MODULES,
-    { type: "ESModule", path: `${ROOT}client/consumers/consumer.js` },
-    { type: "ESModule", path: `${ROOT}client/consumers/workflows.js` },
   ],
   compatibilityDate: "2026-11-01",
   durableObjects: {
