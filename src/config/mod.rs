@@ -10,6 +10,7 @@
 //! - `set-cookie` can never be a stored response header.
 //! - `API_TOKENS` has no built-in fallback: without it nobody is authorised.
 
+pub mod jurisdictions;
 pub mod reshard;
 pub mod shards;
 pub mod vars;
@@ -18,6 +19,7 @@ pub mod waiting;
 use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
 use crate::rpc::{check_claim_windows, MAX_WINDOW_SECONDS};
+pub use jurisdictions::{Jurisdiction, JurisdictionMap};
 pub use shards::ShardMap;
 use vars::{boolean, choice, err, header_list, number, secret, token_list};
 pub use vars::{ConfigError, SecretString};
@@ -88,6 +90,9 @@ pub struct Config {
     pub wait: WaitSettings,
     /// Tenants spread over several objects by key hash (`TENANT_SHARDS`).
     pub tenant_shards: ShardMap,
+    /// Tenants whose objects are created in a jurisdiction
+    /// (`TENANT_JURISDICTIONS`).
+    pub tenant_jurisdictions: JurisdictionMap,
 }
 
 /// `REPLAY_CACHE_BYTES` by default: 8 MiB of a 128 MB isolate.
@@ -286,6 +291,11 @@ impl Config {
                 None => ShardMap::default(),
                 Some(s) if s.is_empty() => ShardMap::default(),
                 Some(s) => ShardMap::parse(&s).map_err(|m| err("TENANT_SHARDS", m))?,
+            },
+            tenant_jurisdictions: match get("TENANT_JURISDICTIONS").map(|s| s.trim().to_string()) {
+                None => JurisdictionMap::default(),
+                Some(s) if s.is_empty() => JurisdictionMap::default(),
+                Some(s) => JurisdictionMap::parse(&s).map_err(|m| err("TENANT_JURISDICTIONS", m))?,
             },
         })
     }

@@ -273,3 +273,59 @@ fn the_first_sharded_tenant_is_found_for_the_proxy_mode_rule() {
         None
     );
 }
+
+/// `TENANT_JURISDICTIONS`: each tenant's objects, by the one naming rule,
+/// in the jurisdiction it names; shards find it from their own name.
+#[test]
+fn tenant_jurisdictions_map_each_tenants_objects_to_their_jurisdiction() {
+    let c = parse(&[(
+        "TENANT_JURISDICTIONS",
+        r#"{"acme-eu": "eu", "org/team": "fedramp-high", "gov": "fedramp", "us1": "us"}"#,
+    )])
+    .unwrap();
+    let j = &c.tenant_jurisdictions;
+    assert_eq!(j.of("acme-eu"), Some(Jurisdiction::Eu));
+    assert_eq!(j.of_object("acme-eu/shard-3-of-8"), Some(Jurisdiction::Eu));
+    // Keyed by the tenant's object name: an escaped id finds its own.
+    let base = idempotency_ledger::protocol::object_base("org/team");
+    assert_eq!(j.of(&base), Some(Jurisdiction::FedrampHigh));
+    assert_eq!(
+        j.of_object(&format!("{base}/shard-0-of-2")),
+        Some(Jurisdiction::FedrampHigh)
+    );
+    assert_eq!(j.of("gov"), Some(Jurisdiction::Fedramp));
+    assert_eq!(j.of("us1").map(Jurisdiction::as_str), Some("us"));
+    // Another tenant, or a name that only starts like one, is unrestricted.
+    assert_eq!(j.of("acme"), None);
+    assert_eq!(j.of_object("acme-eu-2"), None);
+    // Unset or empty: nobody is restricted.
+    assert!(parse(&[]).unwrap().tenant_jurisdictions.is_empty());
+    assert!(parse(&[("TENANT_JURISDICTIONS", " ")])
+        .unwrap()
+        .tenant_jurisdictions
+        .is_empty());
+}
+
+/// A jurisdiction the platform does not know, or a bad tenant, is refused
+/// naming the variable, the tenant and the value: never an object created
+/// unrestricted.
+#[test]
+fn an_unknown_jurisdiction_or_tenant_is_refused_naming_both() {
+    for (raw, says) in [
+        (r#"{"acme-eu": "mars"}"#, r#""acme-eu": "mars" is not a jurisdiction"#),
+        (r#"{"acme-eu": "EU"}"#, r#""EU" is not a jurisdiction"#),
+        (r#"{"acme-eu": ""}"#, r#""" is not a jurisdiction"#),
+        (r#"{"acme-eu": 1}"#, "1 is not a jurisdiction"),
+        (r#"{"acme-eu": null}"#, "null is not a jurisdiction"),
+        (r#"{"": "eu"}"#, "not a valid tenant id"),
+        (r#"{"a\u0001b": "eu"}"#, "not a valid tenant id"),
+        (r#"["eu"]"#, "JSON object"),
+        ("eu", "not valid JSON"),
+    ] {
+        let e = parse(&[("TENANT_JURISDICTIONS", raw)]).unwrap_err();
+        assert_eq!(e.variable, "TENANT_JURISDICTIONS", "{raw}");
+        assert!(e.message.contains(says), "{raw}: {}", e.message);
+    }
+    let e = parse(&[("TENANT_JURISDICTIONS", r#"{"x": "moon"}"#)]).unwrap_err();
+    assert!(e.message.contains("eu, fedramp, fedramp-high, us"), "{}", e.message);
+}
