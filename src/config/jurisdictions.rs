@@ -117,3 +117,46 @@ impl JurisdictionMap {
         self.tenants.is_empty()
     }
 }
+
+/// What the tenant's unrestricted object — the one object every
+/// configuration of the tenant reaches — makes of the jurisdiction a
+/// configuration names for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JurisdictionDecision {
+    /// The configuration agrees with where the tenant's keys live.
+    Accept,
+    /// A new tenant's first use of this jurisdiction: record it, then accept.
+    Record(Jurisdiction),
+    /// The configuration would serve the tenant from objects that do not
+    /// hold its keys: every claim and execute is refused, naming why.
+    Refuse(String),
+}
+
+/// The one rule for a change of a tenant's jurisdiction: `recorded` is
+/// the jurisdiction the tenant's unrestricted object recorded (its keys
+/// live there), `asked` the configured one (`None`: unrestricted), and
+/// `holds_keys` whether that unrestricted object holds any record or a
+/// recorded shard layout (the tenant has keys outside any jurisdiction).
+/// A tenant may be given a jurisdiction only while it has no unrestricted
+/// key; once recorded, only that jurisdiction serves it.
+pub fn decide(
+    recorded: Option<&str>,
+    asked: Option<Jurisdiction>,
+    holds_keys: bool,
+) -> JurisdictionDecision {
+    let how = "restore its TENANT_JURISDICTIONS entry, or move the tenant (docs/migrating.md, \"Moving a tenant to another jurisdiction\")";
+    match (recorded, asked) {
+        (None, None) => JurisdictionDecision::Accept,
+        (Some(was), None) => JurisdictionDecision::Refuse(format!(
+            "the tenant's keys live in jurisdiction \"{was}\", but TENANT_JURISDICTIONS no longer names it for the tenant: {how}"
+        )),
+        (Some(was), Some(now)) if was == now.as_str() => JurisdictionDecision::Accept,
+        (Some(was), Some(now)) => JurisdictionDecision::Refuse(format!(
+            "the tenant's keys live in jurisdiction \"{was}\", but TENANT_JURISDICTIONS names \"{now}\": {how}"
+        )),
+        (None, Some(now)) if holds_keys => JurisdictionDecision::Refuse(format!(
+            "the tenant has keys outside any jurisdiction, but TENANT_JURISDICTIONS names \"{now}\": {how}"
+        )),
+        (None, Some(now)) => JurisdictionDecision::Record(now),
+    }
+}

@@ -295,7 +295,9 @@ impl Config {
             tenant_jurisdictions: match get("TENANT_JURISDICTIONS").map(|s| s.trim().to_string()) {
                 None => JurisdictionMap::default(),
                 Some(s) if s.is_empty() => JurisdictionMap::default(),
-                Some(s) => JurisdictionMap::parse(&s).map_err(|m| err("TENANT_JURISDICTIONS", m))?,
+                Some(s) => {
+                    JurisdictionMap::parse(&s).map_err(|m| err("TENANT_JURISDICTIONS", m))?
+                }
             },
         })
     }

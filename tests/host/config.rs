@@ -312,7 +312,10 @@ fn tenant_jurisdictions_map_each_tenants_objects_to_their_jurisdiction() {
 #[test]
 fn an_unknown_jurisdiction_or_tenant_is_refused_naming_both() {
     for (raw, says) in [
-        (r#"{"acme-eu": "mars"}"#, r#""acme-eu": "mars" is not a jurisdiction"#),
+        (
+            r#"{"acme-eu": "mars"}"#,
+            r#""acme-eu": "mars" is not a jurisdiction"#,
+        ),
         (r#"{"acme-eu": "EU"}"#, r#""EU" is not a jurisdiction"#),
         (r#"{"acme-eu": ""}"#, r#""" is not a jurisdiction"#),
         (r#"{"acme-eu": 1}"#, "1 is not a jurisdiction"),
@@ -327,5 +330,42 @@ fn an_unknown_jurisdiction_or_tenant_is_refused_naming_both() {
         assert!(e.message.contains(says), "{raw}: {}", e.message);
     }
     let e = parse(&[("TENANT_JURISDICTIONS", r#"{"x": "moon"}"#)]).unwrap_err();
-    assert!(e.message.contains("eu, fedramp, fedramp-high, us"), "{}", e.message);
+    assert!(
+        e.message.contains("eu, fedramp, fedramp-high, us"),
+        "{}",
+        e.message
+    );
+}
+
+/// A tenant's jurisdiction may be set while it has no unrestricted key;
+/// once recorded, removing or changing it is refused, never served from an
+/// empty ledger elsewhere.
+#[test]
+fn a_changed_jurisdiction_is_refused_where_both_configurations_meet() {
+    use idempotency_ledger::config::jurisdictions::{decide, JurisdictionDecision as D};
+    let eu = Some(Jurisdiction::Eu);
+    let us = Some(Jurisdiction::Us);
+    // Unrestricted, as before jurisdictions: nothing changes.
+    assert_eq!(decide(None, None, true), D::Accept);
+    assert_eq!(decide(None, None, false), D::Accept);
+    // A new tenant's first use records it; then it is accepted.
+    assert_eq!(decide(None, eu, false), D::Record(Jurisdiction::Eu));
+    assert_eq!(decide(Some("eu"), eu, true), D::Accept);
+    assert_eq!(decide(Some("eu"), eu, false), D::Accept);
+    // Adding a jurisdiction to a tenant with unrestricted keys, removing
+    // it, or changing it: refused, saying where the keys are and how to move.
+    for (recorded, asked, holds, says) in [
+        (None, eu, true, "keys outside any jurisdiction"),
+        (Some("eu"), None, false, "no longer names it"),
+        (Some("eu"), None, true, "no longer names it"),
+        (Some("eu"), us, false, "names \"us\""),
+    ] {
+        match decide(recorded, asked, holds) {
+            D::Refuse(why) => {
+                assert!(why.contains(says), "{why}");
+                assert!(why.contains("docs/migrating.md"), "{why}");
+            }
+            other => panic!("{recorded:?} -> {asked:?}: {other:?}"),
+        }
+    }
 }

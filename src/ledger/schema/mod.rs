@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 6), and the in-place upgrade of an
-//! object written by an earlier version (1, 2, 3, 4 or 5).
+//! The ledger's tables (schema version 7), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3, 4, 5 or 6).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -30,7 +30,11 @@
 //! - the claim attempt that holds a record's lease (`lease_attempt`,
 //!   `lease_took_over`, schema 6: see `Ledger::claim_as`) is two columns
 //!   of the record's own row, written by the grant's own statement, and
-//!   never indexed: it costs no row.
+//!   never indexed: it costs no row;
+//! - the jurisdiction a tenant's keys live in (`jurisdiction`, schema 7:
+//!   see `crate::config::jurisdictions`), recorded by the tenant's
+//!   unrestricted object, is one column of the state row, read with it:
+//!   checking it costs no row.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -55,7 +59,7 @@ pub use v1::{
 };
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -97,7 +101,9 @@ const RECORD_COLUMNS: &str = "key, state, generation, fingerprint, components, c
 /// horizon (schema 3, see the module doc), when the object's ledger was
 /// upgraded from schema 1 (NULL: created by schema 2 or later) — schema 1
 /// kept no layout history, so from then on it is unknown (`config::reshard`)
-/// — and the per-minute trend (schema 4, JSON, see `trend`).
+/// — the per-minute trend (schema 4, JSON, see `trend`), and, in a
+/// tenant's unrestricted object, the jurisdiction its keys live in
+/// (schema 7, NULL: none recorded).
 fn state_table() -> String {
     let counters: String = Counter::ALL
         .iter()
@@ -116,6 +122,7 @@ fn state_table() -> String {
         layout_window    INTEGER,  -- layout it replaced may hold live keys
         expires_by       INTEGER NOT NULL DEFAULT 0,
         v1_upgraded_at   INTEGER,
+        jurisdiction     TEXT,     -- where the tenant's keys live (schema 7)
         trend            TEXT NOT NULL DEFAULT '{{}}'{counters}
     )"
     )
@@ -144,6 +151,8 @@ pub enum Found {
     V4,
     /// Schema version 5 (no claim attempt on records).
     V5,
+    /// Schema version 6 (no recorded jurisdiction).
+    V6,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -162,6 +171,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             3 => Found::V3,
             4 => Found::V4,
             5 => Found::V5,
+            6 => Found::V6,
             _ => Found::V1,
         });
     }
@@ -189,18 +199,25 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v2(store)?;
             upgrade_v3(store)?;
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
         Found::V4 => {
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
-        Found::V5 => upgrade_v5(store)?,
+        Found::V5 => {
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
+        }
+        Found::V6 => upgrade_v6(store)?,
     }
     Ok(was)
 }
@@ -269,6 +286,7 @@ fn upgrade_v4(store: &impl SqlStore) -> Result<(), StoreError> {
 /// after its claim may lie beyond the latest `sweep_at` plus
 /// `HORIZON_GAP_MS` that `Ledger::horizon` reads from now on (issue 33;
 /// that statement reads every record once, as the 2 → 3 upgrade did).
+/// [`upgrade_v6`] follows.
 fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE idempotency_records ADD COLUMN lease_attempt TEXT",
@@ -280,9 +298,21 @@ fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     )?;
     store.execute(
         &format!(
-            "UPDATE ledger_state SET schema_version = ?,
+            "UPDATE ledger_state SET schema_version = 6,
                  expires_by = MAX(expires_by, ({LATEST_EXPIRY})) WHERE id = 1"
         ),
+        &[],
+    )
+}
+
+/// Schema 6 → 7: the state row gains the jurisdiction the tenant's keys
+/// live in, NULL (schema 6 knew none: every tenant was unrestricted, so
+/// its keys are where they were). One statement on one row, whatever the
+/// object holds; then the version.
+fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute("ALTER TABLE ledger_state ADD COLUMN jurisdiction TEXT", &[])?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
         &[SCHEMA_VERSION.into()],
     )
 }
