@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startOrigin, read, json, slug, ROOT, ACME, GLOBEX, GATEWAY_MODULES } from "./harness.mjs";
+import { startGateway, startOrigin, read, json, slug, ROOT, ACME, GLOBEX, GATEWAY_MODULES, CLIENT_MODULES } from "./harness.mjs";
 import { fingerprint, shardOf, shardObjectName } from "../../client/index.js";
 
 const ENTRY = { type: "ESModule", path: `${ROOT}tests/e2e/workers/jurisdiction-entry.mjs` };
@@ -182,4 +182,61 @@ test("without a runtime that keeps jurisdictions (local workerd), a tenant kept 
     // Other tenants are served.
     assert.equal((await read(await gw.request("/charges", post("local-2", GLOBEX)))).status, 201);
   } finally { await gw.dispose(); await origin.close(); }
+});
+
+test("the package's jurisdiction option — withIdempotency, ledgerStore, LedgerClient.forTenant — and LedgerService reach the tenant's objects in its jurisdiction; without it they are refused, never served unrestricted", async () => {
+  const app = {
+    name: "app",
+    modulesRoot: ROOT,
+    modules: [
+      { type: "ESModule", path: `${ROOT}tests/e2e/workers/jurisdiction-app.mjs` },
+      { type: "ESModule", path: `${ROOT}client/store.js` },
+      ...CLIENT_MODULES,
+    ],
+    compatibilityDate: "2026-11-01",
+    durableObjects: {
+      LEDGER: { className: "TenantLedger", scriptName: "gateway" },
+      LEDGER_EU: { className: "TenantLedgerEu", scriptName: "gateway" },
+    },
+    serviceBindings: { SERVICE: { name: "gateway", entrypoint: "LedgerService" } },
+  };
+  const gw = await startGateway({ vars: { TENANT_JURISDICTIONS: '{"acme": "eu"}' }, gateway: standIn, workers: [app] });
+  try {
+    const worker = await gw.mf.getWorker("app");
+    const call = (path, key, headers = {}) =>
+      worker.fetch(`https://app${path}`, { method: "POST", headers: { "idempotency-key": key, "content-type": "text/plain", ...headers }, body: key });
+    const eu = { "x-jurisdiction": "eu" };
+
+    // withIdempotency: runs once, replays, and the record is in the eu object.
+    const first = await read(await call("/wrapped", "mw-1", eu));
+    assert.equal(first.status, 201, first.text);
+    const again = await read(await call("/wrapped", "mw-1", eu));
+    assert.equal(again.headers["idempotent-replayed"], "true");
+    // ledgerStore, LedgerClient.forTenant, LedgerService: each claims in the eu object.
+    const store = await json(await call("/store", "store-1", eu));
+    assert.equal(store.json.ok, true, store.text);
+    assert.equal((await json(await call("/client", "client-1", eu))).json.outcome, "claimed");
+    assert.equal((await json(await call("/service", "service-1"))).json.outcome, "claimed");
+    for (const key of ["mw-1", "store-1", "client-1", "service-1"]) {
+      assert.ok(await lookupIn(gw, "TENANT_LEDGER_EU", "acme", key), `${key} is in the eu object`);
+      assert.equal(await lookupIn(gw, "TENANT_LEDGER", "acme", key), null, `${key} is not in the unrestricted object`);
+    }
+    const { asked, runs } = await (await worker.fetch("https://app/asked")).json();
+    assert.ok(asked.length >= 3 && asked.every((j) => j === "eu"), JSON.stringify(asked));
+    assert.equal(runs, 1);
+
+    // Without the option, the same tenant reaches its unrestricted object: refused there, nothing runs.
+    const bare = await read(await call("/wrapped", "mw-2"));
+    assert.ok(bare.status >= 500, `${bare.status} ${bare.text}`);
+    const client = await json(await call("/client", "client-2"));
+    assert.equal(client.status, 500, client.text);
+    assert.equal(client.json.problem.type.split("/").pop(), "misconfigured");
+    // On a runtime that keeps no jurisdictions (the real local binding): 500 misconfigured, nothing runs.
+    const local = await json(await call("/wrapped?real=1", "mw-3", eu));
+    assert.equal(local.status, 500, local.text);
+    assert.equal(local.json.type.split("/").pop(), "misconfigured");
+    assert.match(local.json.detail, /TENANT_JURISDICTIONS/);
+    assert.equal((await (await worker.fetch("https://app/asked")).json()).runs, 1, "no handler ran again");
+    for (const key of ["mw-2", "mw-3"]) assert.equal(await lookupIn(gw, "TENANT_LEDGER", "acme", key), null, key);
+  } finally { await gw.dispose(); }
 });
