@@ -197,17 +197,24 @@ impl LedgerObject {
         }
     }
 
+    /// The registry refused (`500 misconfigured`): its problem, passed on
+    /// as it names the variable it refused under (`TENANT_SHARDS`, or
+    /// `TENANT_JURISDICTIONS` for a tenant whose keys live elsewhere; the
+    /// reason is in the registry's own log line).
     fn registry_failed(&self, error: &LedgerError) -> Problem {
         match error {
             LedgerError::Refused {
                 status: 500,
                 problem,
                 ..
-            } => refused(
-                problem["detail"]
-                    .as_str()
-                    .unwrap_or("refused by the tenant's registry"),
-            ),
+            } => {
+                let passed = passed_on(problem);
+                log::error(
+                    "idempotency.misconfigured",
+                    fields! {"error" => format!("refused by the tenant's registry: {}", passed.detail)},
+                );
+                passed
+            }
             other => store_unavailable(other),
         }
     }

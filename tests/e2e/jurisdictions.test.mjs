@@ -169,6 +169,30 @@ test("a changed jurisdiction is refused with 500 misconfigured naming TENANT_JUR
   } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
 });
 
+test("a sharded tenant's jurisdiction removed: each shard's first keyed call is refused by its registry, naming TENANT_JURISDICTIONS, and nothing runs", async () => {
+  const { origin, runs } = await countingOrigin();
+  const dir = mkdtempSync(join(tmpdir(), "jurisdictions-sharded-"));
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 2}', ...vars }, gateway: standIn, shared: { resourcePersistencePath: dir } });
+  try {
+    const before = await start({ TENANT_JURISDICTIONS: '{"acme": "eu"}' });
+    try {
+      for (const key of ["s-1", "s-2", "s-3"]) assert.equal((await read(await before.request("/charges", post(key)))).status, 201);
+    } finally { await before.dispose(); }
+    const after = await start({});
+    try {
+      for (const key of ["s-1", "s-4", "s-5", "s-6"]) {
+        const r = await json(await after.request("/charges", post(key)));
+        assert.equal(r.status, 500, `${key}: ${JSON.stringify(r.json)}`);
+        assert.equal(slug(r.json), "misconfigured");
+        assert.match(r.json.detail, /TENANT_JURISDICTIONS/, key);
+      }
+      assert.match(after.events("idempotency.misconfigured").map((e) => e.error).join("\n"), /live in jurisdiction "eu".*no longer names it/);
+    } finally { await after.dispose(); }
+    for (const key of ["s-4", "s-5", "s-6"]) assert.equal(runs.get(key), undefined, `${key} never ran`);
+    assert.equal(runs.get("s-1"), 1);
+  } finally { await origin.close(); rmSync(dir, { recursive: true, force: true }); }
+});
+
 test("without a runtime that keeps jurisdictions (local workerd), a tenant kept in one is refused with 500 misconfigured, never served unrestricted", async () => {
   const { origin, runs } = await countingOrigin();
   const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, TENANT_JURISDICTIONS: '{"acme": "eu"}' } });
