@@ -3,6 +3,10 @@
 //! go through the tenant's jurisdiction, and a change of that jurisdiction
 //! is refused before any key runs where the tenant's keys are not.
 //!
+//! Role: route this object's calls to its tenant's other objects by the
+//! tenant's jurisdiction ([`LedgerObject::tenant_object`]), and apply the
+//! rule of a changed jurisdiction before the first claim or execute.
+//!
 //! An unrestricted object and an object of jurisdiction J with the same
 //! name are different objects, so a changed configuration would otherwise
 //! open an empty ledger beside the full one. The rule

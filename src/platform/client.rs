@@ -15,6 +15,12 @@
 //! with the same grant, or the replay of the run (docs/contract.md §3,
 //! "A claim's lost answer").
 //!
+//! Jurisdictions (`TENANT_JURISDICTIONS`): worker 0.8.7's `ObjectNamespace`
+//! has no `jurisdiction` method; it wraps the JS `DurableObjectNamespace`
+//! (`AsRef<JsValue>`, `JsCast` checked by constructor name), so
+//! [`namespace_in`] calls the JS method on that value and wraps its answer
+//! back ([`LedgerClient::for_object_in`]).
+//!
 //! Speed (measured with `npm run bench:profile`): worker 0.8.7's
 //! `Stub::fetch_with_request` turns the answer into a `worker::Response`
 //! (reading its headers, `cf` and websocket), and `Response::bytes()` then
