@@ -114,6 +114,9 @@ import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
  *   `tenant`; or a `LedgerClient`).
  * @property {string | PerMessage<Body, Env, string | null | undefined>} [tenant] With a binding or a namespace.
  * @property {TenantShardsValue | PerMessage<Body, Env, TenantShardsValue | null | undefined>} [tenantShards] With a namespace.
+ * @property {string | PerMessage<Body, Env, string | null | undefined>} [jurisdiction] With a namespace: the tenant's
+ *   TENANT_JURISDICTIONS value (`"eu"`, `"fedramp"`, `"fedramp-high"`, `"us"`), so its objects are
+ *   `namespace.jurisdiction(J)`'s, as the gateway's ([clients.md](../../docs/clients.md#tenants-kept-in-a-jurisdiction)).
  * @property {PerMessage<Body, Env, LedgerStub | null | undefined>} [object] The Durable Object shape, instead of
  *   `handler` and `ledger`: the object the message goes to, e.g.
  *   `(message, env) => env.PAYMENTS.get(env.PAYMENTS.idFromName(message.body.account))`; its fetch answers with
@@ -141,7 +144,7 @@ import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
 const SPEC = Object.freeze({
   handler: { function: "" },
   ledger: { function: " of the message and env, e.g. (message, env) => env.LEDGER" },
-  tenant: { any: true }, tenantShards: { any: true },
+  tenant: { any: true }, tenantShards: { any: true }, jurisdiction: { any: true },
   object: { function: "" }, key: { function: "" },
   leaseSeconds: { whole: [1, MAX_RETRY_DELAY_SECONDS], default: 60 },
   timeoutSeconds: { any: true },
@@ -152,7 +155,7 @@ const SPEC = Object.freeze({
 });
 const WHO = "idempotency-ledger/queues";
 /** External-shape options: refused with `object`. */
-const EXTERNAL_ONLY = Object.freeze(["ledger", "tenant", "tenantShards", "leaseSeconds", "retentionSeconds", "waitSeconds"]);
+const EXTERNAL_ONLY = Object.freeze(["ledger", "tenant", "tenantShards", "jurisdiction", "leaseSeconds", "retentionSeconds", "waitSeconds"]);
 
 /** @param {unknown} e */
 const messageOf = (e) => (e instanceof Error ? e.message : String(e));
@@ -236,7 +239,7 @@ function checkedConsumer(options) {
   if (o.tenant !== undefined && typeof o.tenant !== "function" && !isTenantId(o.tenant)) {
     throw new TypeError(`${WHO}: options.tenant must be ${TENANT_RULE}, or a function of the message returning one`);
   }
-  const source = external ? ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards }) : null;
+  const source = external ? ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards, jurisdiction: o.jurisdiction }) : null;
   return { o, external, leaseSeconds, timeoutSeconds, retentionSeconds, waitSeconds, concurrency, source };
 }
 

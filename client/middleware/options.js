@@ -37,6 +37,12 @@ import { ledgerSource } from "../rpc/sources.js";
  *   a namespace: keys are placed and resharding followed as the gateway does (`TenantLedgers`). Invalid: a TypeError
  *   when the middleware is made, or `500 misconfigured` naming TENANT_SHARDS from a function. Default: every tenant
  *   is one object. With any other source: a TypeError (a `LedgerService` routes with its own TENANT_SHARDS).
+ * @property {string | PerRequest<A, string | null | undefined>} [jurisdiction] The tenant's jurisdiction (`"eu"`,
+ *   `"fedramp"`, `"fedramp-high"`, `"us"`), for a namespace: the value TENANT_JURISDICTIONS gives the tenant, so its
+ *   objects are `namespace.jurisdiction(J)`'s, as the gateway's; null or undefined from a function: unrestricted.
+ *   Invalid: a TypeError when the middleware is made, or `500 misconfigured` naming TENANT_JURISDICTIONS at
+ *   request time, as is a runtime that keeps no jurisdictions (local workerd); nothing runs. With any other
+ *   source: a TypeError (a `LedgerService` routes with its own TENANT_JURISDICTIONS).
  * @property {string | PerRequest<A, string | null | undefined>} [key] Where the key comes from: a header name
  *   (default `"Idempotency-Key"`, as IDEMPOTENCY_KEY_HEADER; its value parsed by the same rules), or a function
  *   returning the key itself (e.g. `(c) => c.req.header("x-job-id")`, or a key derived from a job id) or null for
@@ -178,7 +184,7 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * @type {Readonly<Record<string, OptionSpec>>}
  */
 const SPEC = Object.freeze({
-  ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true },
+  ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true }, jurisdiction: { any: true },
   key: { any: true, default: DEFAULTS.keyHeader }, fingerprint: { any: true },
   protectedMethods: { tokens: "method", default: DEFAULTS.protectedMethods },
   required: { boolean: true, default: DEFAULTS.required },
@@ -209,7 +215,7 @@ export const MIDDLEWARE_OPTIONS = Object.freeze(Object.keys(SPEC));
  */
 export function checkedOptions(options) {
   const o = checkOptions(WHO, options, SPEC);
-  const { ledger, tenant, tenantShards, key, fingerprint, waitSeconds, maxWaitSeconds, leaseSeconds, retentionSeconds, problemBase } = o;
+  const { ledger, tenant, tenantShards, jurisdiction, key, fingerprint, waitSeconds, maxWaitSeconds, leaseSeconds, retentionSeconds, problemBase } = o;
   if (typeof key !== "function" && !(typeof key === "string" && HEADER_NAME.test(key))) {
     throw new TypeError("idempotency middleware: key must be a header name or a function returning the key");
   }
@@ -229,7 +235,7 @@ export function checkedOptions(options) {
   };
   return /** @type {CheckedOptions<A>} */ ({
     ...o,
-    source: ledgerSource({ ledger, tenant, tenantShards }),
+    source: ledgerSource({ ledger, tenant, tenantShards, jurisdiction }),
     key: typeof key === "string" ? key.toLowerCase() : key,
     methods: new Set(o.protectedMethods.map((/** @type {unknown} */ m) => String(m).toUpperCase())),
     windows,

@@ -68,6 +68,8 @@ import { ledgerSource } from "../rpc/sources.js";
  *   TenantLedger Durable Object namespace with `tenant`.
  * @property {string} [tenant] The tenant, with a binding or a namespace.
  * @property {string | Map<string, import("../rpc/shards.js").ShardLayout>} [tenantShards] TENANT_SHARDS, with a namespace.
+ * @property {string} [jurisdiction] The tenant's jurisdiction (`"eu"`, `"fedramp"`, `"fedramp-high"`, `"us"`: its
+ *   TENANT_JURISDICTIONS value), with a namespace: its objects are `namespace.jurisdiction(J)`'s.
  */
 
 /** The store could not answer: the ledger unreachable or refusing, or a call it cannot take. */
@@ -178,7 +180,7 @@ async function claimOn(resolve, request) {
  * The options of `ledgerStore`, checked by ../rules/check-options.js (values, not functions: below).
  * @type {Readonly<Record<string, OptionSpec>>}
  */
-const STORE_OPTIONS = Object.freeze({ ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true } });
+const STORE_OPTIONS = Object.freeze({ ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true }, jurisdiction: { any: true } });
 
 /**
  * The seed's store contract over one tenant's TenantLedger object.
@@ -188,11 +190,11 @@ const STORE_OPTIONS = Object.freeze({ ledger: { any: true }, tenant: { any: true
  * @returns {IdempotencyStore}
  */
 export function ledgerStore(options) {
-  const { ledger, tenant, tenantShards } = checkOptions("idempotency-ledger/store", options, STORE_OPTIONS);
-  if (typeof ledger === "function" || typeof tenant === "function" || typeof tenantShards === "function") {
-    throw new TypeError("idempotency-ledger/store: ledger, tenant and tenantShards are values here (make a store per request for per-request values)");
+  const { ledger, tenant, tenantShards, jurisdiction } = checkOptions("idempotency-ledger/store", options, STORE_OPTIONS);
+  if ([ledger, tenant, tenantShards, jurisdiction].some((v) => typeof v === "function")) {
+    throw new TypeError("idempotency-ledger/store: ledger, tenant, tenantShards and jurisdiction are values here (make a store per request for per-request values)");
   }
-  const source = ledgerSource({ ledger, tenant, tenantShards });
+  const source = ledgerSource({ ledger, tenant, tenantShards, jurisdiction });
   /** @returns {Promise<import("../rpc/sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} */
   const resolve = async () => {
     const resolved = await source.resolve([]);

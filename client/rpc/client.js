@@ -1,9 +1,11 @@
 // @ts-check
 // Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
 // docs/rpc-v1.md), and the types of that protocol.
-import { isObjectName, isTenantId, tenantObjectName } from "../rules/tenant.js";
+import { inJurisdiction, isObjectName, isTenantId, tenantObjectName } from "../rules/tenant.js";
+import { LedgerError, retryAfterSeconds } from "./error.js";
+
+export { LedgerError, retryAfterSeconds };
 /** @import { Fingerprint } from "../rules/fingerprint.js" */
-/** @import { Problem } from "../rules/problems.js" */
 /** @import { StoredResponse } from "../rules/stored.js" */
 
 export const RPC_V1_PREFIX = "/rpc/v1/";
@@ -200,6 +202,8 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  * @typedef {object} LedgerNamespace
  * @property {(name: string) => unknown} idFromName
  * @property {(id: any) => LedgerStub} get
+ * @property {(jurisdiction: any) => LedgerNamespace} [jurisdiction] The namespace of the objects kept in a
+ *   jurisdiction (`eu`, `fedramp`, `fedramp-high`, `us`), for tenants TENANT_JURISDICTIONS names.
  */
 
 /**
@@ -220,51 +224,6 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  * @property {(tenant: string) => Promise<LedgerStats>} stats
  * @property {(tenant: string, call: ExecuteCall) => Promise<ExecuteOutcome & WaitedAnswer>} execute
  */
-
-/** A ledger call that did not produce an outcome. */
-export class LedgerError extends Error {
-  /**
-   * HTTP status of the object's problem answer, or null when unreachable.
-   * @readonly
-   * @type {number | null}
-   */
-  status;
-  /**
-   * The RFC 9457 problem document the object answered with, if any.
-   * @readonly
-   * @type {Problem | null}
-   */
-  problem;
-  /**
-   * The `Retry-After` the object answered with, in seconds (an upgrading
-   * object's `503`), or null when it sent none.
-   * @readonly
-   * @type {number | null}
-   */
-  retryAfter;
-
-  /**
-   * @param {string} message
-   * @param {{ status?: number | null; problem?: Problem | null; retryAfter?: number | null; cause?: unknown }} [details]
-   */
-  constructor(message, { status = null, problem = null, retryAfter = null, cause } = {}) {
-    super(message, { cause });
-    this.name = "LedgerError";
-    this.status = status;
-    this.problem = problem;
-    this.retryAfter = retryAfter;
-  }
-}
-
-/**
- * A `Retry-After` header's delta-seconds, or null (absent, a date, or not a
- * whole number of seconds).
- * @param {string | null} value
- * @returns {number | null}
- */
-export function retryAfterSeconds(value) {
-  return value !== null && /^\s*\d{1,9}\s*$/.test(value) ? Number(value) : null;
-}
 
 /** Typed RPC v1 calls to one tenant's TenantLedger. */
 export class LedgerClient {
@@ -289,16 +248,23 @@ export class LedgerClient {
    * For a sharded tenant use `TenantLedgers` (./shards.js: `new TenantLedgers(env.LEDGER,
    * env.TENANT_SHARDS).claim(tenant, call)`), or give the middleware the namespace with `tenant` and
    * `tenantShards`; or name a shard's object yourself (`shardObjectName`).
+   * A tenant that TENANT_JURISDICTIONS keeps in a jurisdiction needs `{ jurisdiction }` (the same value):
+   * its object is then `namespace.jurisdiction(J)`'s; a bad value is a TypeError, and a runtime that keeps
+   * no jurisdictions (local workerd) throws — never the unrestricted object instead.
    * @param {LedgerNamespace} namespace
    * @param {string} tenant
+   * @param {{ jurisdiction?: string | null }} [options]
    * @returns {LedgerClient}
    */
-  static forTenant(namespace, tenant) {
+  static forTenant(namespace, tenant, options = {}) {
     if (typeof tenant !== "string" || !(isObjectName(tenant) || isTenantId(tenant))) {
       throw new TypeError("LedgerClient.forTenant needs a tenant id (1-256 bytes of UTF-8 without control characters) or a shard's object name");
     }
+    const unknown = Object.keys(options ?? {}).find((k) => k !== "jurisdiction");
+    if (unknown !== undefined) throw new TypeError(`LedgerClient.forTenant: unknown option ${JSON.stringify(unknown)} (known: jurisdiction)`);
     const name = isObjectName(tenant) ? tenant : tenantObjectName(tenant);
-    return new LedgerClient(namespace.get(namespace.idFromName(name)));
+    const objects = inJurisdiction(namespace, options?.jurisdiction);
+    return new LedgerClient(objects.get(objects.idFromName(name)));
   }
 
   /**
