@@ -154,6 +154,7 @@ impl LedgerObject {
                     Found::V3 => Some(3),
                     Found::V4 => Some(4),
                     Found::V5 => Some(5),
+                    Found::V6 => Some(6),
                     _ => None,
                 };
                 if let Some(from) = from {

@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 6), and the in-place upgrade of an
-//! object written by an earlier version (1, 2, 3, 4 or 5).
+//! The ledger's tables (schema version 7), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3, 4, 5 or 6).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -26,7 +26,7 @@
 //!   outcome counts by minute, see `trend`), written in the counters' own
 //!   row write: it costs no row;
 //! - and so does every counter added since (`quota_tombstones`, schema
-//!   5): one column of that row, added in place;
+//!   5; `evicted`, schema 7): one column of that row, added in place;
 //! - the claim attempt that holds a record's lease (`lease_attempt`,
 //!   `lease_took_over`, schema 6: see `Ledger::claim_as`) is two columns
 //!   of the record's own row, written by the grant's own statement, and
@@ -55,7 +55,7 @@ pub use v1::{
 };
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -144,6 +144,8 @@ pub enum Found {
     V4,
     /// Schema version 5 (no claim attempt on records).
     V5,
+    /// Schema version 6 (no `evicted` counter).
+    V6,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -162,6 +164,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             3 => Found::V3,
             4 => Found::V4,
             5 => Found::V5,
+            6 => Found::V6,
             _ => Found::V1,
         });
     }
@@ -189,18 +192,25 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v2(store)?;
             upgrade_v3(store)?;
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
         Found::V4 => {
             upgrade_v4(store)?;
-            upgrade_v5(store)?
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
         }
-        Found::V5 => upgrade_v5(store)?,
+        Found::V5 => {
+            upgrade_v5(store)?;
+            upgrade_v6(store)?
+        }
+        Found::V6 => upgrade_v6(store)?,
     }
     Ok(was)
 }
@@ -269,6 +279,7 @@ fn upgrade_v4(store: &impl SqlStore) -> Result<(), StoreError> {
 /// after its claim may lie beyond the latest `sweep_at` plus
 /// `HORIZON_GAP_MS` that `Ledger::horizon` reads from now on (issue 33;
 /// that statement reads every record once, as the 2 → 3 upgrade did).
+/// [`upgrade_v6`] follows.
 fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE idempotency_records ADD COLUMN lease_attempt TEXT",
@@ -280,9 +291,24 @@ fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     )?;
     store.execute(
         &format!(
-            "UPDATE ledger_state SET schema_version = ?,
+            "UPDATE ledger_state SET schema_version = 6,
                  expires_by = MAX(expires_by, ({LATEST_EXPIRY})) WHERE id = 1"
         ),
+        &[],
+    )
+}
+
+/// Schema 6 → 7: the state row gains the `evicted` counter, at 0 (schema 6
+/// could not evict). One column of one row, whatever the object holds; the
+/// trend's stored minutes of seven counts are read as they are (see
+/// `trend`). Then the version.
+fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE ledger_state ADD COLUMN evicted INTEGER NOT NULL DEFAULT 0",
+        &[],
+    )?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
         &[SCHEMA_VERSION.into()],
     )
 }
