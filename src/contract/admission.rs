@@ -25,6 +25,9 @@ pub enum GatewayRoute<'a> {
     Health,
     /// `GET /v1/idempotency-keys/{percent-encoded key}` (the raw segment).
     KeyIntrospection(&'a str),
+    /// `DELETE /v1/idempotency-keys/{percent-encoded key}`: evict the key
+    /// (docs/contract.md §2.11).
+    KeyEviction(&'a str),
     /// `GET /v1/idempotency-keys` (the query string is read by
     /// `contract::listing`).
     KeyList,
@@ -45,6 +48,10 @@ pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
             Some(encoded) => GatewayRoute::KeyIntrospection(encoded),
             None if path == "/v1/idempotency-keys" => GatewayRoute::KeyList,
             None if path == "/v1/idempotency/stats" => GatewayRoute::Stats,
+            None => GatewayRoute::Application,
+        },
+        "DELETE" => match path.strip_prefix("/v1/idempotency-keys/") {
+            Some(encoded) => GatewayRoute::KeyEviction(encoded),
             None => GatewayRoute::Application,
         },
         _ => GatewayRoute::Application,

@@ -121,6 +121,10 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
             Ok(who) => (reads::introspect(env, &who, encoded).await, None),
             Err(refused) => (refused, None),
         },
+        GatewayRoute::KeyEviction(encoded) => match admit() {
+            Ok(who) => (reads::evict(env, &who, encoded).await, None),
+            Err(refused) => (refused, None),
+        },
         GatewayRoute::KeyList => match admit() {
             Ok(who) => (reads::list(env, &who, query_of(&target)).await, None),
             Err(refused) => (refused, None),

@@ -1,5 +1,5 @@
 //! Evict: an operator removes one key's record, so the next request with
-//! the key runs again (docs/contract.md §2.8) — the way out of a poisoned
+//! the key runs again (docs/contract.md §2.11) — the way out of a poisoned
 //! answer (a stored `500`, a `400` the client can never get past) before
 //! its retention ends.
 //!
@@ -8,8 +8,9 @@
 //!
 //! What must stay true here:
 //! - A completed or released record is removed; an in-flight one only once
-//!   its lease has ended (the guard is in the `DELETE`'s `WHERE`), else the
-//!   caller hears how long the lease has left and nothing changes.
+//!   its lease has ended — plus `owner_grace_ms`, which a retired shard
+//!   passes (see below) — (the guard is in the `DELETE`'s `WHERE`), else
+//!   the caller hears how long it has left and nothing changes.
 //! - The generation never goes back: the evicted record's generation
 //!   raises the generation floor in the transaction that deletes it (as the
 //!   sweep's does), so the key's next record starts above it and an owner
@@ -18,6 +19,12 @@
 //!   in that same transaction's write: never a count without its delete.
 //! - A record past its window (expired, not yet swept) is not found, as a
 //!   lookup does not find it.
+//! - The floor fences only this object's records. A key evicted from an
+//!   object of a retired shard layout (a reshard) is claimed next in its
+//!   current object, whose generations are its own: so a retired shard
+//!   evicts an in-flight record only once its owner can no longer settle
+//!   (its lease plus the settle grace, the sweep's own rule), and no
+//!   owner of the evicted generation is left to meet the new record.
 
 use serde::{Deserialize, Serialize};
 
@@ -76,27 +83,35 @@ impl TryFrom<EvictWire> for EvictOutcome {
 
 impl<S: SqlStore> Ledger<S> {
     /// Removes `key`'s record if it is completed or released, or in flight
-    /// with its lease ended, and within its window; raises the generation
-    /// floor to its generation and counts it, in the same transaction.
+    /// with its lease ended `owner_grace_ms` ago or more, and within its
+    /// window; raises the generation floor to its generation and counts
+    /// it, in the same transaction.
     /// Rows: the record's row and its index entry deleted, the
     /// `ledger_state` row written (floor and counts) — three written; a
     /// refusal writes nothing.
-    pub fn evict(&self, key: &str, now: Millis) -> Result<EvictOutcome, StoreError> {
+    pub fn evict(
+        &self,
+        key: &str,
+        owner_grace_ms: Millis,
+        now: Millis,
+    ) -> Result<EvictOutcome, StoreError> {
+        let owner_grace_ms = owner_grace_ms.max(0);
         let out = self.transaction_counting(true, || {
             self.upgrade_key_first(key)?;
-            // Guard: within its window, and no live lease — a running
-            // owner's record is never evicted (it may still complete).
+            // Guard: within its window, and no live lease (nor one ended
+            // less than the owner's grace ago) — a running owner's record is
+            // never evicted (it may still complete).
             let rows = self.store.query(
                 &format!(
                     "DELETE FROM idempotency_records
                      WHERE key = ?1 AND expires_at > ?2
-                       AND NOT (state = 'in_flight' AND lease_expires_at > ?2)
+                       AND NOT (state = 'in_flight' AND lease_expires_at + ?3 > ?2)
                      RETURNING {VIEW_COLUMNS}"
                 ),
-                &[key.into(), now.into()],
+                &[key.into(), now.into(), owner_grace_ms.into()],
             )?;
             let Some(row) = rows.first() else {
-                return self.not_evicted(key, now);
+                return self.not_evicted(key, owner_grace_ms, now);
             };
             let mut record = view_from_row(row, 0, key.to_string())?;
             // Replays not yet written would have landed on this record.
@@ -111,14 +126,22 @@ impl<S: SqlStore> Ledger<S> {
         Ok(out)
     }
 
-    /// Why nothing was evicted: a live lease (and how long it has left), or
-    /// no record within its window.
-    fn not_evicted(&self, key: &str, now: Millis) -> Result<EvictOutcome, StoreError> {
+    /// Why nothing was evicted: an owner that may still settle (and how
+    /// long until it no longer may), or no record within its window.
+    fn not_evicted(
+        &self,
+        key: &str,
+        owner_grace_ms: Millis,
+        now: Millis,
+    ) -> Result<EvictOutcome, StoreError> {
         Ok(match self.read(key)? {
-            Some(r) if r.lease_live(now) => EvictOutcome::InFlight {
-                generation: r.generation,
-                retry_after_ms: r.lease_expires_at.map_or(0, |end| end - now).max(1),
-            },
+            Some(r) if r.expires_at > now && r.lease_live(now - owner_grace_ms) => {
+                let owner_done = r.lease_expires_at.map_or(now, |end| end + owner_grace_ms);
+                EvictOutcome::InFlight {
+                    generation: r.generation,
+                    retry_after_ms: (owner_done - now).max(1),
+                }
+            }
             _ => EvictOutcome::NotFound,
         })
     }

@@ -823,7 +823,7 @@ fn a_v6_database_upgrades_in_place_with_no_evictions_keeping_every_record_counte
     );
     // The released key (generation 2) is evicted and comes back above it;
     // the minute written again holds eight counts, its old ones kept.
-    match l.evict("freed", T0 + 3_000).unwrap() {
+    match l.evict("freed", 0, T0 + 3_000).unwrap() {
         idempotency_ledger::ledger::EvictOutcome::Evicted { record } => {
             assert_eq!(record.generation, 2)
         }

@@ -300,7 +300,7 @@ fn run_one_seed(seed: u64, steps: usize) {
             80..=92 => now += 250 * rng.gen_range(0..6),
             93..=95 => {
                 let expected = model.evict(key, now);
-                let got = l.evict(key, now).unwrap();
+                let got = l.evict(key, 0, now).unwrap();
                 let got = match got {
                     EvictOutcome::Evicted { record } => {
                         let state = match record.state.as_str() {

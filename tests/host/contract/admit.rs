@@ -70,6 +70,13 @@ fn only_get_and_head_health_skip_authentication() {
         ("HEAD", "/v1/idempotency-keys", GatewayRoute::Application),
         ("GET", "/openapi.json", GatewayRoute::OpenApi),
         ("POST", "/openapi.json", GatewayRoute::Application),
+        (
+            "DELETE",
+            "/v1/idempotency-keys/a%20b",
+            GatewayRoute::KeyEviction("a%20b"),
+        ),
+        ("DELETE", "/v1/idempotency-keys", GatewayRoute::Application),
+        ("DELETE", "/v1/orders/1", GatewayRoute::Application),
     ] {
         assert_eq!(admission::route(method, path), expected, "{method} {path}");
     }
@@ -119,6 +126,14 @@ fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
         "not-found",
     ] {
         assert!(text.contains(&format!("`{slug}`")), "{slug} is documented");
+    }
+    // Evicting a key: every status it answers is documented.
+    let evict = &paths["/v1/idempotency-keys/{key}"]["delete"]["responses"];
+    for status in ["200", "400", "401", "404", "409", "500", "503"] {
+        assert!(
+            evict.get(status).is_some(),
+            "DELETE /v1/idempotency-keys/{{key}} documents {status}"
+        );
     }
     let served = admission::openapi();
     assert_eq!(served.status, 200);
