@@ -86,9 +86,10 @@ impl<S: SqlStore> Ledger<S> {
     /// with its lease ended `owner_grace_ms` ago or more, and within its
     /// window; raises the generation floor to its generation and counts
     /// it, in the same transaction.
-    /// Rows: the record's row and its index entry deleted, the
-    /// `ledger_state` row written (floor and counts) — three written; a
-    /// refusal writes nothing.
+    /// Rows (`bench/cost.mjs`): one `DELETE` of the record (its index entry
+    /// with it) and the `ledger_state` row written (floor and counts) — 2
+    /// written, 3 read; a refusal writes nothing and reads the record once
+    /// more to say why.
     pub fn evict(
         &self,
         key: &str,
