@@ -2,7 +2,8 @@
 // database was written by the v1 code (tests/fixtures/ledger-v1.sqlite, the
 // same file the host migration tests use) starts under this version and
 // keeps every record, generation, lease, stored response and counter; so
-// do objects the v3 and v5 code wrote (ledger-v3.sqlite, ledger-v5.sqlite).
+// do objects the v3, v5 and v6 code wrote (ledger-v3.sqlite, ledger-v5.sqlite,
+// ledger-v6.sqlite).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -12,7 +13,7 @@ import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harne
 import { fingerprint } from "../../client/fingerprint.js";
 
 /** The ledger schema this code writes (src/ledger/schema.rs SCHEMA_VERSION). */
-const SCHEMA_VERSION = 6;
+const SCHEMA_VERSION = 7;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */
 function sqliteFiles(dir) {
@@ -146,6 +147,48 @@ test("an object written by the v5 code gains the claim attempt on its first star
       assert.deepEqual(await claim(), granted, "the repeat is answered the same grant");
       const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
       assert.equal(after.replays, 2);
+    } finally { await gw.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("an object written by the v6 code gains the evicted counter on its first start; its keys are evicted and run again", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-v6-"));
+  const opts = { shared: { resourcePersistencePath: dir } };
+  const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } });
+  try {
+    const first = await startGateway(opts);
+    assert.equal((await get(first, "/v1/idempotency/stats")).status, 200);
+    await first.dispose();
+    const files = sqliteFiles(dir).filter((f) => !f.includes("metadata"));
+    assert.equal(files.length, 1, `one object database: ${files}`);
+    rmSync(`${files[0]}-wal`, { force: true });
+    rmSync(`${files[0]}-shm`, { force: true });
+    copyFileSync(`${ROOT}tests/fixtures/ledger-v6.sqlite`, files[0]);
+
+    const gw = await startGateway(opts);
+    try {
+      const s = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.deepEqual(
+        [s.records, s.in_flight, s.completed, s.released, s.claims, s.replays, s.evicted],
+        [3, 1, 1, 1, 4, 1, 0],
+        JSON.stringify(s),
+      );
+      assert.equal(s.trend.reduce((n, m) => n + m.evicted, 0), 0, "the v6 trend's minutes of seven counts read as none evicted");
+      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 6)?.to, SCHEMA_VERSION);
+      // The completed key replays until it is evicted, then runs again above its generation.
+      const replay = await read(await gw.request("/v1/orders", orderInit({ key: "done", body: "a" })));
+      assert.equal(replay.headers["idempotent-replayed"], "true");
+      const gone = await json(await gw.request("/v1/idempotency-keys/done", { method: "DELETE", headers: { authorization: ACME } }));
+      assert.equal(gone.status, 200);
+      assert.deepEqual([gone.json.state, gone.json.generation, gone.json.response_status], ["completed", 1, 201]);
+      const stub = await gw.ledger("acme");
+      const fp = await fingerprint({ method: "POST", target: "/x", headers: new Headers(), fingerprintHeaders: [], body: new Uint8Array() });
+      const claim = (await json(await stub.fetch("https://ledger/rpc/v1/claim", { method: "POST", body: JSON.stringify({ key: "done", fingerprint: fp }) }))).json;
+      assert.equal(claim.outcome, "claimed");
+      assert.ok(claim.generation > 1, `generation ${claim.generation}`);
+      const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.equal(after.evicted, 1);
+      assert.equal(after.trend.reduce((n, m) => n + m.evicted, 0), 1);
     } finally { await gw.dispose(); }
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
