@@ -4,17 +4,19 @@
 //
 //   npm run bench:capacity [-- --records 1000]
 //
-// Runs the built Worker in workerd (Miniflare, tests/workerd.mjs) in proxy
+// Runs the built Worker in workerd (Miniflare, scripts/workerd.mjs) in proxy
 // mode against a local origin that answers with a body of a given size,
 // writes `records` fresh keys per size, and reads the object's database
 // size (`stats.db_bytes`) before and after. Then prints, for a 9 GB byte
 // quota (MAX_DB_BYTES_PER_OBJECT's default) and several retentions, the
 // sustained new keys/s one object holds — and N shards N times that.
-import { parseArgs } from "node:util";
-import { startGateway, startOrigin, ACME } from "../tests/workerd.mjs";
+import { benchOptions } from "./lib.mjs";
+import { startGateway, startOrigin, ACME } from "../scripts/workerd.mjs";
 
-const { values: opts } = parseArgs({ options: { records: { type: "string", default: "1000" } } });
-const RECORDS = Number(opts.records);
+const opts = benchOptions({
+  records: { default: 1000, help: "fresh keys written per body size (at most 200 for 256 KiB bodies)", whole: true },
+}, { usage: "npm run bench:capacity -- [options]" });
+const RECORDS = opts.records;
 const SIZES = [0, 200, 1024, 16 * 1024, 256 * 1024];
 const QUOTA = 9_000_000_000; // MAX_DB_BYTES_PER_OBJECT default
 const RETENTIONS = [["1 h", 3_600], ["24 h", 86_400], ["7 d", 604_800]];

@@ -29,13 +29,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { parseArgs } from "node:util";
-import { DEMO_TOKENS, wranglerVars } from "../tests/workerd.mjs";
+import { benchOptions } from "./lib.mjs";
+import { DEMO_TOKENS, ROOT, wranglerVars } from "../scripts/workerd.mjs";
 
-const ROOT = new URL("../", import.meta.url).pathname;
-const { values: opts } = parseArgs({ options: { runs: { type: "string", default: "5" } } });
-const RUNS = Number(opts.runs);
-if (!Number.isInteger(RUNS) || RUNS < 1 || RUNS > 100) throw new Error("--runs: 1..100");
+const opts = benchOptions({
+  runs: { default: 5, help: "new workerd processes per Worker (the medians are printed)", whole: true, max: 100 },
+}, { usage: "npm run bench:cold -- [options]" });
+const RUNS = opts.runs;
 
 const work = mkdtempSync(join(tmpdir(), "bench-cold-"));
 const EMBEDDED_CONFIG = join(work, "embedded.toml");

@@ -15,19 +15,18 @@
 // under large answers (QUOTA); docs/development.md carries the latest
 // table.
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { parseArgs } from "node:util";
 import { fingerprint } from "../client/fingerprint.js";
 import { LedgerClient } from "../client/rpc.js";
-import { ACME, DEMO_TOKENS, ROOT, eventually, orderInit, startOrigin, wranglerVars } from "../tests/workerd.mjs";
+import { queueConsumer } from "../client/queues.js";
+import { benchOptions } from "./lib.mjs";
+import { ACME, DEMO_TOKENS, ROOT, eventually, orderInit, startOrigin, wranglerVars } from "../scripts/workerd.mjs";
 
-const { values: opts } = parseArgs({
-  options: {
-    n: { type: "string", default: "40" },
-    check: { type: "boolean", default: false },
-    statements: { type: "boolean", default: false },
-  },
-});
-const N = Number(opts.n);
+const opts = benchOptions({
+  n: { default: 40, help: "sequential operations per scenario (BOUNDS hold at 40)", whole: true },
+  check: { default: false, help: "fail unless every operation is within BOUNDS (npm test runs this)" },
+  statements: { default: false, help: "break each operation's rows down by statement" },
+}, { usage: "npm run bench:cost -- [options]" });
+const N = opts.n;
 
 /**
  * Upper bounds per operation, at n = 40 (billed rows written = rowsWritten
@@ -47,6 +46,14 @@ const BOUNDS = {
   "in-use 409": { written: 0.05, read: 1.1 },
   "release (claim + release)": { written: 4.0, read: 4.05 },
   "takeover (the taking claim)": { written: 2.05, read: 3 },
+  // idempotency-ledger/queues, external shape (docs/consumers.md "Cost"): a
+  // message's first delivery costs what a proxy-mode key does, a handler
+  // that throws what a release does; a redelivery is a replay of its own
+  // key, whose replay count is one row written (once per flush window: the
+  // object-path replay above repeats one key, so it pays that row once).
+  "queue message, fresh key (claim + complete)": { written: 3.05, read: 4.05 },
+  "queue message redelivered (replay, not run)": { written: 1.05, read: 2.05 },
+  "queue message, handler threw (claim + release)": { written: 3.05, read: 3.05 },
   "lookup": { written: 0.05, read: 1.05 },
   // An eviction deletes the record (one statement, reading its row and
   // index entry) and writes the counters' row (the generation floor and the
@@ -220,6 +227,34 @@ const settle = () => new Promise((r) => setTimeout(r, 2_500));
   }
   await settle();
   record("takeover (the taking claim)", await p.meter(), N);
+
+  // Queue messages through idempotency-ledger/queues' external shape, as a
+  // consumer runs it (its claim, its completion or release), batches of 10.
+  const consume = (handler) => queueConsumer({ ledger: () => p.ledger, key: (m) => `queue-${m.body.n}`, concurrency: 1, handler });
+  const deliver = async (consumer, prefix, want) => {
+    for (let from = 0; from < N; from += 10) {
+      const messages = Array.from({ length: Math.min(10, N - from) }, (_, j) => {
+        const m = { id: `${prefix}-${from + j}`, timestamp: new Date(), body: { n: from + j }, attempts: 1, acked: false, retried: false };
+        return Object.assign(m, { ack: () => { m.acked = true; }, retry: () => { m.retried = true; } });
+      });
+      await consumer({ queue: "bench", messages }, {});
+      const wrong = messages.find((m) => (want === "ack" ? !m.acked : !m.retried));
+      if (wrong) throw new Error(`queue message ${wrong.id}: expected ${want}`);
+    }
+  };
+  await p.meter();
+  await deliver(consume((m) => ({ charged: m.body.n })), "fresh", "ack");
+  await settle();
+  record("queue message, fresh key (claim + complete)", await p.meter(), N);
+  await deliver(consume(() => { throw new Error("must not run"); }), "again", "ack");
+  await settle();
+  record("queue message redelivered (replay, not run)", await p.meter(), N);
+  const throwing = queueConsumer({ ledger: () => p.ledger, key: (m) => `queue-threw-${m.body.n}`, concurrency: 1, handler: () => { throw new Error("declined"); } });
+  const error = console.error;
+  console.error = () => {}; // each throw is logged (idempotency.queue_handler_threw): not the bench's output
+  try { await deliver(throwing, "threw", "retry"); } finally { console.error = error; }
+  await settle();
+  record("queue message, handler threw (claim + release)", await p.meter(), N);
 
   for (let i = 0; i < N; i++) await p.ledger.lookup("fresh-0");
   await settle();

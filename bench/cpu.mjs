@@ -1,7 +1,7 @@
 // CPU per request — the figure to steer by (docs/development.md): the
 // server's own CPU, not req/s from a load generator sharing the 2 cores.
 //
-//   npm run bench:cpu [-- --duration 8 --warmup 3 --connections 16 --rounds 2 --no-rust-floor]
+//   npm run bench:cpu [-- --duration 8 --warmup 3 --connections 16 --rounds 2 --no-rust-floor]   (--help: bench/lib.mjs)
 //
 // Each round starts, one after another, each server under `wrangler dev`
 // (bench/server.mjs): the floor (a bare JS Worker + SQLite Durable Object
@@ -22,24 +22,14 @@
 // floor is what the workers-rs binding costs (platform), Rust floor ÷
 // product what the product adds on top of it (the contract).
 import { readdirSync, readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { benchOptions } from "./lib.mjs";
 import { cannon, floorServer, rustFloorServer, scenariosAt, withServer } from "./server.mjs";
 
-const { values: opts } = parseArgs({
-  options: {
-    duration: { type: "string", default: "8" },
-    warmup: { type: "string", default: "3" },
-    connections: { type: "string", default: "16" },
-    rounds: { type: "string", default: "2" },
-    port: { type: "string", default: "8798" },
-    "no-rust-floor": { type: "boolean", default: false },
-  },
-});
-const DURATION = Number(opts.duration);
-const WARMUP = Number(opts.warmup);
-const CONNECTIONS = Number(opts.connections);
-const ROUNDS = Number(opts.rounds);
-const PORT = Number(opts.port);
+const opts = benchOptions({
+  port: { default: 8798, help: "the servers' port", whole: true, max: 65535 },
+  "no-rust-floor": { default: false, help: "leave the Rust floor (bench/floor-rs) out" },
+}, { load: true, usage: "npm run bench:cpu -- [options]" });
+const { duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, rounds: ROUNDS, port: PORT } = opts;
 const scenarios = scenariosAt(`http://127.0.0.1:${PORT}`);
 const TICKS_PER_SECOND = 100; // Linux USER_HZ
 

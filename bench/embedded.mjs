@@ -16,28 +16,21 @@
 // per request by function (build with IDEMPOTENCY_LEDGER_KEEP_NAMES=1 for
 // named Rust frames: `IDEMPOTENCY_LEDGER_KEEP_NAMES=1 npm run bench:embedded -- --profile fresh`).
 import autocannon from "autocannon";
-import WebSocket from "ws";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { ledgerWorker } from "../worker/testing.mjs";
-import { parseArgs } from "node:util";
+import { benchOptions, profileIsolate } from "./lib.mjs";
 
 const ROOT = new URL("../", import.meta.url).pathname;
-const { values: opts } = parseArgs({
-  options: {
-    duration: { type: "string", default: "8" },
-    warmup: { type: "string", default: "3" },
-    connections: { type: "string", default: "16" },
-    rounds: { type: "string", default: "2" },
-    profile: { type: "string" },
-    inspector: { type: "string", default: "9341" },
-  },
-});
-const [DURATION, WARMUP, CONNECTIONS, ROUNDS] = [opts.duration, opts.warmup, opts.connections, opts.rounds].map(Number);
+const opts = benchOptions({
+  profile: { help: "fresh|replay|bare: a CPU profile of that scenario instead of the table" },
+  inspector: { default: 9341, help: "the inspector's port (with --profile)", whole: true, max: 65535 },
+}, { load: true, usage: "npm run bench:embedded -- [options]" });
+const { duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, rounds: ROUNDS } = opts;
 
 // The package's modules as ledgerWorker() lists them, under this entry.
 const { modulesRoot, modules } = ledgerWorker();
 const mf = new Miniflare(convertV4MiniflareOptions({
-  ...(opts.profile ? { inspectorPort: Number(opts.inspector) } : {}),
+  ...(opts.profile ? { inspectorPort: opts.inspector } : {}),
   workers: [{
     name: "bench-embedded",
     modulesRoot,
@@ -78,28 +71,17 @@ async function profile(name) {
   const make = { fresh: scenarios["embedded, fresh key"], replay: scenarios["embedded, replay"], bare: scenarios["bare POST (no idempotency)"] }[name];
   if (!make) throw new Error("--profile fresh|replay|bare");
   await cannon(make(), WARMUP);
-  const targets = await (await fetch(`http://127.0.0.1:${opts.inspector}/json`)).json();
-  const target = targets.find((t) => String(t.webSocketDebuggerUrl).includes("bench-embedded"));
-  const ws = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((r, j) => { ws.onopen = r; ws.onerror = j; });
-  let id = 0;
-  const pending = new Map();
-  ws.onmessage = (m) => { const msg = JSON.parse(m.data); pending.get(msg.id)?.(msg); pending.delete(msg.id); };
-  const send = (method, params = {}) => new Promise((r) => { const i = ++id; pending.set(i, r); ws.send(JSON.stringify({ id: i, method, params })); });
-  await send("Profiler.enable");
-  await send("Profiler.setSamplingInterval", { interval: 200 });
-  await send("Profiler.start");
-  const load = await cannon(make(), DURATION);
-  const { result: { profile: p } } = await send("Profiler.stop");
-  ws.close();
-  const frames = new Map(p.nodes.map((x) => [x.id, x.callFrame]));
-  const self = new Map();
-  p.samples.forEach((node, i) => {
-    const { functionName, url, lineNumber } = frames.get(node);
-    if (functionName === "(idle)") return;
-    const fn = `${functionName || "(anonymous)"} ${url.split("/").pop()}:${lineNumber + 1}`;
-    self.set(fn, (self.get(fn) ?? 0) + (p.timeDeltas[i] ?? 0));
+  const { frames, result: load } = await profileIsolate({
+    port: opts.inspector,
+    target: (t) => String(t.webSocketDebuggerUrl).includes("bench-embedded"),
+    during: () => cannon(make(), DURATION),
   });
+  const self = new Map();
+  for (const { callFrame: { functionName, url, lineNumber }, us } of frames) {
+    if (functionName === "(idle)") continue;
+    const fn = `${functionName || "(anonymous)"} ${url.split("/").pop()}:${lineNumber + 1}`;
+    self.set(fn, (self.get(fn) ?? 0) + us);
+  }
   const busy = [...self.values()].reduce((a, b) => a + b, 0);
   const per = (us) => (us / load.requests.total).toFixed(1);
   console.log(`\n${name}: ${load.requests.average.toFixed(0)} req/s; ${per(busy)} µs of isolate time per request\n`);

@@ -20,24 +20,15 @@
 // machine is shared and noisy: the ratios are the figure, not the req/s.
 // Every request's status is checked; a scenario that answers anything else
 // than its expected status fails the benchmark.
-import { parseArgs } from "node:util";
 import { createServer } from "node:http";
+import { benchOptions } from "./lib.mjs";
 import { AUTH, JSON_HEADERS, ORDER, cannon as cannonFor, floorServer, scenariosAt, unique, withServer as withServerOn } from "./server.mjs";
-const { values: opts } = parseArgs({
-  options: {
-    duration: { type: "string", default: "8" },
-    warmup: { type: "string", default: "3" },
-    connections: { type: "string", default: "16" },
-    rounds: { type: "string", default: "2" },
-    port: { type: "string", default: "8799" },
-    only: { type: "string" },
-  },
-});
-const DURATION = Number(opts.duration);
-const WARMUP = Number(opts.warmup);
-const CONNECTIONS = Number(opts.connections);
-const ROUNDS = Number(opts.rounds);
-const PORT = Number(opts.port);
+
+const opts = benchOptions({
+  port: { default: 8799, help: "the servers' port", whole: true, max: 65535 },
+  only: { help: "only the servers whose name includes this (the floor always runs): warn, shard, waiters, …" },
+}, { load: true, usage: "npm run bench:http -- [options]" });
+const { duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, rounds: ROUNDS, port: PORT } = opts;
 const BASE = `http://127.0.0.1:${PORT}`;
 
 const servers = [

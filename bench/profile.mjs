@@ -9,25 +9,24 @@
 // is spent (Rust/wasm, the wasm-bindgen JS glue, workerd/V8 natives, GC,
 // idle) and the top functions. Gateway and TenantLedger run in the same
 // isolate under `wrangler dev`, so the profile covers both.
-import autocannon from "autocannon";
-import WebSocket from "ws";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { LOAD, benchOptions, profileIsolate } from "./lib.mjs";
+import { ROOT, cannon as cannonFor } from "./server.mjs";
 
-const ROOT = new URL("../", import.meta.url).pathname;
-const { values: opts } = parseArgs({
-  options: {
-    scenario: { type: "string", default: "fresh" },
-    duration: { type: "string", default: "6" },
-    port: { type: "string", default: "8798" },
-    inspector: { type: "string", default: "9331" },
-    top: { type: "string", default: "30" },
-  },
-});
-const PORT = Number(opts.port);
+const opts = benchOptions({
+  scenario: { default: "fresh", help: "fresh|replay" },
+  duration: { ...LOAD.duration, default: 6 },
+  warmup: { ...LOAD.warmup, default: 2 },
+  connections: LOAD.connections,
+  port: { default: 8798, help: "the server's port", whole: true, max: 65535 },
+  inspector: { default: 9331, help: "the inspector's port", whole: true, max: 65535 },
+  top: { default: 30, help: "functions listed", whole: true },
+}, { usage: "npm run bench:profile -- [options]" });
+if (!["fresh", "replay"].includes(opts.scenario)) throw new Error("--scenario fresh|replay");
+const PORT = opts.port;
 const BASE = `http://127.0.0.1:${PORT}`;
 const headers = { authorization: "Bearer dev-token-acme", "content-type": "application/json" };
 const ORDER = JSON.stringify({ sku: "PROF-1", quantity: 1 });
@@ -40,7 +39,7 @@ if (build.status !== 0) throw new Error("build failed");
 
 const state = mkdtempSync(join(tmpdir(), "profile-state-"));
 const child = spawn("bash", ["scripts/dev.sh", "--persist-to", state, "--log-level", "warn",
-  "--var", "LOG_LEVEL:warn", "--inspector-port", opts.inspector], {
+  "--var", "LOG_LEVEL:warn", "--inspector-port", String(opts.inspector)], {
   cwd: ROOT, detached: true, stdio: ["ignore", "ignore", "inherit"],
   env: { ...process.env, PORT: String(PORT), IDEMPOTENCY_LEDGER_KEEP_NAMES: "1", WRANGLER_SEND_METRICS: "false" },
 });
@@ -59,10 +58,7 @@ async function until(fn, ms = 180_000) {
   }
 }
 
-function cannon(options, duration) {
-  return new Promise((resolve, reject) =>
-    autocannon({ ...options, connections: 16, duration }, (e, r) => (e ? reject(e) : resolve(r))));
-}
+const cannon = (options, duration) => cannonFor(options, { connections: opts.connections, duration });
 
 function scenario() {
   const prefix = `prof-${Date.now()}`;
@@ -79,45 +75,23 @@ function scenario() {
 try {
   await until(async () => (await fetch(`${BASE}/health`)).status === 200);
   if (opts.scenario === "replay") await fetch(scenario().url, { method: "POST", headers: scenario().headers, body: ORDER });
-  await cannon(scenario(), 2); // warm-up
-  const targets = await until(async () => {
-    const list = await (await fetch(`http://127.0.0.1:${opts.inspector}/json`)).json();
-    return list.length ? list : null;
+  await cannon(scenario(), opts.warmup);
+  const { frames, result: load } = await profileIsolate({
+    port: opts.inspector,
+    origin: "http://127.0.0.1",
+    waitMs: 180_000,
+    during: () => cannon(scenario(), opts.duration),
   });
-  // wrangler's inspector proxy wants an Origin header, which Node's own
-  // WebSocket cannot send; the `ws` package can.
-  const ws = new WebSocket(targets[0].webSocketDebuggerUrl, { origin: "http://127.0.0.1" });
-  await new Promise((r, j) => { ws.onopen = r; ws.onerror = j; });
-  let id = 0;
-  const pending = new Map();
-  ws.onmessage = (m) => {
-    const msg = JSON.parse(m.data);
-    if (msg.id && pending.has(msg.id)) { pending.get(msg.id)(msg); pending.delete(msg.id); }
-  };
-  const send = (method, params = {}) => new Promise((r) => { const i = ++id; pending.set(i, r); ws.send(JSON.stringify({ id: i, method, params })); });
-  await send("Profiler.enable");
-  await send("Profiler.setSamplingInterval", { interval: 200 });
-  await send("Profiler.start");
-  const load = await cannon(scenario(), Number(opts.duration));
-  const { result } = await send("Profiler.stop");
-  ws.close();
-  summarise(result.profile, load);
+  summarise(frames, load);
 } finally {
   await stop();
 }
 
-function summarise(profile, load) {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map();
-  profile.samples.forEach((nodeId, i) => {
-    const dt = profile.timeDeltas[i] ?? 0;
-    self.set(nodeId, (self.get(nodeId) ?? 0) + dt);
-  });
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
+function summarise(frames, load) {
+  const total = frames.reduce((a, f) => a + f.us, 0);
   const groups = new Map();
   const fns = new Map();
-  for (const [nodeId, us] of self) {
-    const { functionName, url, lineNumber, columnNumber } = byId.get(nodeId).callFrame;
+  for (const { callFrame: { functionName, url, lineNumber, columnNumber }, us } of frames) {
     const name = functionName || `(anonymous ${url.split("/").pop()}:${lineNumber + 1}:${columnNumber + 1})`;
     const group = name === "(idle)" ? "idle"
       : name === "(garbage collector)" ? "garbage collector"
@@ -139,7 +113,7 @@ function summarise(profile, load) {
     console.log(`| ${g} | ${((100 * us) / busy).toFixed(1)}% | ${(us / load.requests.total).toFixed(1)} |`);
   }
   console.log(`\n| top functions (self time) | share |\n|---|---|`);
-  for (const [k, us] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, Number(opts.top))) {
+  for (const [k, us] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, opts.top)) {
     if (k.startsWith("(idle)")) continue;
     console.log(`| ${k.replaceAll("|", "\\|")} | ${((100 * us) / busy).toFixed(1)}% |`);
   }

@@ -24,9 +24,11 @@
 //   settlement.js   the route's one run and the key's settlement
 //   contract.js     the middleware contract (withIdempotency; ./hono.js)
 //   ledger.js       idempotency-ledger/ledger, not re-exported here: it loads the wasm
+//   consumer.js     one unit of work run once per key outside HTTP (runOnce, forwardOnce)
+//   queues.js       idempotency-ledger/queues, the Queue consumer (docs/consumers.md)
 //
 // The root export is what docs/clients.md, docs/typescript.md and
-// docs/sharding.md document for users, and nothing else (tests/e2e/
+// docs/sharding.md document for users, and nothing else (tests/node/
 // exports.test.mjs lists it): the modules' other exports are theirs, for
 // the package's own modules.
 export { LedgerClient, LedgerError } from "./rpc.js";

@@ -13,7 +13,7 @@
 //   }
 //
 // The same ledger core as TenantLedger and Rust library mode (src/ledger,
-// compiled to wasm; src/embedded.rs exports it), over the object's own
+// compiled to wasm; src/embedded/ exports it), over the object's own
 // `ctx.storage.sql`. `execute` claims the key, calls your synchronous
 // function and stores its answer in one `transactionSync`: your rows and
 // the ledger's record commit together or not at all. A function that

@@ -9,7 +9,7 @@
 // wasm-bindgen's --experimental-reset-state-function) and re-creates the
 // EmbeddedLedger it reaches through this proxy with its first arguments.
 // The panic's message was already written as a "Critical" console error by
-// the panic hook src/embedded.rs installs.
+// the panic hook src/embedded/mod.rs installs.
 //
 // What must stay true here: the same behaviour as worker-build 0.8.7's
 // src/js/shim.js for a class (its classProxyHooks), nothing more; the

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ACME, GATEWAY_MODULES, ROOT, eventually, orderInit, startGateway, startOrigin } from "../workerd.mjs";
+import { ACME, GATEWAY_MODULES, ROOT, eventually, orderInit, startGateway, startOrigin } from "./harness.mjs";
 
 const ENTRY = { type: "ESModule", path: `${ROOT}tests/e2e/workers/analytics-entry.mjs` };
 const read = async (r) => ({ status: r.status, headers: Object.fromEntries(r.headers), text: await r.text() });

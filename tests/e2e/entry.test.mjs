@@ -5,7 +5,7 @@
 // and its TenantLedger class, which does the same for calls to the object.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { GATEWAY_MODULES, ROOT, orderInit, startGateway } from "../workerd.mjs";
+import { GATEWAY_MODULES, ROOT, orderInit, startGateway } from "./harness.mjs";
 
 const ENTRY = { type: "ESModule", path: `${ROOT}tests/e2e/workers/critical-entry.mjs` };
 

@@ -1,17 +1,18 @@
-// End-to-end harness: the suites' helpers over tests/workerd.mjs (the
+// End-to-end harness: the suites' helpers over scripts/workerd.mjs (the
 // built Worker in workerd through Miniflare, with real SQLite-backed
 // Durable Objects; shared with bench/), re-exported here so a suite
 // imports one module: the other Workers of tests/e2e/workers, response
-// readers, a deferred, a lossy link in front of the real TenantLedger.
+// readers, a deferred, a lossy link in front of the real TenantLedger, and
+// the seeds and seeded random source of the model suites.
 // Variables start from wrangler.toml's [vars], so tests run what `wrangler
 // dev` and `wrangler deploy` run; each test overrides only what it studies.
 import { buildSync } from "esbuild";
-import { ROOT, CLIENT_MODULES, ACME } from "../workerd.mjs";
+import { ROOT, CLIENT_MODULES, ACME } from "../../scripts/workerd.mjs";
 
 export {
   ROOT, sha256hex, DEMO_TOKENS, ACME, GLOBEX, wranglerVars, CLIENT_MODULES, GATEWAY_MODULES,
   startGateway, orderInit, startOrigin, eventually,
-} from "../workerd.mjs";
+} from "../../scripts/workerd.mjs";
 
 /**
  * The JavaScript Worker of tests/e2e/workers/js-client.mjs (the npm
@@ -42,6 +43,62 @@ export function bundledWorkerModules(name) {
     bundle: true, format: "esm", target: "es2022", platform: "neutral", write: false,
   }).outputFiles[0].text;
   return [{ type: "ESModule", path: `${ROOT}tests/e2e/workers/${name}.mjs`, contents }];
+}
+
+/**
+ * The seeds a seeded model suite runs: `SEED` (default `defaultSeed`) and
+ * the `SEEDS` - 1 after it (`SEED=100 SEEDS=5`: 100..104). A variable that
+ * is not a whole number stops the suite, named. Each suite prints its
+ * seeds, and a failure names the seed that reproduces it.
+ * @param {number} defaultSeed
+ * @returns {number[]}
+ */
+export function seeds(defaultSeed) {
+  const whole = (name, fallback) => {
+    const raw = process.env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number, not ${JSON.stringify(raw)}`);
+    return value;
+  };
+  const first = whole("SEED", defaultSeed);
+  const count = Math.max(1, whole("SEEDS", 1));
+  return Array.from({ length: count }, (_, i) => first + i);
+}
+
+/** mulberry32: a small seeded PRNG, floats in [0, 1). */
+function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A seeded random source: the same seed, the same sequence of choices. */
+export class Rng {
+  constructor(seed) { this.next = mulberry32(seed); }
+  /** A whole number in lo..hi (both included). */
+  int(lo, hi) { return lo + Math.floor(this.next() * (hi - lo + 1)); }
+  chance(p) { return this.next() < p; }
+  pick(items) { return items[Math.floor(this.next() * items.length)]; }
+  /** One of `[weight, value]` pairs, by weight. */
+  weighted(pairs) {
+    let r = this.next() * pairs.reduce((s, [w]) => s + w, 0);
+    for (const [w, value] of pairs) { if ((r -= w) < 0) return value; }
+    return pairs[pairs.length - 1][1];
+  }
+  shuffle(items) {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(this.next() * (i + 1));
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  }
 }
 
 /** Reads a response fully: status, headers as a plain object, body bytes. */

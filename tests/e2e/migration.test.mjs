@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harness.mjs";
 import { fingerprint } from "../../client/fingerprint.js";
 
-/** The ledger schema this code writes (src/ledger/schema.rs SCHEMA_VERSION). */
+/** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
 const SCHEMA_VERSION = 7;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */

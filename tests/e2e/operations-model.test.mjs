@@ -75,58 +75,14 @@ import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startOrigin, read, sha256hex, ROOT } from "./harness.mjs";
+import { startGateway, startOrigin, read, sha256hex, seeds, Rng, ROOT } from "./harness.mjs";
 import { shardObjectName } from "../../client/index.js";
 
 // ---------------------------------------------------------------- seeds
 
-const DEFAULT_SEED = 10;
-function wholeEnv(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number, not ${JSON.stringify(raw)}`);
-  return value;
-}
-const FIRST_SEED = wholeEnv("SEED", DEFAULT_SEED);
-const SEED_COUNT = Math.max(1, wholeEnv("SEEDS", 1));
-const SEED_LIST = Array.from({ length: SEED_COUNT }, (_, i) => FIRST_SEED + i);
+const SEED_LIST = seeds(10);
 /** Per seed: a schedule waits out reshard windows (tens of seconds each). */
-const TIMEOUT_MS = 300_000 * SEED_COUNT;
-
-/** mulberry32: a small seeded PRNG, floats in [0, 1). */
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-class Rng {
-  constructor(seed) { this.next = mulberry32(seed); }
-  /** A whole number in lo..hi (both included). */
-  int(lo, hi) { return lo + Math.floor(this.next() * (hi - lo + 1)); }
-  chance(p) { return this.next() < p; }
-  pick(items) { return items[Math.floor(this.next() * items.length)]; }
-  /** One of `[weight, value]` pairs, by weight. */
-  weighted(pairs) {
-    let r = this.next() * pairs.reduce((s, [w]) => s + w, 0);
-    for (const [w, value] of pairs) { if ((r -= w) < 0) return value; }
-    return pairs[pairs.length - 1][1];
-  }
-  shuffle(items) {
-    const out = [...items];
-    for (let i = out.length - 1; i > 0; i--) {
-      const j = Math.floor(this.next() * (i + 1));
-      [out[i], out[j]] = [out[j], out[i]];
-    }
-    return out;
-  }
-}
+const TIMEOUT_MS = 300_000 * SEED_LIST.length;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 

@@ -34,6 +34,10 @@ test("idempotency-ledger/store exports exactly the seed's store contract over th
   assert.deepEqual(sorted(Object.keys(await import("idempotency-ledger/store"))), ["IdempotencyStoreError", "OTHER_FINGERPRINT", "ledgerStore"]);
 });
 
+test("idempotency-ledger/queues exports exactly the Queue consumer", async () => {
+  assert.deepEqual(sorted(Object.keys(await import("idempotency-ledger/queues"))), ["queueConsumer"]);
+});
+
 test("idempotency-ledger/ledger exports exactly Ledger", async () => {
   // The wasm core loads only on Workers (cloudflare:workers, a .wasm module):
   // stand in for worker/wasm.mjs so Node can read the module's exports.

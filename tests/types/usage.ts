@@ -219,3 +219,33 @@ export async function storeUse(): Promise<string> {
 }
 // @ts-expect-error the options are checked: an unknown name
 export const badStore = ledgerStore({ ledger: storeNs, tenant: "acme", ttl: 60 });
+
+// The Queue consumer: fits workers-types' queue handler (copied here: the types are global there), its
+// callbacks typed by the app's Body and Env; the handler's context narrows; the options are checked.
+import { queueConsumer, type QueueSettlement, type QueueRunContext } from "idempotency-ledger/queues";
+interface WtMessage<Body> { readonly id: string; readonly timestamp: Date; readonly body: Body; readonly attempts: number; retry(options?: { delaySeconds?: number }): void; ack(): void }
+interface WtBatch<Body> { readonly messages: readonly WtMessage<Body>[]; readonly queue: string; readonly metadata: { metrics: { backlogCount: number; backlogBytes: number } }; retryAll(options?: { delaySeconds?: number }): void; ackAll(): void }
+type WtQueueHandler<Env, Body> = (batch: WtBatch<Body>, env: Env, ctx: { waitUntil(promise: Promise<any>): void; passThroughOnException(): void }) => void | Promise<void>;
+interface Order { account: string; orderId: string; amount: number }
+interface QueueEnv { LEDGER: LedgerNamespace; PAYMENTS: { get(id: unknown): { fetch(input: string, init?: RequestInit): Promise<Response> }; idFromName(name: string): unknown } }
+export const charges: WtQueueHandler<QueueEnv, Order> = queueConsumer<Order, QueueEnv>({
+  ledger: (_message, env) => env.LEDGER,
+  tenant: (message) => message.body.account,
+  key: (message) => deriveIdempotencyKey(message.body.orderId, "charge"),
+  leaseSeconds: 120,
+  async handler(message, { key, signal, tenant, env }: QueueRunContext<QueueEnv>) {
+    await fetch("https://psp.example/charge", { method: "POST", signal, body: JSON.stringify({ key, tenant, amount: message.body.amount, ns: Object.keys(env) }) });
+    return { charged: message.body.amount };
+  },
+  onReplayed: (message, result) => console.log(message.body.orderId, JSON.stringify(result)),
+  onSettled: (_message, settlement: QueueSettlement) => { const action: "ack" | "retry" = settlement.action; console.log(action, settlement.delaySeconds ?? 0); },
+});
+export const inObject: WtQueueHandler<QueueEnv, Order> = queueConsumer<Order, QueueEnv>({
+  object: (message, env) => env.PAYMENTS.get(env.PAYMENTS.idFromName(message.body.account)),
+  key: (message) => message.body.orderId,
+  concurrency: 4,
+});
+// @ts-expect-error the options are checked: an unknown name
+export const badQueue = queueConsumer<Order, QueueEnv>({ object: (m, env) => env.PAYMENTS.get(m.id), maxRetries: 3 });
+// @ts-expect-error leaseSeconds is a number
+export const badLease = queueConsumer<Order, QueueEnv>({ ledger: (_m, env) => env.LEDGER, handler: () => 1, leaseSeconds: "60" });

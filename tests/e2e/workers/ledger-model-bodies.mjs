@@ -1,6 +1,6 @@
 // The answers of tests/e2e/workers/ledger-model.mjs's `run`, made from its
 // instruction and its effect row's `n`: shared by the object (which
-// answers them) and js-surfaces-model.test.mjs (which must know the bytes
+// answers them) and js-surfaces-model-ledger.test.mjs (which must know the bytes
 // each first answer carries).
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";

@@ -1,4 +1,4 @@
-// The Durable Object of js-surfaces-model.test.mjs (subject 1): a SQLite
+// The Durable Object of js-surfaces-model-ledger.test.mjs: a SQLite
 // object with idempotency-ledger/ledger's `Ledger` embedded, made once per
 // object, whose `run` does what each request's instruction (its JSON body,
 // so part of the fingerprint) tells it: insert one row into the object's

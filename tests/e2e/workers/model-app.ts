@@ -1,4 +1,4 @@
-// The app of js-surfaces-model.test.mjs (subject 2): one route behind
+// The app of js-surfaces-model-middleware.test.mjs: one route behind
 // `withIdempotency` (/fetch/op) and one behind the Hono middleware
 // (/hono/op), over the built Worker's real TenantLedger objects, each
 // through a *lossy link*: a ledger wrapper whose claim / complete / release
@@ -15,7 +15,7 @@
 // the object's real answer when the call reached it) and every settlement
 // the middleware reported as failed (`from` = [effects, link, failures]:
 // the first of each to give).
-// Bundled by esbuild in js-surfaces-model.test.mjs (Hono included).
+// Bundled by esbuild in js-surfaces-model-middleware.test.mjs (Hono included).
 import { Hono, type ExecutionContext } from "hono";
 import { idempotency, type IdempotencyVariables } from "../../../client/hono.js";
 import {

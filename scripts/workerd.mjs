@@ -1,11 +1,12 @@
-// The built Worker in workerd, as e2e suites and benches start it: the
-// deployed entry (worker/entry.mjs over build/index.js + wasm) through
+// The built Worker in workerd, as the e2e suites and the benches start it:
+// the deployed entry (worker/entry.mjs over build/index.js + wasm) through
 // Miniflare with real SQLite-backed Durable Objects, variables from
 // wrangler.toml's [vars], the demo tenants, a real HTTP origin on
-// 127.0.0.1, and the request and polling helpers both use. One module, two
-// readers: tests/e2e/harness.mjs (re-exported with the suites' own
-// helpers) and bench/cost.mjs, bench/capacity.mjs. Needs `bash
-// scripts/build.sh` first.
+// 127.0.0.1, and the request and polling helpers both use. It lives beside
+// the build, not in tests/, so that no bench imports a test: the suites
+// reach it through tests/e2e/harness.mjs (re-exported with their own
+// helpers), the benches (bench/cost.mjs, capacity.mjs, cold.mjs) directly.
+// Needs `bash scripts/build.sh` first.
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
