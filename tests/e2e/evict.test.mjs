@@ -185,7 +185,9 @@ function rpcCaller() {
 test("while resharding, JS RPC, TenantLedgers and the gateway evict a key from the layout that holds it", async () => {
   const dir = mkdtempSync(join(tmpdir(), "evict-reshard-"));
   const origin = await startOrigin((req) => ({ status: 201, headers: { "content-type": "text/plain" }, body: `ran ${req.headers["idempotency-key"]}` }));
-  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...vars }, shared: { resourcePersistencePath: dir }, workers: [rpcCaller()] });
+  // A settle grace (ORIGIN_TIMEOUT_SECONDS) of 5 minutes: far longer than this test runs.
+  const windows = { LEASE_SECONDS: "600", ORIGIN_TIMEOUT_SECONDS: "300" };
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir }, workers: [rpcCaller()] });
   const rpcOf = async (gw) => {
     const worker = await gw.mf.getWorker("rpc-caller");
     return async (op, ...args) => (await worker.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();
@@ -202,6 +204,8 @@ test("while resharding, JS RPC, TenantLedgers and the gateway evict a key from t
         assert.equal((await rpc("claim", "acme", { key, fingerprint: fp })).outcome, "claimed");
         assert.equal((await rpc("complete", "acme", { key, generation: 1, response: stored(500, "boom") })).outcome, "stored");
       }
+      // And one stays in flight, its lease one second long.
+      assert.equal((await rpc("claim", "acme", { key: "old-busy", fingerprint: fp, lease_seconds: 1 })).outcome, "claimed");
       await eventually(async () => (await rpc("stats", "acme")).unwritten_counts === 0, { ms: 30_000 });
     } finally { await before.dispose(); }
 
@@ -226,6 +230,14 @@ test("while resharding, JS RPC, TenantLedgers and the gateway evict a key from t
       assert.equal(newGone.record.response_status, 400);
       assert.equal((await rpcAt(after, await home("new-key"), "lookup", { key: "new-key" })).json.record, null);
       assert.deepEqual(await rpc("evict", "acme", "new-key"), { outcome: "not_found" });
+
+      // The in-flight key's lease has ended, but a retired shard keeps it until its owner can no longer
+      // settle (the settle grace, ORIGIN_TIMEOUT_SECONDS): its next claim would be granted by another
+      // object, which the evicted generation's floor does not reach.
+      const busy = await rpc("evict", "acme", "old-busy");
+      assert.equal(busy.outcome, "in_flight", JSON.stringify(busy));
+      assert.ok(busy.retry_after_ms > 60_000, `waits out the grace: ${busy.retry_after_ms} ms`);
+      assert.equal((await rpcAt(after, "acme", "lookup", { key: "old-busy" })).json.record?.state, "in_flight");
 
       // The npm package's TenantLedgers, routed as the gateway routes.
       const ledgers = new TenantLedgers(await after.mf.getDurableObjectNamespace("TENANT_LEDGER"), layout);
