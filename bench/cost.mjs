@@ -35,25 +35,32 @@ const N = opts.n;
  * 4.0 over claim + complete in proxy mode); refusals 0.05 amortised; the
  * sweep 1.2 per record. Every count is written in one row per flush window
  * (see src/ledger/pending.rs), which adds 1/n to an operation: hence 4.05.
- * Sweep figures are per record swept.
+ * Sweep figures are per record swept. A claim that puts a record in flight
+ * (proxy mode's fresh key, a release's claim, a takeover) also writes its
+ * entry in the index of the records in flight (schema 7, issue 35): one row
+ * more each, its settlement none (measured: workerd bills the entry's
+ * insert, not its removal), so 4.05 for claim + complete and claim +
+ * release, 3.05 for a takeover. Embedded mode writes a fresh key already
+ * completed: no entry.
  */
 const BOUNDS = {
   "floor: fresh POST (order insert only)": null,
   "embedded fresh key": { written: 4.05, read: 4 },
-  "proxy fresh key (claim + complete)": { written: 4.0, read: 4.05 },
+  "proxy fresh key (claim + complete)": { written: 4.05, read: 4.05 },
   "replay (object path)": { written: 0.05, read: 1.1 },
   "mismatch 422": { written: 0.05, read: 1.1 },
   "in-use 409": { written: 0.05, read: 1.1 },
-  "release (claim + release)": { written: 4.0, read: 4.05 },
-  "takeover (the taking claim)": { written: 2.05, read: 3 },
+  "release (claim + release)": { written: 4.05, read: 4.05 },
+  "takeover (the taking claim)": { written: 3.05, read: 3 },
   // idempotency-ledger/queues, external shape (docs/consumers.md "Cost"): a
-  // message's first delivery costs what a proxy-mode key does, a handler
+  // message's first delivery costs what a proxy-mode key does (the claim's
+  // row in the in-flight index included), a handler
   // that throws what a release does; a redelivery is a replay of its own
   // key, whose replay count is one row written (once per flush window: the
   // object-path replay above repeats one key, so it pays that row once).
-  "queue message, fresh key (claim + complete)": { written: 3.05, read: 4.05 },
+  "queue message, fresh key (claim + complete)": { written: 4.05, read: 4.05 },
   "queue message redelivered (replay, not run)": { written: 1.05, read: 2.05 },
-  "queue message, handler threw (claim + release)": { written: 3.05, read: 3.05 },
+  "queue message, handler threw (claim + release)": { written: 4.05, read: 3.05 },
   "lookup": { written: 0.05, read: 1.05 },
   // An eviction deletes the record (one statement, reading its row and
   // index entry) and writes the counters' row (the generation floor and the
@@ -71,11 +78,18 @@ const BOUNDS = {
   // A page reads the entries it scans (until it holds `limit` keys and one
   // more), at most SCAN_FACTOR (4) × limit and one probe, however deep in
   // the walk; a window that held no key is read twice to find its end (the
-  // most a page costs: 2 × 4 × limit).
+  // most a page costs: 2 × 4 × limit). The in-flight walk's entries are
+  // records in flight only: limit + 2.
   "list, 10,000 records: every state, limit 20 (newest first)": { written: 0.05, read: 23 },
   "list, 10,000 records: completed (9 in 10), limit 100": { written: 0.05, read: 120 },
-  "list, 10,000 records: in_flight (1 in 20), limit 20 (oldest first)": { written: 0.05, read: 85 },
-  "list, 10,000 records: in_flight (1 in 20), limit 1 (most windows hold none)": { written: 0.05, read: 10 },
+  "list, 10,000 records: in_flight (1 in 20), limit 20 (oldest first)": { written: 0.05, read: 22 },
+  "list, 10,000 records: in_flight (1 in 20), limit 1": { written: 0.05, read: 3 },
+  // The in-flight walk reads the index of the records in flight only
+  // (schema 7): a page reads the keys it holds and one more, and one
+  // probe, however many completed records the object holds
+  // (docs/contract.md §2.7: at most limit + 2 when none is past its window).
+  "list, 100,000 completed records: in_flight (50 held), limit 100 (one page holds them all)": { written: 0.05, read: 52 },
+  "list, 100,000 completed records: in_flight (50 held), limit 20 (per page, 3 pages)": { written: 0.05, read: 22 },
 };
 
 const encode = (s) => Buffer.from(s).toString("base64");
@@ -344,21 +358,75 @@ const settle = () => new Promise((r) => setTimeout(r, 2_500));
   }
   await settle();
   await p.meter();
-  // n pages, each after the last: a walk n pages deep.
-  const walk = async (name, call) => {
+  // n pages, each after the last: a walk n pages deep (`again`: a walk
+  // that ends sooner starts again from its beginning).
+  const walk = async (name, call, again = false) => {
     let after = null;
     for (let i = 0; i < N; i++) {
       const page = await p.ledger.list({ ...call, ...(after ? { after } : {}) });
       after = page.next;
-      if (after === null) throw new Error(`${name}: the walk ended after ${i + 1} pages`);
+      if (after === null && !again) throw new Error(`${name}: the walk ended after ${i + 1} pages`);
     }
     await settle();
     record(name, await p.meter(), N);
   };
   await walk("list, 10,000 records: every state, limit 20 (newest first)", { limit: 20 });
   await walk("list, 10,000 records: completed (9 in 10), limit 100", { state: "completed", limit: 100 });
-  await walk("list, 10,000 records: in_flight (1 in 20), limit 20 (oldest first)", { state: "in_flight", limit: 20 });
-  await walk("list, 10,000 records: in_flight (1 in 20), limit 1 (most windows hold none)", { state: "in_flight", limit: 1 });
+  // The 500 in flight are 25 pages of 20: that walk starts again.
+  await walk("list, 10,000 records: in_flight (1 in 20), limit 20 (oldest first)", { state: "in_flight", limit: 20 }, true);
+  await walk("list, 10,000 records: in_flight (1 in 20), limit 1", { state: "in_flight", limit: 1 });
+  await p.mf.dispose();
+}
+
+// ---- in flight among 100,000 completed records ------------------------------------
+// The completed records are copies of one real completion, seeded in one
+// statement by the bench's own route (bench/cost/product.mjs), all claimed
+// before the 50 keys held in flight: an oldest-first walk of every record
+// would meet them first.
+const BUSY = { completed: 100_000, held: 50 };
+{
+  const p = await start();
+  const f = await fp("busy");
+  const stored = { status: 201, headers: [["content-type", "text/plain"]], body: encode("ok") };
+  const t = await p.ledger.claim({ key: "template", fingerprint: f });
+  await p.ledger.complete({ key: "template", generation: t.generation, response: stored });
+  const seeded = await (await p.ledger.stub.fetch("https://tenant-ledger/__seed", {
+    method: "POST", body: JSON.stringify({ template: "template", count: BUSY.completed }),
+  })).json();
+  if (seeded.seeded !== BUSY.completed) throw new Error(`seeded ${JSON.stringify(seeded)}`);
+  const held = [];
+  for (let i = 0; i < BUSY.held; i++) {
+    const key = `held-${String(i).padStart(2, "0")}`;
+    const c = await p.ledger.claim({ key, fingerprint: f });
+    if (c.outcome !== "claimed") throw new Error(`${key}: ${JSON.stringify(c)}`);
+    held.push(key);
+  }
+  await settle();
+  await p.meter();
+  const same = (got, want, what) => {
+    if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${what}: listed ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
+  };
+  for (let i = 0; i < N; i++) {
+    const page = await p.ledger.list({ state: "in_flight", limit: 100 });
+    same(page.keys.map((k) => k.key), held, "one page of 100");
+    if (page.next !== null) throw new Error(`one page of 100: the walk goes on (${JSON.stringify(page.next)})`);
+  }
+  await settle();
+  record("list, 100,000 completed records: in_flight (50 held), limit 100 (one page holds them all)", await p.meter(), N);
+  let pages = 0;
+  for (let i = 0; i < N; i++) {
+    const keys = [];
+    let after = null;
+    do {
+      const page = await p.ledger.list({ state: "in_flight", limit: 20, ...(after ? { after } : {}) });
+      pages++;
+      keys.push(...page.keys.map((k) => k.key));
+      after = page.next;
+    } while (after !== null);
+    same(keys, held, "pages of 20");
+  }
+  await settle();
+  record("list, 100,000 completed records: in_flight (50 held), limit 20 (per page, 3 pages)", await p.meter(), pages);
   await p.mf.dispose();
 }
 

@@ -37,8 +37,9 @@
 //
 //   encodeResult(value) → StoredResponse; decodeResult(stored) → value
 //     A result as the ledger stores it: `application/json` with status 200,
-//     `undefined` as 204 with no body; a value JSON cannot encode is stored
-//     as a tombstone (body null) and decodes to undefined.
+//     `undefined` as 204 with no body; a value JSON cannot encode, or whose
+//     JSON is over STORED_BODY_CEILING bytes, is stored as a tombstone (body
+//     null) and decodes to undefined.
 //
 //   delaySeconds(ms) → whole seconds for `message.retry({ delaySeconds })`,
 //     rounded up and clamped to 0..MAX_RETRY_DELAY_SECONDS.
@@ -51,6 +52,7 @@
 // - A timed-out `fn` keeps its lease: a rerun waits for the lease to end,
 //   and the late `fn`'s completion is fenced on its generation.
 import { encoder, decoder, toBase64, fromBase64 } from "./bytes.js";
+import { STORED_BODY_CEILING } from "./defaults.js";
 import { oneComponent } from "./fingerprint.js";
 import { formatIdempotencyKey } from "./key.js";
 import { PROBLEM_CATALOG } from "./problems.js";
@@ -128,8 +130,11 @@ export function encodeResult(value) {
   if (value === undefined) return { status: 204, headers: [], body: "" };
   let text;
   try { text = JSON.stringify(value); } catch { text = undefined; }
-  if (typeof text !== "string") return { status: 200, headers: [["content-type", "application/json"]], body: null };
-  return { status: 200, headers: [["content-type", "application/json"]], body: toBase64(encoder.encode(text)) };
+  const bytes = typeof text === "string" ? encoder.encode(text) : null;
+  // Guard: the ledger refuses a stored body over STORED_BODY_CEILING (RPC v1 `complete`), which would
+  // leave a key whose effect ran in flight until its lease ends; a tombstone is stored instead.
+  if (bytes === null || bytes.length > STORED_BODY_CEILING) return { status: 200, headers: [["content-type", "application/json"]], body: null };
+  return { status: 200, headers: [["content-type", "application/json"]], body: toBase64(bytes) };
 }
 
 /**

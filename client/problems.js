@@ -20,6 +20,12 @@ export const PROBLEM_CATALOG = deepFreeze({
       "status": 401,
       "title": "Missing or unknown bearer token"
     },
+    "forbidden": {
+      "status": 403,
+      "final": true,
+      "title": "This token may not make this request",
+      "detail": "an operator token reads its tenant's stats and keys only; this request needs the tenant's API token"
+    },
     "misconfigured": {
       "status": 500,
       "title": "The service is misconfigured",

@@ -1,9 +1,11 @@
 // The operator console (docs/operations.md#console): GET /console, its
 // script, style and icon, answered by the JS entry (./entry.mjs) before the
-// Rust gateway sees the request, so the wasm carries none of it. The page
-// reads the tenant's own introspection API (docs/contract.md §2.7) with a
-// bearer token the operator pastes; it holds no data and no secret itself,
-// so serving it needs no authentication.
+// Rust gateway sees the request, so the wasm carries none of it — where the
+// Rust rule says it is served (CONSOLE, CONSOLE_HOST; off in proxy mode
+// unless turned on). The page reads the tenant's introspection API
+// (docs/contract.md §2.7) with the operator token (OPERATOR_TOKENS) the
+// operator pastes, held in the page's memory only; it holds no data and no
+// secret itself, so serving it needs no authentication.
 //
 // What must stay true here:
 // - Every answer under /console carries CONSOLE_HEADERS: a CSP allowing

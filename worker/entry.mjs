@@ -21,7 +21,10 @@
 // sends the call to the key's object in the current layout.
 //
 // The operator console (/console, ./console.mjs) is answered here, before
-// the Rust gateway: static files that need no wasm.
+// the Rust gateway: static files that need no wasm — when the Rust rule
+// (`consoleServed`, src/gateway/console.rs: CONSOLE, CONSOLE_HOST, proxy
+// mode) says this request's host and mode serve it; otherwise the path is
+// the gateway's like any other (in proxy mode, the origin's).
 //
 // The default export is a handler object, not worker-build's entrypoint
 // class. What we learned reading build/index.js (worker-build 0.8.7's
@@ -39,6 +42,7 @@ import { TenantLedgers, parseTenantShards } from "../client/index.js";
 import { consoleResponse, isConsoleUrl } from "./console.mjs";
 
 const rustFetch = RustGateway.prototype.fetch;
+const consoleServed = RustGateway.prototype.consoleServed;
 const serveRead = RustTenantLedger.prototype.serveRead;
 
 /** Rethrows `error`, first marking the module for re-instantiation if it is a trap (as the shim does). */
@@ -87,8 +91,12 @@ export class TenantLedger {
  * (a Worker that routes some paths to the gateway).
  */
 export function fetchGateway(request, env, ctx) {
-  if (isConsoleUrl(request.url)) return Promise.resolve(consoleResponse(request));
   const state = globalThis.__worker_init_state;
+  if (isConsoleUrl(request.url)) {
+    // A panicked module is re-instantiated first (the shim's proxy does it on construct).
+    if (state?.criticalError) new RustGateway(ctx, env);
+    if (servesConsole(env, request.url)) return Promise.resolve(consoleResponse(request));
+  }
   if (state?.criticalError) return new RustGateway(ctx, env).fetch(request);
   // As the shim's proxy does: a trap (WebAssembly.RuntimeError) marks the
   // module for re-instantiation on the next request.
@@ -96,6 +104,16 @@ export function fetchGateway(request, env, ctx) {
     return rustFetch.call({ env, ctx }, request).then(undefined, markCritical);
   } catch (error) {
     return markCritical(error);
+  }
+}
+
+/** Whether the console answers `url` here (the Rust rule); a trap leaves it to the gateway, which re-instantiates. */
+function servesConsole(env, url) {
+  try {
+    return consoleServed(env, url);
+  } catch (error) {
+    if (error instanceof WebAssembly.RuntimeError && globalThis.__worker_init_state) globalThis.__worker_init_state.criticalError = true;
+    return false;
   }
 }
 

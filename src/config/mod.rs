@@ -10,6 +10,7 @@
 //! - `set-cookie` can never be a stored response header.
 //! - `API_TOKENS` has no built-in fallback: without it nobody is authorised.
 
+pub mod console;
 pub mod reshard;
 pub mod shards;
 pub mod vars;
@@ -18,6 +19,7 @@ pub mod waiting;
 use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
 use crate::rpc::{check_claim_windows, MAX_WINDOW_SECONDS};
+pub use console::ConsoleSettings;
 pub use shards::ShardMap;
 use vars::{boolean, choice, err, header_list, number, secret, token_list};
 pub use vars::{ConfigError, SecretString};
@@ -88,6 +90,8 @@ pub struct Config {
     pub wait: WaitSettings,
     /// Tenants spread over several objects by key hash (`TENANT_SHARDS`).
     pub tenant_shards: ShardMap,
+    /// Where the operator console is served (`CONSOLE`, `CONSOLE_HOST`).
+    pub console: ConsoleSettings,
 }
 
 /// `REPLAY_CACHE_BYTES` by default: 8 MiB of a 128 MB isolate.
@@ -287,6 +291,7 @@ impl Config {
                 Some(s) if s.is_empty() => ShardMap::default(),
                 Some(s) => ShardMap::parse(&s).map_err(|m| err("TENANT_SHARDS", m))?,
             },
+            console: ConsoleSettings::from_lookup(get)?,
         })
     }
 

@@ -9,10 +9,14 @@
 //! What must stay true here:
 //! - The tenant comes only from `Authorization: Bearer <token>` through the
 //!   token map; nothing else the client sends can choose it.
+//! - Each route says which token kinds may call it ([`GatewayRoute::access`]):
+//!   an operator's token reaches the reads only, never the application — so
+//!   never a protected request, never a stored body.
 //! - A refusal here names its problem and (for the log line) its outcome;
 //!   nothing has been claimed.
 //! - The method is the raw method string the runtime delivered.
 
+use super::auth::TokenKind;
 use super::Disposition;
 use crate::config::Config;
 use crate::protocol::{parse_idempotency_key, Problem, ProblemKind};
@@ -37,6 +41,54 @@ pub enum GatewayRoute<'a> {
     OpenApi,
     /// Everything else: the application (embedded or origin).
     Application,
+}
+
+/// Who may call a route (docs/contract.md §2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No token: `/health`, `/openapi.json`.
+    Anyone,
+    /// A tenant's token (`API_TOKENS`) or its operator's
+    /// (`OPERATOR_TOKENS`): the tenant's stats, key listing, key lookup
+    /// and a key's eviction, none of which carries a stored body or stored
+    /// headers.
+    TenantOrOperator,
+    /// A tenant's token only: the application — every protected request,
+    /// every replay (a stored body), everything forwarded to the origin.
+    TenantOnly,
+}
+
+impl Access {
+    /// Whether a token of `kind` may call a route of this access.
+    pub fn admits(self, kind: TokenKind) -> bool {
+        match self {
+            Access::Anyone | Access::TenantOrOperator => true,
+            Access::TenantOnly => kind == TokenKind::Tenant,
+        }
+    }
+
+    /// The refusal of a known token this access does not admit: `403
+    /// forbidden` (`final`: no retry with that token changes it).
+    pub fn refusal(self) -> Problem {
+        Problem::of(ProblemKind::Forbidden)
+            .with_header("WWW-Authenticate", r#"Bearer error="insufficient_scope""#)
+    }
+}
+
+impl GatewayRoute<'_> {
+    /// Which token kinds may call this route: the one rule of who reaches
+    /// what. A route added here says its kind (a key's eviction, a read
+    /// that carries no stored body, is `TenantOrOperator`).
+    pub fn access(&self) -> Access {
+        match self {
+            GatewayRoute::Health | GatewayRoute::OpenApi => Access::Anyone,
+            GatewayRoute::KeyIntrospection(_)
+            | GatewayRoute::KeyEviction(_)
+            | GatewayRoute::KeyList
+            | GatewayRoute::Stats => Access::TenantOrOperator,
+            GatewayRoute::Application => Access::TenantOnly,
+        }
+    }
 }
 
 /// Routes a request by its raw method and its path (without the query).

@@ -4,7 +4,7 @@
 //! Role: one function ([`inspect`]) that reads an environment exactly as
 //! the gateway and its objects read theirs — every variable
 //! ([`Config::errors`], the same parsers as [`Config::from_lookup`]),
-//! `API_TOKENS` ([`TokenMap::parse`]), `TENANT_SHARDS` and the proxy mode
+//! `API_TOKENS` and `OPERATOR_TOKENS` ([`Tokens::parse`]), `TENANT_SHARDS` and the proxy mode
 //! sharding needs ([`sharding_needs_origin`], also the gateway's rule at
 //! admission), the `ANALYTICS` binding ([`analytics::binding`]) — and
 //! reports every problem instead of stopping at the first. Exported to
@@ -26,7 +26,7 @@ use worker::Env;
 
 use super::origin::Origin;
 use crate::config::{Config, ConfigError};
-use crate::contract::auth::TokenMap;
+use crate::contract::auth::{TokenMap, Tokens, OPERATOR_TOKENS};
 use crate::platform::analytics::{self, Binding};
 use crate::platform::config_lookup;
 
@@ -75,16 +75,35 @@ pub fn inspect(env: &Env) -> Inspection {
             report.errors.push(e);
         }
     }
-    match get("API_TOKENS") {
-        None => report.missing.push(ConfigError {
-            variable: "API_TOKENS".into(),
-            message: super::settings::NO_TOKENS.into(),
-        }),
-        Some(raw) => {
-            if let Err(e) = TokenMap::parse(&raw) {
+    // Each map judged alone, then (both valid) no token in both: the
+    // Worker's `Tokens::parse`, which stops at the first.
+    let api = get("API_TOKENS");
+    let operator = get(OPERATOR_TOKENS);
+    let api_ok = match api.as_deref().map(TokenMap::parse) {
+        None => {
+            report.missing.push(ConfigError {
+                variable: "API_TOKENS".into(),
+                message: super::settings::NO_TOKENS.into(),
+            });
+            false
+        }
+        Some(Err(e)) => {
+            report.errors.push(e);
+            false
+        }
+        Some(Ok(_)) => true,
+    };
+    match operator
+        .as_deref()
+        .map(|raw| TokenMap::parse_as(OPERATOR_TOKENS, raw))
+    {
+        Some(Err(e)) => report.errors.push(e),
+        Some(Ok(_)) if api_ok => {
+            if let Err(e) = Tokens::parse(api.as_deref().unwrap_or_default(), operator.as_deref()) {
                 report.errors.push(e);
             }
         }
+        _ => {}
     }
     if analytics::binding(env) == Binding::NotADataset {
         report.errors.push(ConfigError {

@@ -6,14 +6,18 @@
 //! (`crate::contract`) as phases read top to bottom — route → admit (who,
 //! [`settings`]) → reads ([`reads`]) → admit the head → read the body →
 //! unprotected ([`unprotected`]), or protect ([`protected`]: embedded, or [`proxied`] through
-//! [`origin`], [`stream`] and the isolate's [`replays`]) → answer a failure → log —
+//! [`origin`], [`stream`] and the isolate's [`replays`]) → answer a failure → log
+//! (and never the application on the console's own host, [`console`]) —
 //! converting between `worker` types and the contract's values. Every
 //! status, problem and key decision is made in `contract`; none is made
 //! here.
 //!
 //! What must stay true here:
-//! - The tenant comes only from the bearer token (via `API_TOKENS`), never
-//!   from anything the client sends. Without `API_TOKENS` nobody is let in.
+//! - The tenant comes only from the bearer token (via `API_TOKENS`, or
+//!   `OPERATOR_TOKENS`), never from anything the client sends. Without
+//!   `API_TOKENS` nobody is let in.
+//! - Each route is admitted by its own rule (`GatewayRoute::access`): an
+//!   operator's token reaches the reads only, never the application.
 //! - Nothing is claimed before the request is admitted: auth, key, and body
 //!   size are checked first (bad input changes nothing).
 //! - The method is read raw (workers-rs maps unknown methods to GET).
@@ -27,6 +31,7 @@
 //! bench:profile`; the gateway reads only the headers it needs.
 
 pub mod check;
+pub mod console;
 pub mod origin;
 pub mod protected;
 pub mod proxied;
@@ -113,7 +118,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
     let target = target_of(&url).to_string();
     let route = admission::route(&method, path_of(&target));
     // Health and the OpenAPI document are answered before anyone is admitted.
-    let admit = || Tenancy::admit(&req, env);
+    let admit = || Tenancy::admit(&req, env, route.access());
     match route {
         GatewayRoute::Health => (http::json(200, &serde_json::json!({"status": "ok"})), None),
         GatewayRoute::OpenApi => (http::app(admission::openapi()), None),
@@ -133,6 +138,10 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
             Ok(who) => (reads::stats(env, &who).await, None),
             Err(refused) => (refused, None),
         },
+        // The console's own host (CONSOLE_HOST) shares its origin with no application.
+        GatewayRoute::Application if console::on_console_host(env, &url) => {
+            (http::problem(&console::not_on_console_host()), None)
+        }
         GatewayRoute::Application => match admit() {
             Ok(who) => application(&req, env, ctx, &who, &method, &target).await,
             Err(refused) => (refused, None),

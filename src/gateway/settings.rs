@@ -1,14 +1,18 @@
 //! Who is asking, and under which settings: the isolate's parsed
 //! configuration and token map, and the tenant a request belongs to.
 //!
-//! Role: parse the variables and `API_TOKENS` once per isolate (variables
-//! never change within one), authenticate each request, and gather what
-//! every later phase needs about its tenant — its object layout, its
-//! origin (proxy mode), and the client of its base object.
+//! Role: parse the variables, `API_TOKENS` and `OPERATOR_TOKENS` once per
+//! isolate (variables never change within one), authenticate each request
+//! and hold its token's kind to the route's rule, and gather what every
+//! later phase needs about its tenant — its object layout, its origin
+//! (proxy mode), and the client of its base object.
 //!
 //! What must stay true here:
-//! - The tenant comes only from the bearer token (via `API_TOKENS`), never
-//!   from anything the client sends. Without `API_TOKENS` nobody is let in.
+//! - The tenant comes only from the bearer token (via `API_TOKENS` or
+//!   `OPERATOR_TOKENS`), never from anything the client sends. Without
+//!   `API_TOKENS` nobody is let in.
+//! - A token the route's [`Access`] does not admit is refused (`403`)
+//!   before anything about the tenant is gathered or asked.
 //! - An unusable configuration answers `500 misconfigured` naming the
 //!   variable, for every request but `/health` and `/openapi.json`. The
 //!   metrics binding is never part of it: metrics only observe.
@@ -25,7 +29,8 @@ use super::check::SHARDING_NEEDS_ORIGIN;
 use super::origin::Origin;
 use crate::config::shards::{object_name, Layout};
 use crate::config::{Config, ConfigError};
-use crate::contract::auth::{self, TokenMap};
+use crate::contract::admission::Access;
+use crate::contract::auth::{self, TokenMap, Tokens, OPERATOR_TOKENS};
 use crate::contract::listing::CursorSeal;
 use crate::fields;
 use crate::platform::analytics;
@@ -40,7 +45,7 @@ pub const NO_TOKENS: &str = "the secret is not set; no token can be accepted";
 /// Per-isolate parsed settings.
 pub struct Settings {
     pub config: Config,
-    tokens: Option<TokenMap>,
+    tokens: Option<Tokens>,
     /// The script has an `ANALYTICS` dataset: one data point per protected
     /// request (`platform::analytics`). Anything else under that name is
     /// logged once and counts as none.
@@ -59,8 +64,17 @@ fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
     for warning in config.warnings() {
         log::warn("idempotency.config_warning", fields! {"warning" => warning});
     }
-    let raw_tokens = config_lookup(env)("API_TOKENS");
-    let tokens = raw_tokens.as_deref().map(TokenMap::parse).transpose()?;
+    let get = config_lookup(env);
+    let raw_tokens = get("API_TOKENS");
+    let operator_tokens = get(OPERATOR_TOKENS);
+    let tokens = match raw_tokens.as_deref() {
+        Some(api) => Some(Tokens::parse(api, operator_tokens.as_deref())?),
+        // Nobody is let in; a bad OPERATOR_TOKENS is still named.
+        None => match operator_tokens.as_deref() {
+            Some(raw) => TokenMap::parse_as(OPERATOR_TOKENS, raw).map(|_| None)?,
+            None => None,
+        },
+    };
     let cursor_secret = CursorSeal::secret_of(
         config.log_hash_key.as_ref().map(|k| k.expose()),
         raw_tokens.as_deref().unwrap_or_default(),
@@ -87,7 +101,8 @@ pub fn settings(env: &Env) -> Result<Rc<Settings>, ConfigError> {
 /// One authenticated request's tenant and what the gateway knows of it.
 pub struct Tenancy {
     pub settings: Rc<Settings>,
-    /// The tenant id, as `API_TOKENS` names it (logged only as a hash).
+    /// The tenant id, as `API_TOKENS` (or `OPERATOR_TOKENS`) names it
+    /// (logged only as a hash).
     pub tenant: String,
     /// The name of the tenant's (first) object, by the one rule
     /// ([`object_base`]): every object name of the tenant's layouts is
@@ -126,16 +141,25 @@ impl Tenancy {
             .as_ref()
     }
 
-    /// Authenticates `req` and gathers its tenant's layout, origin and base
-    /// object; a refusal is the answer to send (401, or 500 misconfigured).
-    pub fn admit(req: &web_sys::Request, env: &Env) -> Result<Tenancy, Response> {
+    /// Authenticates `req`, holds its token to the route's `access`, and
+    /// gathers its tenant's layout, origin and base object; a refusal is
+    /// the answer to send (401, 403, or 500 misconfigured).
+    pub fn admit(req: &web_sys::Request, env: &Env, access: Access) -> Result<Tenancy, Response> {
         let settings = settings(env).map_err(|e| misconfigured(&e.variable, &e.message))?;
         let config = &settings.config;
         let Some(tokens) = &settings.tokens else {
             return Err(misconfigured("API_TOKENS", NO_TOKENS));
         };
-        let tenant = auth::authenticate(header(req, "authorization").as_deref(), tokens)
+        let caller = auth::identify(header(req, "authorization").as_deref(), tokens)
             .map_err(|p| http::problem(&p))?;
+        if !access.admits(caller.kind) {
+            log::warn(
+                "idempotency.token_refused",
+                fields! {"tenant" => log::short_hash(&caller.tenant), "kind" => caller.kind.as_str()},
+            );
+            return Err(http::problem(&access.refusal()));
+        }
+        let tenant = caller.tenant;
         let origin = Origin::from_env(env, config);
         // A tenant spread over several objects (TENANT_SHARDS): only in proxy
         // mode — the embedded orders must commit with the one ledger they share.

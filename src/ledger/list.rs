@@ -1,11 +1,13 @@
 //! Listing: a tenant's keys a page at a time (docs/contract.md §2.7), and a
 //! sharded tenant's pages merged into one order.
 //!
-//! Role: walk the records through the `sweep_at` index — the one index the
-//! table has, see `schema` — with a keyset cursor `(sweep_at, key)`: newest
-//! first (descending), or oldest first for `in_flight` (the stuck ones
-//! first). `sweep_at` is the record's claim time plus the retention, so the
-//! walk is claim order whenever the retention is the configured one.
+//! Role: walk the records through the `sweep_at` index, see `schema`, with
+//! a keyset cursor `(sweep_at, key)`: newest first (descending); or, for
+//! `in_flight`, oldest first (the stuck ones first) through the partial
+//! index of the records in flight, in the same order, so that walk never
+//! reads a completed or released record however many the object holds.
+//! `sweep_at` is the record's claim time plus the retention, so the walk
+//! is claim order whenever the retention is the configured one.
 //!
 //! What must stay true here:
 //! - Read-only, and bounded by the page: a page scans at most
@@ -15,7 +17,11 @@
 //!   a window that held no key at all is read twice to find its end. The
 //!   cursor is a position, never an offset: a page costs the same rows deep
 //!   in the walk as at its start. (No window function: its temporary rows
-//!   are billed as rows read, three per entry.)
+//!   are billed as rows read, three per entry.) The `in_flight` walk's
+//!   entries are records in flight only: its page reads at most
+//!   2 × [`SCAN_FACTOR`] × `limit` rows and one probe whatever else the
+//!   object holds, and `limit` + 2 when no record in flight is past its
+//!   window (docs/contract.md §2.7).
 //! - A page shows exactly what `lookup` would show of each key (records
 //!   past their window are left out; pending replays are added), and it
 //!   says where its walk stopped: every record between the page's start and
@@ -32,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::outcome::KeyState;
 use super::record::{view_from_row, RecordView, VIEW_COLUMNS};
+use super::schema::IN_FLIGHT_INDEX_NAME;
 use super::store::{RowExt, SqlStore, StoreError};
 use super::{Ledger, Millis};
 
@@ -260,11 +267,19 @@ impl WalkSql {
     /// The statements of `walk`. Public for the host tests that read their
     /// plans.
     pub fn of(walk: Walk) -> WalkSql {
-        let (cmp, dir) = match walk {
-            Walk::NewestFirst => ("<", "DESC"),
-            Walk::OldestFirst => (">", "ASC"),
+        // Guard: the in-flight walk names the partial index of the records
+        // in flight and its condition, so it never reads a completed or
+        // released record's entry (and a missing index is an error, not a
+        // scan of the table).
+        let (cmp, dir, from) = match walk {
+            Walk::NewestFirst => ("<", "DESC", "idempotency_records WHERE".to_string()),
+            Walk::OldestFirst => (
+                ">",
+                "ASC",
+                format!("idempotency_records INDEXED BY {IN_FLIGHT_INDEX_NAME} WHERE state = 'in_flight' AND"),
+            ),
         };
-        let after = format!("FROM idempotency_records WHERE (sweep_at, key) {cmp} (?1, ?2)");
+        let after = format!("FROM {from} (sweep_at, key) {cmp} (?1, ?2)");
         let order = format!("ORDER BY sweep_at {dir}, key {dir}");
         WalkSql {
             keys: format!(

@@ -7,7 +7,7 @@
 //! (`pending`), and written in the same `ledger_state` row write as the
 //! counters, into its `trend` column (schema 4): compact JSON, `{"<epoch
 //! minute>": [claims, replays, in_use, reused, takeovers, fenced_out,
-//! swept, evicted], ...}`. Schemas 4 to 6 wrote seven counts a minute (no
+//! swept, evicted], ...}`. Schemas 4 to 7 wrote seven counts a minute (no
 //! `evicted`): a shorter stored minute reads as zeros in its missing
 //! slots, and the next write of that minute adds to it in SQL
 //! (`COALESCE(json_extract(...), 0)`), making it whole. A write
@@ -112,7 +112,7 @@ pub fn trim(trend: &mut Trend, from: i64) {
 
 /// Reads the `trend` column: `{"<epoch minute>": [claims, replays, in_use,
 /// reused, takeovers, fenced_out, swept, evicted], ...}`; a minute of
-/// fewer counts (schemas 4 to 6 wrote seven) reads as zeros where it has
+/// fewer counts (schemas 4 to 7 wrote seven) reads as zeros where it has
 /// none, a minute of more is refused.
 pub fn from_json(text: &str) -> Result<Trend, StoreError> {
     let rows: Minutes = serde_json::from_slice(text.as_bytes())
@@ -132,7 +132,7 @@ pub fn from_json(text: &str) -> Result<Trend, StoreError> {
 
 /// The stored JSON object's entries in their order (read into a vector:
 /// no map type of its own in the wasm), each minute's counts as stored
-/// (seven before schema 7, [`SLOTS`] since).
+/// (seven before schema 8, [`SLOTS`] since).
 struct Minutes(Vec<(String, Vec<i64>)>);
 
 impl<'de> Deserialize<'de> for Minutes {

@@ -29,6 +29,9 @@ pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProblemKind {
     Unauthorized,
+    /// A known token of a kind the route does not admit (an operator's
+    /// token on anything but the reads, docs/contract.md §2.1).
+    Forbidden,
     Misconfigured,
     KeyMissing,
     KeyInvalid,
@@ -57,8 +60,9 @@ pub enum ProblemKind {
 
 impl ProblemKind {
     /// Every kind, for the tests that hold the enum to the catalog.
-    pub const ALL: [ProblemKind; 22] = [
+    pub const ALL: [ProblemKind; 23] = [
         ProblemKind::Unauthorized,
+        ProblemKind::Forbidden,
         ProblemKind::Misconfigured,
         ProblemKind::KeyMissing,
         ProblemKind::KeyInvalid,
@@ -91,6 +95,7 @@ impl ProblemKind {
     pub fn slug(self) -> &'static str {
         match self {
             ProblemKind::Unauthorized => "unauthorized",
+            ProblemKind::Forbidden => "forbidden",
             ProblemKind::Misconfigured => "misconfigured",
             ProblemKind::KeyMissing => "idempotency-key-missing",
             ProblemKind::KeyInvalid => "idempotency-key-invalid",

@@ -11,7 +11,7 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEMO_TOKENS, ROOT, orderInit, read, startGateway, wranglerVars } from "./harness.mjs";
+import { DEMO_TOKENS, ROOT, orderInit, read, sha256hex, startGateway, wranglerVars } from "./harness.mjs";
 
 /** How many [vars] wrangler.toml publishes (every default: tests/fixtures/defaults.json). */
 const VARS = Object.keys(wranglerVars()).length;
@@ -58,7 +58,7 @@ test("the checkout's own wrangler.toml passes: one OK line; with the demo secret
   assert.match(json.stdout, new RegExp(`OK — ${VARS} variable\\(s\\), 1 secret\\(s\\) checked`));
   const dotenv = await check("wrangler.toml", "--secrets", `${ROOT}.dev.vars.example`);
   assert.equal(dotenv.code, 0, dotenv.stderr);
-  assert.match(dotenv.stdout, /1 secret\(s\) checked/);
+  assert.match(dotenv.stdout, /2 secret\(s\) checked/, "API_TOKENS and the demo OPERATOR_TOKENS");
 });
 
 test("every invalid variable is named at once, with what is wrong; the values of secrets never appear", async () => {
@@ -105,6 +105,31 @@ test("the rules between variables: retention shorter than the lease; a sharded t
 test("secrets: given without API_TOKENS, the check fails as the Worker would refuse everyone", async () => {
   const got = problems(await check("wrangler.toml", "--secrets", file("LOG_HASH_KEY=0123456789abcdef0123\n", "env")));
   assert.match(got.API_TOKENS, /not set/);
+});
+
+test("OPERATOR_TOKENS is judged as API_TOKENS is, a token in both is refused; CONSOLE and CONSOLE_HOST are checked", async () => {
+  const operator = JSON.stringify({ [sha256hex("operator-token-acme")]: "acme" });
+  const good = await check(toml('CONSOLE = "on"\nCONSOLE_HOST = "console.example.com"'), "--secrets",
+    file(JSON.stringify({ API_TOKENS: JSON.stringify(DEMO_TOKENS), OPERATOR_TOKENS: operator }), "json"));
+  assert.equal(good.code, 0, good.stderr);
+  assert.match(good.stdout, /2 secret\(s\) checked/);
+
+  const bad = problems(await check(toml('CONSOLE = "yes"\nCONSOLE_HOST = "https://console.example.com"'), "--secrets",
+    file(JSON.stringify({ API_TOKENS: JSON.stringify(DEMO_TOKENS), OPERATOR_TOKENS: '{"nothex": "acme"}' }), "json")));
+  assert.deepEqual(Object.keys(bad).sort(), ["CONSOLE", "CONSOLE_HOST", "OPERATOR_TOKENS"]);
+  assert.match(bad.OPERATOR_TOKENS, /not a sha256 hex digest/);
+  assert.match(bad.CONSOLE, /"yes" is not on or off/);
+  assert.match(bad.CONSOLE_HOST, /is not a host name/);
+
+  // A tenant's token listed as an operator's too: refused, and no hash is printed.
+  const [hash] = Object.keys(DEMO_TOKENS);
+  const both = await check("wrangler.toml", "--secrets",
+    file(JSON.stringify({ API_TOKENS: JSON.stringify(DEMO_TOKENS), OPERATOR_TOKENS: JSON.stringify({ [hash]: "acme" }) }), "json"));
+  assert.match(problems(both).OPERATOR_TOKENS, /also in API_TOKENS/);
+  assert.ok(!both.stderr.includes(hash) && !both.stdout.includes(hash));
+
+  const contradiction = problems(await check(toml('CONSOLE = "off"\nCONSOLE_HOST = "console.example.com"')));
+  assert.match(contradiction["CONSOLE and CONSOLE_HOST"], /contradict/);
 });
 
 test("ANALYTICS: a dataset binding passes (metrics on); a variable of that name fails the check, as the Worker logs it", async () => {

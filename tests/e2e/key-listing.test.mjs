@@ -131,3 +131,25 @@ test("bad parameters are 400 invalid-query, final, and change nothing", async ()
   assert.equal(next.status, 200);
   assert.notDeepEqual(next.json.keys.map((k) => k.key), first.keys.map((k) => k.key));
 });
+
+test("in a tenant holding 500 completed keys, the first in-flight page holds the key in flight (issue 35)", async () => {
+  // globex: 500 completed orders, then one key claimed and held in flight.
+  for (let from = 0; from < 500; from += 25) {
+    const batch = Array.from({ length: 25 }, (_, j) =>
+      gw.request("/v1/orders", orderInit({ key: `busy-${String(from + j).padStart(3, "0")}`, auth: GLOBEX })).then(read));
+    for (const r of await Promise.all(batch)) assert.equal(r.status, 201);
+  }
+  const fp = await fingerprint({ method: "POST", target: "/v1/orders", headers: {}, body: new TextEncoder().encode("held") });
+  const stub = await gw.ledger("globex");
+  const claim = await (await stub.fetch("https://ledger/rpc/v1/claim", { method: "POST", body: JSON.stringify({ key: "busy-held", fingerprint: fp }) })).json();
+  assert.equal(claim.outcome, "claimed");
+  const stats = (await json(await get("/v1/idempotency/stats", GLOBEX))).json;
+  assert.deepEqual([stats.completed, stats.in_flight], [500, 1]);
+  const first = await json(await get("/v1/idempotency-keys?state=in_flight&limit=20", GLOBEX));
+  assert.equal(first.status, 200);
+  assert.deepEqual(first.json.keys.map((k) => k.key), ["busy-held"]);
+  assert.equal(first.json.next_cursor, null, "the walk is done: no completed key stands before it");
+  // A page of one, too.
+  const one = await json(await get("/v1/idempotency-keys?state=in_flight&limit=1", GLOBEX));
+  assert.deepEqual([one.json.keys.map((k) => k.key), one.json.next_cursor], [["busy-held"], null]);
+});

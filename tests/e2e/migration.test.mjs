@@ -2,8 +2,8 @@
 // database was written by the v1 code (tests/fixtures/ledger-v1.sqlite, the
 // same file the host migration tests use) starts under this version and
 // keeps every record, generation, lease, stored response and counter; so
-// do objects the v3, v5 and v6 code wrote (ledger-v3.sqlite, ledger-v5.sqlite,
-// ledger-v6.sqlite).
+// do objects the v3, v5 and v7 code wrote (ledger-v3.sqlite, ledger-v5.sqlite,
+// ledger-v7.sqlite).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -13,7 +13,7 @@ import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harne
 import { fingerprint } from "../../client/fingerprint.js";
 
 /** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
-const SCHEMA_VERSION = 7;
+const SCHEMA_VERSION = 8;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */
 function sqliteFiles(dir) {
@@ -151,8 +151,8 @@ test("an object written by the v5 code gains the claim attempt on its first star
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
-test("an object written by the v6 code gains the evicted counter on its first start; its keys are evicted and run again", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ledger-v6-"));
+test("an object written by the v7 code gains the evicted counter on its first start; its keys are evicted and run again", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-v7-"));
   const opts = { shared: { resourcePersistencePath: dir } };
   const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } });
   try {
@@ -163,7 +163,7 @@ test("an object written by the v6 code gains the evicted counter on its first st
     assert.equal(files.length, 1, `one object database: ${files}`);
     rmSync(`${files[0]}-wal`, { force: true });
     rmSync(`${files[0]}-shm`, { force: true });
-    copyFileSync(`${ROOT}tests/fixtures/ledger-v6.sqlite`, files[0]);
+    copyFileSync(`${ROOT}tests/fixtures/ledger-v7.sqlite`, files[0]);
 
     const gw = await startGateway(opts);
     try {
@@ -173,8 +173,11 @@ test("an object written by the v6 code gains the evicted counter on its first st
         [3, 1, 1, 1, 4, 1, 0],
         JSON.stringify(s),
       );
-      assert.equal(s.trend.reduce((n, m) => n + m.evicted, 0), 0, "the v6 trend's minutes of seven counts read as none evicted");
-      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 6)?.to, SCHEMA_VERSION);
+      assert.equal(s.trend.reduce((n, m) => n + m.evicted, 0), 0, "the v7 trend's minutes of seven counts read as none evicted");
+      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 7)?.to, SCHEMA_VERSION);
+      // Schema 7's index of the records in flight is kept: the in-flight listing finds its key.
+      const inFlight = (await json(await get(gw, "/v1/idempotency-keys?state=in_flight"))).json;
+      assert.deepEqual(inFlight.keys.map((k) => k.key), ["busy"], JSON.stringify(inFlight));
       // The completed key replays until it is evicted, then runs again above its generation.
       const replay = await read(await gw.request("/v1/orders", orderInit({ key: "done", body: "a" })));
       assert.equal(replay.headers["idempotent-replayed"], "true");

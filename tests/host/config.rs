@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use idempotency_ledger::config::*;
-use idempotency_ledger::contract::auth::TokenMap;
+use idempotency_ledger::contract::auth::{TokenKind, TokenMap, Tokens};
 use sha2::{Digest, Sha256};
 
 fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -272,4 +272,161 @@ fn the_first_sharded_tenant_is_found_for_the_proxy_mode_rule() {
         ShardMap::parse(r#"{"zeta": 1}"#).unwrap().first_sharded(),
         None
     );
+}
+
+#[test]
+fn operator_tokens_have_the_api_tokens_shape_and_are_refused_by_name() {
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    let operator = hex::encode(Sha256::digest(b"operator-token-acme"));
+    let api = format!(r#"{{"{acme}":"acme"}}"#);
+    let tokens = Tokens::parse(&api, Some(&format!(r#"{{"{operator}":"acme"}}"#))).unwrap();
+    assert_eq!(
+        tokens.caller_for("operator-token-acme").map(|c| c.kind),
+        Some(TokenKind::Operator)
+    );
+    assert!(Tokens::parse(&api, None).is_ok());
+    let upper = operator.to_ascii_uppercase();
+    for bad in [
+        "[]".to_string(),
+        "".to_string(),
+        r#"{"abc":"acme"}"#.to_string(),
+        format!(r#"{{"{operator}":"bad\ttenant"}}"#),
+        format!(r#"{{"{operator}":"acme","{upper}":"globex"}}"#),
+    ] {
+        let e = Tokens::parse(&api, Some(&bad)).unwrap_err();
+        assert_eq!(e.variable, "OPERATOR_TOKENS", "{bad:?}");
+    }
+    // API_TOKENS is judged first, under its own name.
+    let e = Tokens::parse("{}x", Some(&format!(r#"{{"{operator}":"acme"}}"#))).unwrap_err();
+    assert_eq!(e.variable, "API_TOKENS");
+}
+
+#[test]
+fn a_token_in_both_api_tokens_and_operator_tokens_is_refused() {
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    let api = format!(r#"{{"{acme}":"acme"}}"#);
+    // The same hash, in any letter case, for the same or another tenant.
+    for operator in [
+        format!(r#"{{"{acme}":"acme"}}"#),
+        format!(r#"{{"{}":"globex"}}"#, acme.to_ascii_uppercase()),
+    ] {
+        let e = Tokens::parse(&api, Some(&operator)).unwrap_err();
+        assert_eq!(e.variable, "OPERATOR_TOKENS");
+        assert!(e.message.contains("also in API_TOKENS"), "{}", e.message);
+        assert!(!e.message.contains(&acme), "the error never repeats a hash");
+    }
+}
+
+#[test]
+fn the_console_is_off_in_proxy_mode_unless_turned_on() {
+    let by_mode = parse(&[]).unwrap().console;
+    assert!(
+        by_mode.serves("gw.example.com", false),
+        "outside proxy mode"
+    );
+    assert!(!by_mode.serves("gw.example.com", true), "in proxy mode");
+    let on = parse(&[("CONSOLE", "on")]).unwrap().console;
+    assert!(on.serves("gw.example.com", true) && on.serves("gw.example.com", false));
+    let off = parse(&[("CONSOLE", " off ")]).unwrap().console;
+    assert!(!off.serves("gw.example.com", true) && !off.serves("gw.example.com", false));
+    for mode in [&by_mode, &on, &off] {
+        assert!(!mode.is_console_host("gw.example.com"));
+    }
+}
+
+#[test]
+fn a_console_host_serves_the_console_there_only_and_no_application() {
+    for vars in [
+        &[("CONSOLE_HOST", "Console.Example.com")][..],
+        &[("CONSOLE_HOST", "console.example.com"), ("CONSOLE", "on")][..],
+    ] {
+        let c = parse(vars).unwrap().console;
+        assert_eq!(c.host.as_deref(), Some("console.example.com"));
+        for proxied in [true, false] {
+            assert!(c.serves("console.example.com", proxied));
+            assert!(c.serves("CONSOLE.example.com", proxied));
+            assert!(!c.serves("api.example.com", proxied));
+            assert!(!c.serves("console.example.com:8443", proxied));
+        }
+        assert!(c.is_console_host("console.example.com"));
+        assert!(!c.is_console_host("api.example.com"));
+    }
+    let local = parse(&[("CONSOLE_HOST", "127.0.0.1:8787")])
+        .unwrap()
+        .console;
+    assert!(local.serves("127.0.0.1:8787", true) && !local.serves("127.0.0.1", true));
+}
+
+#[test]
+fn bad_console_values_are_refused_by_name() {
+    for (vars, variable) in [
+        (&[("CONSOLE", "yes")][..], "CONSOLE"),
+        (&[("CONSOLE", "ON")][..], "CONSOLE"),
+        (&[("CONSOLE", "")][..], "CONSOLE"),
+        (&[("CONSOLE_HOST", "")][..], "CONSOLE_HOST"),
+        (
+            &[("CONSOLE_HOST", "https://console.example.com")][..],
+            "CONSOLE_HOST",
+        ),
+        (
+            &[("CONSOLE_HOST", "console.example.com/console")][..],
+            "CONSOLE_HOST",
+        ),
+        (
+            &[("CONSOLE_HOST", "console.example.com.")][..],
+            "CONSOLE_HOST",
+        ),
+        (
+            &[("CONSOLE_HOST", "-console.example.com")][..],
+            "CONSOLE_HOST",
+        ),
+        (
+            &[("CONSOLE_HOST", "console example.com")][..],
+            "CONSOLE_HOST",
+        ),
+        (
+            &[("CONSOLE_HOST", "console.example.com:0")][..],
+            "CONSOLE_HOST",
+        ),
+        (
+            &[("CONSOLE_HOST", "console.example.com:65536")][..],
+            "CONSOLE_HOST",
+        ),
+        (
+            &[("CONSOLE_HOST", "console.example.com:")][..],
+            "CONSOLE_HOST",
+        ),
+        (&[("CONSOLE_HOST", "[::1]:8787")][..], "CONSOLE_HOST"),
+        (
+            &[("CONSOLE_HOST", "console.example.com"), ("CONSOLE", "off")][..],
+            "CONSOLE and CONSOLE_HOST",
+        ),
+    ] {
+        assert_eq!(parse(vars).unwrap_err().variable, variable, "{vars:?}");
+    }
+    let vars: HashMap<&str, &str> = [("CONSOLE", "maybe"), ("CONSOLE_HOST", "a/b")]
+        .into_iter()
+        .collect();
+    let get = |name: &str| vars.get(name).map(|v| v.to_string());
+    let named: Vec<String> = Config::errors(&get)
+        .into_iter()
+        .map(|e| e.variable)
+        .collect();
+    assert_eq!(named, ["CONSOLE", "CONSOLE_HOST"]);
+}
+
+#[test]
+fn a_request_host_is_read_from_its_url() {
+    use idempotency_ledger::config::console::host_of;
+    assert_eq!(
+        host_of("https://console.example.com/console"),
+        "console.example.com"
+    );
+    assert_eq!(
+        host_of("http://127.0.0.1:8787/console/app.js?x=1"),
+        "127.0.0.1:8787"
+    );
+    assert_eq!(host_of("http://gateway.test"), "gateway.test");
+    assert_eq!(host_of("http://u:p@gateway.test/console"), "gateway.test");
+    assert_eq!(host_of("/console"), "");
 }

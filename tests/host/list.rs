@@ -202,32 +202,125 @@ fn records_between(l: &L, walk: Walk, start: &Position, end: &Position) -> i64 {
 #[test]
 fn a_filtered_page_scans_at_most_its_budget_and_may_come_up_short() {
     let l = ledger();
-    // 1,000 completed records, three in flight among the newest.
+    // Three released records, then 1,000 completed ones: newest first, the
+    // released ones come last.
+    for i in 0..3 {
+        put(&l, &format!("freed-{i}"), KeyState::Released, 500 + i);
+    }
     for i in 0..1_000 {
         put(&l, &format!("done-{i:04}"), KeyState::Completed, 1_000 + i);
     }
-    for i in 0..3 {
-        put(&l, &format!("busy-{i}"), KeyState::InFlight, 5_000 + i);
-    }
     let limit = 5;
     let budget = i64::from(limit * SCAN_FACTOR);
-    let pages = walk(&l, Some(KeyState::InFlight), limit, 6_000);
-    // Oldest first: 50 windows of 20 completed records, each answered with
-    // no key but a cursor; then the three.
-    assert_eq!(all_keys(&pages), ["busy-0", "busy-1", "busy-2"]);
+    let pages = walk(&l, Some(KeyState::Released), limit, 6_000);
+    // 50 windows of 20 completed records, each answered with no key but a
+    // cursor; then the three.
+    assert_eq!(all_keys(&pages), ["freed-2", "freed-1", "freed-0"]);
     assert!(pages.len() >= 50, "{} pages", pages.len());
     assert!(pages[0].keys.is_empty() && pages[0].next.is_some());
     let mut start = Position {
-        sweep_at: -MAX_POSITION_MS,
+        sweep_at: MAX_POSITION_MS,
         key: String::new(),
     };
     for page in &pages {
         if let Some(next) = &page.next {
-            let scanned = records_between(&l, Walk::OldestFirst, &start, next);
+            let scanned = records_between(&l, Walk::NewestFirst, &start, next);
             assert!(scanned <= budget, "a page looked at {scanned} records");
             assert!(scanned >= 1);
             start = next.clone();
         }
+    }
+}
+
+/// `count` completed records older than every record `l` holds, each a copy
+/// of the completed record `template` under its own key (one statement:
+/// the ledger's own columns, as a completion wrote them).
+fn seed_completed(l: &L, template: &str, count: i64) {
+    l.store()
+        .connection()
+        .execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
+             INSERT INTO idempotency_records
+                 (key, state, generation, fingerprint, components, created_at, claimed_at,
+                  lease_expires_at, completed_at, expires_at, sweep_at, response_status,
+                  response_headers, response_body, retained, replays)
+             SELECT printf('seeded-%07d', i), state, generation, fingerprint, components,
+                    created_at - i, claimed_at - i, lease_expires_at, completed_at - i,
+                    expires_at - i, sweep_at - i, response_status, response_headers,
+                    response_body, retained, replays
+             FROM n, idempotency_records WHERE key = ?1",
+            rusqlite::params![template, count],
+        )
+        .unwrap();
+}
+
+/// The SQLite virtual-machine steps the in-flight walk's page statement
+/// takes from the walk's beginning (`limit` keys): it grows with every
+/// index entry and record the statement reads.
+fn in_flight_page_steps(l: &L, limit: i64, now: i64) -> i32 {
+    let sql = WalkSql::of(Walk::OldestFirst);
+    let mut stmt = l.store().connection().prepare(&sql.keys).unwrap();
+    let rows = stmt
+        .query_map(
+            rusqlite::params![
+                -MAX_POSITION_MS,
+                "",
+                limit * i64::from(SCAN_FACTOR),
+                now,
+                "in_flight",
+                limit + 1
+            ],
+            |_| Ok(()),
+        )
+        .unwrap()
+        .count();
+    assert!(rows as i64 <= limit + 1);
+    stmt.get_status(rusqlite::StatementStatus::VmStep)
+}
+
+#[test]
+fn an_in_flight_page_finds_every_key_in_flight_past_100_000_completed_ones_reading_only_those() {
+    // Two tenants hold the same keys in flight — an orphan past its lease,
+    // the oldest, and three held now — and one also 100,000 completed
+    // records claimed before them (docs/contract.md §2.7).
+    let build = |completed: i64| {
+        let l = ledger();
+        let mut short = policy();
+        short.lease_ms = 1_000;
+        l.claim("orphan", &fp("o"), &short, 1_000).unwrap();
+        put(&l, "template", KeyState::Completed, 1_500);
+        seed_completed(&l, "template", completed);
+        for i in 0..3 {
+            put(&l, &format!("busy-{i}"), KeyState::InFlight, 200_000 + i);
+        }
+        l
+    };
+    let busy = build(100_000);
+    let quiet = build(0);
+    let now = 300_000;
+    assert_eq!(count(&busy, "idempotency_records"), 100_005);
+    for l in [&busy, &quiet] {
+        // The first page holds every key in flight, oldest first, the
+        // orphan past its lease included, and says the walk is done.
+        let page = l
+            .list(&query(Some(KeyState::InFlight), 20, None), now)
+            .unwrap();
+        assert_eq!(names(&page), ["orphan", "busy-0", "busy-1", "busy-2"]);
+        assert_eq!(page.next, None);
+        // A page of one follows them one at a time, none skipped.
+        assert_eq!(
+            all_keys(&walk(l, Some(KeyState::InFlight), 1, now)),
+            ["orphan", "busy-0", "busy-1", "busy-2"]
+        );
+    }
+    // What a page reads does not grow with the completed records: the
+    // statement takes as many steps over 100,000 of them as over none.
+    for limit in [1, 2, 20, 100] {
+        assert_eq!(
+            in_flight_page_steps(&busy, limit, now),
+            in_flight_page_steps(&quiet, limit, now),
+            "limit {limit}"
+        );
     }
 }
 
@@ -283,7 +376,7 @@ fn a_listing_writes_nothing() {
 }
 
 #[test]
-fn every_statement_of_both_walks_seeks_the_sweep_at_index_and_sorts_nothing() {
+fn every_statement_of_both_walks_seeks_its_index_and_sorts_nothing() {
     let l = ledger();
     let conn = l.store().connection();
     for walk in [Walk::NewestFirst, Walk::OldestFirst] {
@@ -303,9 +396,14 @@ fn every_statement_of_both_walks_seeks_the_sweep_at_index_and_sorts_nothing() {
                 .map(Result::unwrap)
                 .collect();
             let plan = plan.join(" | ");
+            // The in-flight walk reads the index of the records in flight.
+            let index = match walk {
+                Walk::NewestFirst => "idempotency_records_sweep_at",
+                Walk::OldestFirst => "idempotency_records_in_flight",
+            };
             assert!(
-                plan.contains("INDEX idempotency_records_sweep_at ((sweep_at,key)"),
-                "{walk:?} {name}: a range on the index: {plan}"
+                plan.contains(&format!("INDEX {index} ((sweep_at,key)")),
+                "{walk:?} {name}: a range on {index}: {plan}"
             );
             assert!(
                 !plan.contains("TEMP B-TREE"),
@@ -449,4 +547,24 @@ fn merged_pages_follow_the_shared_fixture() {
         assert_eq!(got, want, "{name}");
         assert_eq!(merged.next, position(&case["merged"]["next"]), "{name}");
     }
+}
+
+#[test]
+fn an_in_flight_cursor_at_a_completed_records_place_goes_on_from_there() {
+    // Schema 6's in-flight walk stopped anywhere, a completed record's
+    // place included (a window that held no key): such a cursor, given
+    // out before the upgrade, goes on from its place in the new walk.
+    let l = ledger();
+    put(&l, "early", KeyState::InFlight, 1_000);
+    put(&l, "done", KeyState::Completed, 2_000);
+    put(&l, "late", KeyState::InFlight, 3_000);
+    let done = Position {
+        sweep_at: 2_000 + RETENTION_MS,
+        key: "done".into(),
+    };
+    let page = l
+        .list(&query(Some(KeyState::InFlight), 20, Some(done)), 4_000)
+        .unwrap();
+    assert_eq!(names(&page), ["late"]);
+    assert_eq!(page.next, None);
 }

@@ -1,6 +1,7 @@
-//! The in-place upgrades from schema v1, v2, v3, v4, v5 and v6, from databases
-//! those versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite,
-//! ledger-v3.sqlite, ledger-v4.sqlite, ledger-v5.sqlite and ledger-v6.sqlite:
+//! The in-place upgrades from schema v1, v2, v3, v4, v5, v6 and v7, from
+//! databases those versions wrote (tests/fixtures/ledger-v1.sqlite,
+//! ledger-v2.sqlite, ledger-v3.sqlite, ledger-v4.sqlite, ledger-v5.sqlite,
+//! ledger-v6.sqlite and ledger-v7.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -709,17 +710,14 @@ fn a_v5_database_upgrades_in_place_with_unnamed_leases_keeping_every_record_and_
     let now = columns(&l);
     assert!(now.contains(&"lease_attempt".to_string()));
     assert!(now.contains(&"lease_took_over".to_string()));
-    // No index was added: a grant still writes its row and one index entry.
-    let indexes: i64 = l
-        .store()
-        .connection()
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'idempotency_records'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(indexes, 1);
+    // The sweep index is kept as it was; the one index added is schema 7's.
+    assert_eq!(
+        indexes(&l),
+        [
+            "idempotency_records_in_flight",
+            "idempotency_records_sweep_at"
+        ]
+    );
     assert_eq!(sql_of(&l, "idempotency_records_sweep_at"), index);
     assert_eq!(count(&l, "idempotency_records"), 3);
     assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
@@ -772,10 +770,118 @@ fn a_v5_database_upgrades_in_place_with_unnamed_leases_keeping_every_record_and_
     assert_eq!((s.claims, s.replays, s.in_use), (4, 2, 2));
 }
 
+/// The indexes of the records table, by name.
+fn indexes(l: &Ledger<RusqliteStore>) -> Vec<String> {
+    let conn = l.store().connection();
+    let mut stmt = conn
+        .prepare(
+            "SELECT name FROM sqlite_master
+             WHERE type = 'index' AND tbl_name = 'idempotency_records' ORDER BY name",
+        )
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 #[test]
-fn a_v6_database_upgrades_in_place_with_no_evictions_keeping_every_record_counter_and_trend() {
+fn a_v6_database_upgrades_in_place_with_an_index_of_its_records_in_flight() {
+    use idempotency_ledger::ledger::{KeyState, ListQuery};
     let l = fixture_ledger("ledger-v6.sqlite");
     assert_eq!(version_of(&l), 6, "the fixture is v6");
+    assert_eq!(indexes(&l), ["idempotency_records_sweep_at"]);
+    let sweep_index = sql_of(&l, "idempotency_records_sweep_at");
+    let records = |l: &Ledger<RusqliteStore>| -> Vec<(String, String, i64, Option<String>, i64)> {
+        let conn = l.store().connection();
+        let mut stmt = conn
+            .prepare(
+                "SELECT key, state, generation, lease_attempt, sweep_at
+                 FROM idempotency_records ORDER BY key",
+            )
+            .unwrap();
+        stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let before = records(&l);
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V6);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    assert_eq!(
+        indexes(&l),
+        [
+            "idempotency_records_in_flight",
+            "idempotency_records_sweep_at"
+        ]
+    );
+    assert_eq!(sql_of(&l, "idempotency_records_sweep_at"), sweep_index);
+    assert_eq!(records(&l), before, "every record kept as it was");
+    // The index holds exactly the records in flight.
+    let entries: i64 = l
+        .store()
+        .connection()
+        .query_row(
+            "SELECT COUNT(*) FROM idempotency_records INDEXED BY idempotency_records_in_flight
+             WHERE state = 'in_flight'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(entries, 2);
+    let s = l.stats(T0 + 3_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use),
+        (4, 1, 1, 1),
+        "every counter kept"
+    );
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (4, 2, 1, 1)
+    );
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    // The in-flight listing finds the records claimed before the upgrade,
+    // oldest first, and one claimed after it; settled, it leaves.
+    let list = |l: &Ledger<RusqliteStore>| -> Vec<String> {
+        l.list(
+            &ListQuery {
+                state: Some(KeyState::InFlight),
+                limit: 20,
+                after: None,
+            },
+            T0 + 3_000,
+        )
+        .unwrap()
+        .keys
+        .into_iter()
+        .map(|k| k.record.key)
+        .collect()
+    };
+    assert_eq!(list(&l), ["busy", "later"]);
+    // The lease granted before the upgrade keeps its attempt.
+    let attempt = Some("0b6c1f4e-6a2b-4d1e-9b7a-3f2d8c5e1a90");
+    let again = l
+        .claim_as("busy", &fp("c"), attempt, &policy(), T0 + 2_500)
+        .unwrap();
+    assert!(again.repeated);
+    l.claim("new", &fp("n"), &policy(), T0 + 2_600).unwrap();
+    assert_eq!(list(&l), ["busy", "later", "new"]);
+    assert_eq!(
+        l.complete("busy", 1, &response("{}"), RETENTION_MS, T0 + 2_700)
+            .unwrap(),
+        CompleteOutcome::Stored
+    );
+    l.release("later", 1, T0 + 2_800).unwrap();
+    assert_eq!(list(&l), ["new"]);
+}
+
+#[test]
+fn a_v7_database_upgrades_in_place_with_no_evictions_keeping_every_record_counter_and_trend() {
+    let l = fixture_ledger("ledger-v7.sqlite");
+    assert_eq!(version_of(&l), 7, "the fixture is v7");
     let has_column = |l: &Ledger<RusqliteStore>| -> bool {
         l.store()
             .connection()
@@ -794,15 +900,23 @@ fn a_v6_database_upgrades_in_place_with_no_evictions_keeping_every_record_counte
             .query_row("SELECT trend FROM ledger_state", [], |r| r.get(0))
             .unwrap()
     };
-    // Schema 6 wrote seven counts a minute.
+    // Schema 7 wrote seven counts a minute.
     let stored: serde_json::Value = serde_json::from_str(&trend_of(&l)).unwrap();
     let (minute, counts) = stored.as_object().unwrap().iter().next().unwrap();
     assert_eq!(counts.as_array().unwrap().len(), 7);
     let minute: i64 = minute.parse().unwrap();
-    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V6);
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V7);
     assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
     assert_eq!(version_of(&l), SCHEMA_VERSION);
     assert!(has_column(&l));
+    // The in-flight index is kept: it holds the key in flight.
+    assert_eq!(
+        indexes(&l),
+        [
+            "idempotency_records_in_flight",
+            "idempotency_records_sweep_at"
+        ]
+    );
     assert_eq!(count(&l, "idempotency_records"), 3);
     assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
     let s = l.stats(T0 + 2_000).unwrap();

@@ -111,6 +111,7 @@ fn final_problems_and_replays_say_x_should_retry_false_and_nothing_else_does() {
     assert_eq!(
         finals,
         [
+            "forbidden",
             "idempotency-key-missing",
             "idempotency-key-invalid",
             "request-too-large",

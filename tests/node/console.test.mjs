@@ -20,8 +20,14 @@ test("the console's script renders through the DOM only: no HTML sink, no eval",
   for (const sink of [/innerHTML/, /outerHTML/, /insertAdjacentHTML/, /document\.write/, /\beval\s*\(/, /new Function/, /srcdoc/, /createContextualFragment/]) {
     assert.doesNotMatch(CONSOLE_SCRIPT, sink);
   }
-  // The token never goes into a URL (only into the Authorization header and sessionStorage).
+  // The token never goes into a URL (only into the Authorization header).
   assert.doesNotMatch(CONSOLE_SCRIPT, /[?&]token=|location\.(hash|search)/);
+});
+
+test("the console's script keeps the token in memory only: it writes no storage and no cookie", () => {
+  for (const store of [/\.setItem\s*\(/, /localStorage/, /indexedDB/, /document\.cookie/, /caches\./]) {
+    assert.doesNotMatch(CONSOLE_SCRIPT, store);
+  }
 });
 
 test("the console's page has no inline script or style, and names its files by absolute path", () => {

@@ -1,5 +1,6 @@
 // The package's public surface: each entry point exports exactly the names
-// its docs document (docs/clients.md, docs/typescript.md, docs/sharding.md),
+// its docs document (docs/clients.md, docs/typescript.md, docs/sharding.md,
+// docs/consumers.md),
 // so an accidental export fails here. Node only; imported by the package's
 // own name, as a user imports it. A name added here must be documented too.
 import { test } from "node:test";
@@ -36,6 +37,10 @@ test("idempotency-ledger/store exports exactly the seed's store contract over th
 
 test("idempotency-ledger/queues exports exactly the Queue consumer", async () => {
   assert.deepEqual(sorted(Object.keys(await import("idempotency-ledger/queues"))), ["queueConsumer"]);
+});
+
+test("idempotency-ledger/workflows exports exactly once and onceScheduled", async () => {
+  assert.deepEqual(sorted(Object.keys(await import("idempotency-ledger/workflows"))), ["once", "onceScheduled"]);
 });
 
 test("idempotency-ledger/ledger exports exactly Ledger", async () => {

@@ -37,7 +37,7 @@ test("values are checked: functions, whole numbers in range, a tenant id", () =>
   assert.equal(typeof queueConsumer({ ledger, handler, tenant: "acme", leaseSeconds: 30, timeoutSeconds: 20, concurrency: 4 }), "function");
 });
 
-test("a result round-trips through what the ledger stores; none is 204, an unencodable one a tombstone", () => {
+test("a result round-trips through what the ledger stores; none is 204, an unencodable or too large one a tombstone", async () => {
   for (const value of [{ charged: 1200, id: "ch_1" }, [1, "two"], "text", 0, null, false]) {
     assert.deepEqual(decodeResult(encodeResult(value)), value);
   }
@@ -47,6 +47,11 @@ test("a result round-trips through what the ledger stores; none is 204, an unenc
   assert.equal(encodeResult(cyclic).body, null);
   assert.equal(encodeResult(10n).body, null);
   assert.equal(decodeResult(encodeResult(10n)), undefined);
+  // Larger than the ledger stores (STORED_BODY_CEILING): a tombstone, never a completion the ledger refuses.
+  const { STORED_BODY_CEILING } = await import("../../client/defaults.js");
+  assert.equal(encodeResult("x".repeat(STORED_BODY_CEILING)).body, null);
+  assert.equal(decodeResult(encodeResult("x".repeat(STORED_BODY_CEILING))), undefined);
+  assert.equal(decodeResult(encodeResult("x".repeat(STORED_BODY_CEILING - 2))), "x".repeat(STORED_BODY_CEILING - 2));
 });
 
 test("retry delays are whole seconds, rounded up, within what Queues take", () => {

@@ -249,3 +249,19 @@ export const inObject: WtQueueHandler<QueueEnv, Order> = queueConsumer<Order, Qu
 export const badQueue = queueConsumer<Order, QueueEnv>({ object: (m, env) => env.PAYMENTS.get(m.id), maxRetries: 3 });
 // @ts-expect-error leaseSeconds is a number
 export const badLease = queueConsumer<Order, QueueEnv>({ ledger: (_m, env) => env.LEDGER, handler: () => 1, leaseSeconds: "60" });
+
+// A Workflow step and a scheduled job whose effect runs once per key: the result's type is the effect's.
+import { once, onceScheduled } from "idempotency-ledger/workflows";
+declare const wfNs: LedgerNamespace;
+declare const step: { do<T>(name: string, config: object, body: () => Promise<T>): Promise<T>; do<T>(name: string, body: () => Promise<T>): Promise<T> };
+export async function workflowUse(instanceId: string): Promise<string> {
+  const charge: { id: string } = await once(step, "charge", { ledger: wfNs, tenant: "acme", key: `${instanceId}:charge`, leaseSeconds: 60, config: { retries: { limit: 10, delay: "10 seconds", backoff: "exponential" } } }, async () => ({ id: "ch_1" }));
+  const total: number = await onceScheduled({ scheduledTime: 0 }, "nightly", { ledger: wfNs, tenant: "acme", retentionSeconds: 86_400 }, () => 42);
+  return `${charge.id}:${total}`;
+}
+// @ts-expect-error the options are checked: an unknown name
+export const badOnce = once(step, "charge", { ledger: wfNs, tenant: "acme", key: "k", ttl: 60 }, () => 1);
+// @ts-expect-error a step's once needs its key
+export const keyless = once(step, "charge", { ledger: wfNs, tenant: "acme" }, () => 1);
+// @ts-expect-error a scheduled run is keyed by its time: no key option
+export const keyedSchedule = onceScheduled(0, "nightly", { ledger: wfNs, tenant: "acme", key: "k" }, () => 1);

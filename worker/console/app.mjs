@@ -10,19 +10,29 @@
 //   the page's Trusted Types policy would refuse them anyway).
 // - Without a token the page asks the API nothing (no request, so no 401
 //   in the browser's console) and says so.
-// - The token lives in sessionStorage and in the Authorization header,
-//   never in a URL; a 401 (or any refused stats read) empties every panel
+// - The token lives in this page's memory only (a closure's state, gone on
+//   reload or close; never in sessionStorage, localStorage, a cookie or a
+//   URL) and in the Authorization header; a 401 or 403 (or any refused
+//   stats read) empties every panel
 //   before its detail is shown, and answers that arrive after the token
 //   changed are dropped.
 // - Fields the gateway may not have yet (trend, limits, the key list) show
 //   "not available" instead of failing.
+// - The in-flight panel shows stats' in_flight count and says "no key is in
+//   flight" only when that count is 0: a listing page may hold no key while
+//   its walk goes on, so the page follows next_cursor (a bounded number of
+//   pages) until one holds a key.
 // It is String.raw: no backquote and no dollar-brace in it.
 export const CONSOLE_SCRIPT = String.raw`"use strict";
 (() => {
-  const TOKEN_KEY = "idempotency-ledger.console.token";
+  // Where versions before the operator token kept it: emptied on load.
+  const OLD_TOKEN_KEY = "idempotency-ledger.console.token";
   const REFRESH_MS = 5000;
   const RECENT_LIMIT = 20;
   const IN_FLIGHT_LIMIT = 100;
+  // Pages of the in-flight listing followed at most per refresh until one holds a key: a page may
+  // hold none while its walk goes on (records in flight past their window, not swept yet).
+  const IN_FLIGHT_PAGES = 8;
   const BILLED = ["sql_rows_written", "sql_rows_read"];
   const TREND_SERIES = ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"];
   const NOT_AVAILABLE = "not available";
@@ -41,18 +51,11 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
 
   /** What the console shows now. epoch changes with the token: answers of an older epoch are dropped. */
   const state = {
-    token: readToken(), epoch: 0, seq: 0, lookupSeq: 0, timer: 0, stopped: false,
+    token: "", epoch: 0, seq: 0, lookupSeq: 0, timer: 0, stopped: false,
     cursor: null, earlier: [], nextCursor: null,
   };
 
-  function readToken() {
-    try { return sessionStorage.getItem(TOKEN_KEY) || ""; } catch (e) { return ""; }
-  }
-  function writeToken(token) {
-    try {
-      if (token) sessionStorage.setItem(TOKEN_KEY, token); else sessionStorage.removeItem(TOKEN_KEY);
-    } catch (e) { /* storage refused: the token lives in this page only */ }
-  }
+  try { sessionStorage.removeItem(OLD_TOKEN_KEY); } catch (e) { /* no storage: nothing was kept there */ }
 
   /** An element with text, attributes and children; text is always textContent. */
   function el(tag, props, children) {
@@ -82,7 +85,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   const shown = (v) => (v === null || v === undefined ? NONE : String(v));
   const unavailable = (testid) => el("p", { class: "unavailable", testid, text: NOT_AVAILABLE });
 
-  /** One API call with the tenant's token (a read unless method says otherwise): its status and its JSON (null if none). */
+  /** One API call with the console's token (a read unless method says otherwise): its status and its JSON (null if none). */
   async function api(path, method) {
     const headers = new Headers({ accept: "application/json" });
     if (state.token) headers.set("authorization", "Bearer " + state.token);
@@ -136,7 +139,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     try {
       answers = await Promise.all([
         api("/v1/idempotency/stats"),
-        api("/v1/idempotency-keys?state=in_flight&limit=" + IN_FLIGHT_LIMIT),
+        inFlightKeys(),
         api(page),
       ]);
     } catch (error) {
@@ -147,7 +150,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     }
     if (seq !== state.seq || epoch !== state.epoch) return;
     const [stats, inFlight, recent] = answers;
-    const refused = answers.find((a) => a.status === 401);
+    const refused = answers.find((a) => a.status === 401 || a.status === 403);
     if (refused) {
       state.stopped = true; // a refused token stays refused: wait for another one
       showProblem(detailOf(refused));
@@ -164,7 +167,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     renderStats(stats.body);
     renderQuota(stats.body);
     renderTrend(stats.body.trend);
-    renderInFlight(inFlight);
+    renderInFlight(inFlight, stats.body);
     renderRecent(recent);
     ui.status.replaceChildren("updated ", el("time", { testid: "updated", text: new Date().toISOString().slice(11, 19) + " UTC" }), ", every " + REFRESH_MS / 1000 + " s while this tab is visible");
     schedule();
@@ -271,17 +274,39 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     return record.retained === false ? status + " (not retained)" : status;
   }
 
-  function renderInFlight(answer) {
+  /**
+   * The in-flight listing: its pages followed by next_cursor until one holds a key, the walk ends,
+   * or IN_FLIGHT_PAGES were read. The last answer read, with the number of pages read.
+   */
+  async function inFlightKeys() {
+    let cursor = null;
+    for (let pages = 1; ; pages++) {
+      const answer = await api("/v1/idempotency-keys?state=in_flight&limit=" + IN_FLIGHT_LIMIT + (cursor === null ? "" : "&cursor=" + encodeURIComponent(cursor)));
+      if (!listed(answer)) return answer;
+      cursor = typeof answer.body.next_cursor === "string" ? answer.body.next_cursor : null;
+      if (answer.body.keys.length > 0 || cursor === null || pages >= IN_FLIGHT_PAGES) return { ...answer, pages };
+    }
+  }
+
+  /** The keys in flight, under the count stats gives; "no key is in flight" only when that count is 0. */
+  function renderInFlight(answer, stats) {
+    const count = typeof stats.in_flight === "number" ? stats.in_flight : null;
+    const counted = el("p", { class: "count" }, ["in flight: ", el("strong", { testid: "in-flight-count", text: shown(count) })]);
     if (!listed(answer)) {
-      ui.inFlight.replaceChildren(unavailable("in-flight-unavailable"));
+      ui.inFlight.replaceChildren(counted, unavailable("in-flight-unavailable"));
       return;
     }
     const keys = answer.body.keys;
     if (keys.length === 0) {
-      ui.inFlight.replaceChildren(el("p", { class: "empty", testid: "in-flight-empty", text: "no key is in flight" }));
+      const more = answer.body.next_cursor !== null && answer.body.next_cursor !== undefined;
+      if (count === 0 || (count === null && !more)) {
+        ui.inFlight.replaceChildren(counted, el("p", { class: "empty", testid: "in-flight-empty", text: "no key is in flight" }));
+      } else {
+        ui.inFlight.replaceChildren(counted, el("p", { class: "empty", testid: "in-flight-unlisted", text: "none listed in the " + answer.pages + " oldest pages read" + (more ? "; the listing goes on" : "") }));
+      }
       return;
     }
-    const parts = [keyTable("in-flight-row", keys, [
+    const parts = [counted, keyTable("in-flight-row", keys, [
       { id: "key", title: "key", cell: (r) => keyButton(shown(r.key)) },
       { id: "generation", title: "generation", num: true, cell: (r) => shown(r.generation) },
       { id: "created_at", title: "claimed", cell: (r) => shown(r.created_at) },
@@ -413,7 +438,6 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     state.cursor = null;
     state.earlier = [];
     state.nextCursor = null;
-    writeToken(token);
     ui.lookupInput.value = "";
     ui.problem.hidden = true;
     ui.dashboard.hidden = true;

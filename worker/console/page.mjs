@@ -17,8 +17,8 @@ export const CONSOLE_PAGE = `<!doctype html>
 <header>
   <h1>idempotency-ledger console</h1>
   <form data-testid="token-form" autocomplete="off">
-    <label for="token">Tenant bearer token</label>
-    <input id="token" data-testid="token-input" type="password" autocomplete="off" spellcheck="false" placeholder="paste a token (kept in this tab only)">
+    <label for="token">Operator token</label>
+    <input id="token" data-testid="token-input" type="password" autocomplete="off" spellcheck="false" placeholder="paste an operator token (kept in this page only, gone on reload)">
     <button type="submit" data-testid="token-use">Use token</button>
     <button type="button" data-testid="token-forget">Forget token</button>
   </form>

@@ -7,13 +7,18 @@
 //! - **Typed client**: `/ledger/{tenant}/{claim,complete,release,lookup,evict,stats}`
 //!   calls a deployed `TenantLedger` through `LedgerClient`, getting the
 //!   core's closed outcome enums back, with no JSON written by hand.
+//! - **Queue consumer** (`queue.rs`): an `#[event(queue)]` whose effect (a
+//!   payment) runs once per key over the same client, across redeliveries
+//!   and duplicate messages.
+
+mod queue;
 
 use idempotency_ledger::contract::answer;
 use idempotency_ledger::ledger::{
     ClaimPolicy, ExecuteOutcome, Ledger, RowExt, SqlStore, StoreError,
 };
-use idempotency_ledger::platform::client::{LedgerClient, LedgerError};
 use idempotency_ledger::object::do_store::DoSqlStore;
+use idempotency_ledger::platform::client::{LedgerClient, LedgerError};
 use idempotency_ledger::platform::{http, now_ms};
 use idempotency_ledger::protocol::{
     parse_idempotency_key, AppResponse, CapturePolicy, Fingerprint, Problem, ProblemKind,

@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 7), and the in-place upgrade of an
-//! object written by an earlier version (1, 2, 3, 4, 5 or 6).
+//! The ledger's tables (schema version 8), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3, 4, 5, 6 or 7).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -26,11 +26,20 @@
 //!   outcome counts by minute, see `trend`), written in the counters' own
 //!   row write: it costs no row;
 //! - and so does every counter added since (`quota_tombstones`, schema
-//!   5; `evicted`, schema 7): one column of that row, added in place;
+//!   5; `evicted`, schema 8): one column of that row, added in place;
 //! - the claim attempt that holds a record's lease (`lease_attempt`,
 //!   `lease_took_over`, schema 6: see `Ledger::claim_as`) is two columns
 //!   of the record's own row, written by the grant's own statement, and
-//!   never indexed: it costs no row.
+//!   never indexed: it costs no row;
+//! - the records in flight have an index of their own (schema 7), partial
+//!   — `WHERE state = 'in_flight'` — so a listing of `in_flight` reaches
+//!   them without walking the completed ones (docs/contract.md §2.7): a
+//!   record holds an entry there only while it is in flight, so a grant
+//!   that puts it in flight (a new key through `claim`, a reclaim) writes
+//!   one more index entry, and so does a takeover (it moves `sweep_at`);
+//!   its settlement (completion or release) removes the entry, which the
+//!   platform does not bill (bench/cost.mjs measures both). A key new to
+//!   `execute` is written already completed: no entry.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -55,7 +64,7 @@ pub use v1::{
 };
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -81,6 +90,15 @@ const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
 
 const SWEEP_INDEX: &str = "CREATE INDEX IF NOT EXISTS idempotency_records_sweep_at
         ON idempotency_records (sweep_at)";
+
+/// The records in flight, in the `sweep_at` index's order (schema 7): the
+/// `in_flight` listing walks it (`ledger::list`). Partial, so a completed
+/// or released record has no entry here. Its name is the one the listing
+/// names (`INDEXED BY`), so a missing index is an error, never a scan.
+pub const IN_FLIGHT_INDEX_NAME: &str = "idempotency_records_in_flight";
+
+const IN_FLIGHT_INDEX: &str = "CREATE INDEX IF NOT EXISTS idempotency_records_in_flight
+        ON idempotency_records (sweep_at) WHERE state = 'in_flight'";
 
 /// The columns every version's records table has, in order (the v1 → 6
 /// copy leaves the claim attempt unnamed).
@@ -144,8 +162,10 @@ pub enum Found {
     V4,
     /// Schema version 5 (no claim attempt on records).
     V5,
-    /// Schema version 6 (no `evicted` counter).
+    /// Schema version 6 (no index of the records in flight).
     V6,
+    /// Schema version 7 (no `evicted` counter).
+    V7,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -165,6 +185,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             4 => Found::V4,
             5 => Found::V5,
             6 => Found::V6,
+            7 => Found::V7,
             _ => Found::V1,
         });
     }
@@ -193,24 +214,32 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
         Found::V4 => {
             upgrade_v4(store)?;
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
         Found::V5 => {
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
-        Found::V6 => upgrade_v6(store)?,
+        Found::V6 => {
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
+        }
+        Found::V7 => upgrade_v7(store)?,
     }
     Ok(was)
 }
@@ -218,6 +247,7 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
 fn create(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(RECORDS, &[])?;
     store.execute(SWEEP_INDEX, &[])?;
+    store.execute(IN_FLIGHT_INDEX, &[])?;
     store.execute(&state_table(), &[])?;
     store.execute(
         "INSERT INTO ledger_state (id, schema_version) VALUES (1, ?)",
@@ -298,11 +328,25 @@ fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
     )
 }
 
-/// Schema 6 → 7: the state row gains the `evicted` counter, at 0 (schema 6
+/// Schema 6 → 7: the index of the records in flight (see the module doc),
+/// built from the records in one statement — it reads every record once
+/// and writes one entry per record in flight (few: a lease is short) —
+/// then the version. No record is rewritten; `IF NOT EXISTS` makes a
+/// second run a no-op. Self-contained: it needs only schema 6's table.
+/// [`upgrade_v7`] follows.
+fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(IN_FLIGHT_INDEX, &[])?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = 7 WHERE id = 1",
+        &[],
+    )
+}
+
+/// Schema 7 → 8: the state row gains the `evicted` counter, at 0 (schema 7
 /// could not evict). One column of one row, whatever the object holds; the
 /// trend's stored minutes of seven counts are read as they are (see
 /// `trend`). Then the version.
-fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
+fn upgrade_v7(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE ledger_state ADD COLUMN evicted INTEGER NOT NULL DEFAULT 0",
         &[],

@@ -100,7 +100,7 @@ fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
     }
     let create = &paths["/v1/orders"]["post"]["responses"];
     for status in [
-        "201", "400", "401", "409", "413", "422", "429", "500", "503",
+        "201", "400", "401", "403", "409", "413", "422", "429", "500", "503",
     ] {
         assert!(
             create.get(status).is_some(),
@@ -124,6 +124,7 @@ fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
         "invalid-order",
         "invalid-query",
         "not-found",
+        "forbidden",
     ] {
         assert!(text.contains(&format!("`{slug}`")), "{slug} is documented");
     }
@@ -272,4 +273,88 @@ fn the_target_is_the_url_after_its_authority_verbatim() {
     );
     assert_eq!(path_of("/rpc/v1/claim?x=1"), "/rpc/v1/claim");
     assert_eq!(path_of("/"), "/");
+}
+
+fn both_kinds() -> Tokens {
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    let operator = hex::encode(Sha256::digest(b"operator-token-acme"));
+    Tokens::parse(
+        &format!(r#"{{"{acme}":"acme"}}"#),
+        Some(&format!(r#"{{"{operator}":"acme"}}"#)),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_token_names_its_tenant_and_its_kind() {
+    let tokens = both_kinds();
+    let who = |v: &str| identify(Some(v), &tokens);
+    assert_eq!(
+        who("Bearer dev-token-acme"),
+        Ok(Caller {
+            tenant: "acme".into(),
+            kind: TokenKind::Tenant
+        })
+    );
+    assert_eq!(
+        who("bearer  operator-token-acme "),
+        Ok(Caller {
+            tenant: "acme".into(),
+            kind: TokenKind::Operator
+        })
+    );
+    let unknown = identify(Some("Bearer nobody"), &tokens).unwrap_err();
+    expect_problem(&AppResponse::from(&unknown), 401, "unauthorized");
+    // Without OPERATOR_TOKENS an operator's token is simply unknown.
+    let acme = hex::encode(Sha256::digest(b"dev-token-acme"));
+    let tenants_only = Tokens::parse(&format!(r#"{{"{acme}":"acme"}}"#), None).unwrap();
+    assert!(identify(Some("Bearer operator-token-acme"), &tenants_only).is_err());
+}
+
+#[test]
+fn an_operator_token_reaches_the_reads_only_never_the_application() {
+    use admission::Access;
+    let reads = [
+        ("GET", "/v1/idempotency/stats"),
+        ("GET", "/v1/idempotency-keys"),
+        ("GET", "/v1/idempotency-keys/k-1"),
+    ];
+    for (method, path) in reads {
+        let access = admission::route(method, path).access();
+        assert_eq!(access, Access::TenantOrOperator, "{method} {path}");
+        assert!(access.admits(TokenKind::Operator) && access.admits(TokenKind::Tenant));
+    }
+    // Every protected request, every replay (a stored body), everything
+    // forwarded to the origin: the application, whatever the method or path.
+    for (method, path) in [
+        ("POST", "/v1/orders"),
+        ("PATCH", "/v1/orders/1"),
+        ("GET", "/v1/orders"),
+        ("GET", "/v1/orders/1"),
+        ("POST", "/v1/idempotency/stats"),
+        ("HEAD", "/v1/idempotency-keys"),
+        ("DELETE", "/v1/orders/1"),
+        ("PROPFIND", "/charges"),
+        ("GET", "/console"),
+    ] {
+        let access = admission::route(method, path).access();
+        assert_eq!(access, Access::TenantOnly, "{method} {path}");
+        assert!(!access.admits(TokenKind::Operator), "{method} {path}");
+        assert!(access.admits(TokenKind::Tenant), "{method} {path}");
+    }
+    for (method, path) in [("GET", "/health"), ("GET", "/openapi.json")] {
+        assert_eq!(admission::route(method, path).access(), Access::Anyone);
+    }
+}
+
+#[test]
+fn a_refused_operator_token_is_a_final_403_forbidden() {
+    let answer = AppResponse::from(&admission::Access::TenantOnly.refusal());
+    let doc = expect_problem(&answer, 403, "forbidden");
+    assert!(doc["detail"].as_str().unwrap().contains("operator token"));
+    assert_eq!(header(&answer, "x-should-retry"), Some("false"));
+    assert_eq!(
+        header(&answer, "www-authenticate"),
+        Some(r#"Bearer error="insufficient_scope""#)
+    );
 }

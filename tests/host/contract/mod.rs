@@ -18,7 +18,9 @@ use idempotency_ledger::contract::answer::{
     execute_answer, ledger_failure, lookup_answer, read_failure, refusal_answer, replay,
     retry_after_seconds, REPLAYED_HEADER,
 };
-use idempotency_ledger::contract::auth::{authenticate, TokenMap};
+use idempotency_ledger::contract::auth::{
+    authenticate, identify, Caller, TokenKind, TokenMap, Tokens,
+};
 use idempotency_ledger::contract::proxy::{
     after_completion, after_origin, not_passable, unprotected_answer,
 };
