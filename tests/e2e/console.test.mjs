@@ -1,24 +1,34 @@
 // The operator console (GET /console, worker/console.mjs) in a real
 // browser: Debian's Chromium, headless, driven by puppeteer-core, against
-// the built Worker in workerd (proxy mode, a real origin on 127.0.0.1 that
-// can hold a request in flight). The page loads under its CSP with no
-// console error and no CSP violation; a missing or wrong token shows the
-// 401's detail and nothing else; the right token shows the numbers the API
-// returns; hostile keys, created with real POSTs, render as text and fire
-// no dialog; the key list pages as the API pages. A screenshot is left in
-// target/test-artifacts/console.png. Chromium: `bash scripts/setup.sh
-// --with-browser` (as root on Debian) or CHROMIUM=/path/to/chrome.
+// the built Worker in workerd (proxy mode with CONSOLE=on, a real origin on
+// 127.0.0.1 that can hold a request in flight). The page loads under its
+// CSP with no request, no console message and no CSP violation before a
+// token is given; a missing or wrong token shows the 401's detail and
+// nothing else; an operator's token (OPERATOR_TOKENS) shows the numbers the
+// API returns, and is refused (403) on a protected POST and on everything
+// that could return a stored body, from the console's own origin too; the
+// token lives in the page's memory only (a reload forgets it); hostile
+// keys, created with real POSTs, render as text and fire no dialog; the key
+// list pages as the API pages; a busy tenant's key held at the origin
+// behind 500 completed ones is shown in flight, under the count stats
+// gives. A screenshot of the console with an operator
+// token is left in target/test-artifacts/console.png (the one kept in
+// docs/console.png). Chromium: `bash scripts/setup.sh --with-browser` (as
+// root on Debian) or CHROMIUM=/path/to/chrome.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import puppeteer from "puppeteer-core";
-import { ROOT, ACME, startGateway, startOrigin, json, read, deferred, eventually } from "./harness.mjs";
+import { ROOT, ACME, GLOBEX, sha256hex, startGateway, startOrigin, json, read, deferred, eventually } from "./harness.mjs";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const ARTIFACTS = `${ROOT}target/test-artifacts`;
 const WAIT = { timeout: 90_000 }; // a loaded 2-core machine: generous deadlines, never bare sleeps
 const tid = (id) => `[data-testid="${id}"]`;
 const NONE = "\u2014";
+/** The operator token of tenant acme (OPERATOR_TOKENS): reads only. */
+const OPERATOR = "operator-token-acme";
+const OPERATOR_AUTH = `Bearer ${OPERATOR}`;
 
 /** Keys that would run script if rendered as HTML (the `field` is how the client sends each). */
 const HOSTILE = [
@@ -28,8 +38,11 @@ const HOSTILE = [
 ];
 const PLAIN = Array.from({ length: 23 }, (_, i) => `console-key-${String(i + 1).padStart(2, "0")}`);
 const HELD_KEY = "console-held-<b>in flight</b>";
+/** A busy tenant (globex): this many completed keys, then one key held at the origin. */
+const BUSY_COMPLETED = 500;
+const BUSY_HELD_KEY = "busy-held";
 
-let origin, gw, base, browser, page, held, heldAnswer;
+let origin, gw, base, browser, page, held, heldAnswer, busyHeld, busyHeldAnswer;
 const dialogs = [];
 const problems = []; // console errors, page errors and CSP violations
 let lastStats = null; // the last stats document the page itself received
@@ -39,18 +52,23 @@ async function api(path, auth = ACME, headers = {}) {
   const r = await read(await gw.request(path, { headers: { ...(auth === null ? {} : { authorization: auth }), ...headers } }));
   try { return { ...r, json: JSON.parse(r.text) }; } catch { return { ...r, json: null }; }
 }
-const post = (field, headers = {}) =>
-  gw.request("/charges", { method: "POST", headers: { authorization: ACME, "idempotency-key": field, "content-type": "application/json", ...headers }, body: "{}" }).then(read);
+const post = (field, headers = {}, auth = ACME) =>
+  gw.request("/charges", { method: "POST", headers: { authorization: auth, "idempotency-key": field, "content-type": "application/json", ...headers }, body: "{}" }).then(read);
 
 before(async () => {
   assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: run \`bash scripts/setup.sh --with-browser\` as root (Debian), or set CHROMIUM`);
   held = deferred();
+  busyHeld = deferred();
   origin = await startOrigin((req) => {
     if (req.method !== "POST") return { status: 404, headers: { "content-type": "text/plain" }, body: "the origin serves POST only" };
+    if (req.headers["x-hold"] === "busy") return busyHeld.promise;
     if (req.headers["x-hold"]) return held.promise;
     return { status: 201, headers: { "content-type": "application/json", location: "/charges/<script>alert(4)</script>" }, body: '{"id":"ch_1"}' };
   });
-  gw = await startGateway({ vars: { ORIGIN_URL: origin.url, LEASE_SECONDS: "600", ORIGIN_TIMEOUT_SECONDS: "590" } });
+  gw = await startGateway({ vars: {
+    ORIGIN_URL: origin.url, LEASE_SECONDS: "600", ORIGIN_TIMEOUT_SECONDS: "590",
+    CONSOLE: "on", OPERATOR_TOKENS: JSON.stringify({ [sha256hex(OPERATOR)]: "acme" }),
+  } });
   base = (await gw.mf.ready).href.replace(/\/$/, "");
   for (const key of PLAIN) assert.equal((await post(key)).status, 201, key);
   for (const { field } of HOSTILE) assert.equal((await post(field)).status, 201, field);
@@ -58,6 +76,14 @@ before(async () => {
   assert.equal(replay.headers["idempotent-replayed"], "true");
   heldAnswer = post(HELD_KEY, { "x-hold": "1" });
   await origin.waitForRequests(PLAIN.length + HOSTILE.length + 1);
+  // The busy tenant: its completed keys claimed before the one it holds, so an
+  // oldest-first walk of every record meets all of them first.
+  for (let from = 0; from < BUSY_COMPLETED; from += 25) {
+    const batch = Array.from({ length: Math.min(25, BUSY_COMPLETED - from) }, (_, j) => post(`busy-done-${String(from + j).padStart(3, "0")}`, {}, GLOBEX));
+    for (const r of await Promise.all(batch)) assert.equal(r.status, 201);
+  }
+  busyHeldAnswer = post(BUSY_HELD_KEY, { "x-hold": "busy" }, GLOBEX);
+  await origin.waitForRequests(PLAIN.length + HOSTILE.length + 1 + BUSY_COMPLETED + 1);
 
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--headless=new"] });
   page = await browser.newPage();
@@ -85,7 +111,9 @@ before(async () => {
 
 after(async () => {
   held?.resolve({ status: 201, headers: { "content-type": "application/json" }, body: "{}" });
+  busyHeld?.resolve({ status: 201, headers: { "content-type": "application/json" }, body: "{}" });
   await heldAnswer?.catch(() => {});
+  await busyHeldAnswer?.catch(() => {});
   await browser?.close();
   await gw?.dispose();
   await origin?.close();
@@ -187,12 +215,13 @@ test("a wrong token shows the 401's detail and nothing else", async () => {
   await useToken("not-a-token");
   await page.waitForFunction((sel, detail) => document.querySelector(sel)?.textContent === detail, WAIT, tid("problem"), wrong.json.detail);
   assert.equal(await page.$$eval('[data-testid^="stat-"]', (els) => els.length), 0);
-  assert.equal(await page.evaluate(() => sessionStorage.getItem("idempotency-ledger.console.token")), "not-a-token");
+  // The token is in the page's memory only: no storage, no cookie, no URL.
+  assert.deepEqual(await page.evaluate(() => [sessionStorage.length, localStorage.length, document.cookie]), [0, 0, ""]);
   assert.ok(!page.url().includes("token"), "the token is never in the URL");
 });
 
-test("the right token shows the numbers the API returns", async () => {
-  await useToken("dev-token-acme");
+test("an operator token shows the numbers the API returns", async () => {
+  await useToken(OPERATOR);
   await visible("dashboard");
   // Every scalar the page shows is what its own last stats answer said (its polling moves sql_rows_read).
   const received = () => Object.fromEntries(Object.entries(lastStats ?? {}).filter(([, v]) => v === null || typeof v !== "object").map(([k, v]) => [k, shown(v)]));
@@ -220,6 +249,63 @@ test("the right token shows the numbers the API returns", async () => {
   }
   assert.deepEqual(await violations(), []);
   assert.deepEqual(problems, []);
+});
+
+/** The lookup document's members (docs/contract.md §2.7): no stored body, no stored header. */
+const LOOKUP_MEMBERS = ["key", "state", "generation", "created_at", "expires_at", "lease_expires_at", "response_status", "retained", "replays"];
+
+test("the operator token is refused on a protected POST and on everything that could return a stored body, from the console's origin too", async () => {
+  const slug = (r) => r.json?.type?.split("/").pop();
+  const statsBefore = (await api("/v1/idempotency/stats")).json;
+  const seen = origin.requests.length;
+  const refusals = [
+    // A completed key: with the tenant's token this is a replay of the stored body.
+    ["POST", "/charges", { "idempotency-key": PLAIN[0], "content-type": "application/json" }, "{}"],
+    // A new key: nothing may be claimed or sent.
+    ["POST", "/charges", { "idempotency-key": "operator-new-key", "content-type": "application/json" }, "{}"],
+    ["PATCH", "/charges/ch_1", { "idempotency-key": PLAIN[1], "content-type": "application/json" }, "{}"],
+    // Unprotected methods reach the application (the origin's data): refused too.
+    ["GET", "/charges/ch_1", {}, undefined],
+    ["DELETE", "/charges/ch_1", {}, undefined],
+  ];
+  for (const [method, path, headers, body] of refusals) {
+    const r = await json(await gw.request(path, { method, headers: { authorization: OPERATOR_AUTH, ...headers }, body }));
+    assert.equal(r.status, 403, `${method} ${path}`);
+    assert.equal(slug(r), "forbidden", `${method} ${path}`);
+    assert.equal(r.headers["x-should-retry"], "false");
+    assert.equal(r.headers["idempotent-replayed"], undefined, "never a replay");
+    assert.ok(!r.text.includes("ch_1"), "no stored body");
+  }
+  // From a page on the console's origin holding the operator token: the same refusal.
+  const probe = await browser.newPage();
+  try {
+    await probe.goto(`${base}/console`, { waitUntil: "networkidle0", ...WAIT });
+    const inPage = await probe.evaluate(async (auth, key) => {
+      const r = await fetch("/charges", { method: "POST", headers: { authorization: auth, "idempotency-key": key, "content-type": "application/json" }, body: "{}" });
+      return { status: r.status, replayed: r.headers.get("idempotent-replayed"), text: await r.text() };
+    }, OPERATOR_AUTH, PLAIN[0]);
+    assert.equal(inPage.status, 403);
+    assert.equal(inPage.replayed, null);
+    assert.ok(!inPage.text.includes("ch_1"));
+  } finally {
+    await probe.close();
+  }
+  assert.equal(origin.requests.length, seen, "the origin saw none of them");
+  assert.equal((await api(`/v1/idempotency-keys/${encodeURIComponent("operator-new-key")}`)).status, 404, "nothing was claimed");
+  const statsAfter = (await api("/v1/idempotency/stats")).json;
+  for (const name of ["records", "claims", "replays", "in_use", "reused"]) assert.equal(statsAfter[name], statsBefore[name], name);
+
+  // What it may read carries no stored body or header: stats, the listing, the lookup.
+  assert.equal((await api("/v1/idempotency/stats", OPERATOR_AUTH)).status, 200);
+  const listed = await api("/v1/idempotency-keys?limit=100", OPERATOR_AUTH);
+  assert.equal(listed.status, 200);
+  const found = await api(`/v1/idempotency-keys/${encodeURIComponent(PLAIN[0])}`, OPERATOR_AUTH);
+  assert.equal(found.status, 200);
+  assert.equal(found.json.response_status, 201);
+  for (const doc of [found.json, ...listed.json.keys]) {
+    assert.deepEqual(Object.keys(doc).filter((k) => !LOOKUP_MEMBERS.includes(k)), [], "only the record's metadata");
+  }
+  assert.ok(!found.text.includes("ch_1") && !listed.text.includes("ch_1"), "no stored body in a read");
 });
 
 test("hostile keys render as text: no element they describe appears, no dialog fires", async () => {
@@ -297,8 +383,9 @@ async function lookUp(key) {
   await page.waitForFunction((sel, k) => document.querySelector(sel)?.textContent === k, WAIT, tid("lookup-key"), key);
 }
 
-test("Evict on a key's lookup asks for confirmation, removes the key, and its retry runs again", async () => {
+test("Evict on a key's lookup (the operator token) asks for confirmation, removes the key, and its retry runs again", async () => {
   const key = PLAIN[1];
+  await useToken(OPERATOR);
   const runs = origin.requests.length;
   assert.equal((await post(key)).headers["idempotent-replayed"], "true", "completed: a retry replays");
   await lookUp(key);
@@ -347,4 +434,46 @@ test("switching to a wrong token leaves nothing of the previous tenant on the pa
   assert.equal(await page.$$eval('[data-testid^="stat-"], [data-testid="lookup-record"]', (els) => els.length), 0);
   assert.deepEqual(dialogs, []);
   assert.deepEqual(await violations(), []);
+});
+
+test("the token lives in the page's memory only: a reload forgets it and asks the API nothing", async () => {
+  await useToken(OPERATOR);
+  await visible("dashboard");
+  const after = { requests: [], messages: [] };
+  const onRequest = (r) => { if (new URL(r.url()).pathname.startsWith("/v1/")) after.requests.push(r.url()); };
+  const onMessage = (m) => after.messages.push(`${m.type()}: ${m.text()}`);
+  page.on("request", onRequest);
+  page.on("console", onMessage);
+  await page.reload({ waitUntil: "networkidle0", ...WAIT });
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "paste a token to begin", WAIT, tid("status"));
+  page.off("request", onRequest);
+  page.off("console", onMessage);
+  assert.deepEqual(after.requests, [], "no API request after a reload: the token is gone");
+  assert.deepEqual(after.messages, []);
+  assert.equal(await page.$eval(tid("dashboard"), (e) => e.hidden), true);
+  assert.equal(await page.$eval(tid("token-input"), (e) => e.value), "");
+  assert.deepEqual(await page.evaluate(() => [sessionStorage.length, localStorage.length, document.cookie]), [0, 0, ""]);
+  assert.deepEqual(await violations(), []);
+});
+
+test("a tenant with 500 completed keys shows its key held at the origin in flight, under the count stats gives", async () => {
+  const stats = (await api("/v1/idempotency/stats", GLOBEX)).json;
+  assert.equal(stats.completed, BUSY_COMPLETED);
+  assert.equal(stats.in_flight, 1);
+  await useToken("dev-token-globex");
+  await visible("dashboard");
+  await page.waitForSelector(`${tid("in-flight")} ${tid("in-flight-row")}`, WAIT);
+  const keys = await page.$$eval(`${tid("in-flight")} ${tid("in-flight-row")} ${tid("cell-key")}`, (els) => els.map((e) => e.textContent));
+  assert.deepEqual(keys, [BUSY_HELD_KEY]);
+  assert.equal(await text("in-flight-count"), "1");
+  assert.equal(await page.$(tid("in-flight-empty")), null, "never 'no key is in flight' while stats counts one");
+
+  // Answered: stats counts none in flight, and only then does the panel say so.
+  busyHeld.resolve({ status: 201, headers: { "content-type": "application/json" }, body: "{}" });
+  assert.equal((await busyHeldAnswer).status, 201);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "no key is in flight", WAIT, tid("in-flight-empty"));
+  assert.equal(await text("in-flight-count"), "0");
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(await violations(), []);
+  assert.deepEqual(problems, []);
 });

@@ -312,12 +312,13 @@ fn a_token_names_its_tenant_and_its_kind() {
 }
 
 #[test]
-fn an_operator_token_reaches_the_reads_only_never_the_application() {
+fn an_operator_token_reaches_the_reads_and_an_eviction_only_never_the_application() {
     use admission::Access;
     let reads = [
         ("GET", "/v1/idempotency/stats"),
         ("GET", "/v1/idempotency-keys"),
         ("GET", "/v1/idempotency-keys/k-1"),
+        ("DELETE", "/v1/idempotency-keys/k-1"),
     ];
     for (method, path) in reads {
         let access = admission::route(method, path).access();
@@ -334,6 +335,7 @@ fn an_operator_token_reaches_the_reads_only_never_the_application() {
         ("POST", "/v1/idempotency/stats"),
         ("HEAD", "/v1/idempotency-keys"),
         ("DELETE", "/v1/orders/1"),
+        ("DELETE", "/v1/idempotency-keys"),
         ("PROPFIND", "/charges"),
         ("GET", "/console"),
     ] {
