@@ -69,6 +69,9 @@ const BOUNDS = {
   "evict (a completed key)": { written: 2.05, read: 3.05 },
   "evict refused (in flight, 409)": { written: 0.05, read: 3.05 },
   "evict, unknown key (404)": { written: 0.05, read: 1.05 },
+  // An in-flight record's eviction (its lease ended) removes its entry in
+  // the in-flight index too: a removal, not billed (measured), so the same.
+  "evict (in flight, its lease ended)": { written: 2.05, read: 3.05 },
   "stats": { written: 0.05, read: 2.05 },
   // A backlog of expired records the alarm has not swept yet: the next
   // sweep's read scans at most DUE_SCAN (32) of them, whatever their number.
@@ -294,6 +297,15 @@ const settle = () => new Promise((r) => setTimeout(r, 2_500));
   }
   await settle();
   record("evict, unknown key (404)", await p.meter(), N);
+
+  // The keys taken over above are in flight, their 1 s leases long ended:
+  // each eviction also removes the record's entry in the in-flight index.
+  for (let i = 0; i < N; i++) {
+    const e = await p.ledger.evict(`takeover-${i}`);
+    if (e.outcome !== "evicted" || e.record?.state !== "in_flight") throw new Error(`expected an in-flight eviction, got ${JSON.stringify(e)}`);
+  }
+  await settle();
+  record("evict (in flight, its lease ended)", await p.meter(), N);
 
   for (let i = 0; i < N; i++) await p.ledger.stats();
   await settle();
