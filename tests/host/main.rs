@@ -10,7 +10,6 @@ mod eager;
 mod execute;
 mod fencing;
 mod fuzz;
-mod gen_v8;
 mod horizon;
 mod ledger;
 mod list;
