@@ -132,7 +132,7 @@ pub fn from_json(text: &str) -> Result<Trend, StoreError> {
 
 /// The stored JSON object's entries in their order (read into a vector:
 /// no map type of its own in the wasm), each minute's counts as stored
-/// (seven before schema 8, [`SLOTS`] since).
+/// (seven before schema 9, [`SLOTS`] since).
 struct Minutes(Vec<(String, Vec<i64>)>);
 
 impl<'de> Deserialize<'de> for Minutes {

@@ -2,8 +2,8 @@
 // database was written by the v1 code (tests/fixtures/ledger-v1.sqlite, the
 // same file the host migration tests use) starts under this version and
 // keeps every record, generation, lease, stored response and counter; so
-// do objects the v3, v5 and v7 code wrote (ledger-v3.sqlite, ledger-v5.sqlite,
-// ledger-v7.sqlite).
+// do objects the v3, v5 and v8 code wrote (ledger-v3.sqlite, ledger-v5.sqlite,
+// ledger-v8.sqlite).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -13,7 +13,7 @@ import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harne
 import { fingerprint } from "../../client/fingerprint.js";
 
 /** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
-const SCHEMA_VERSION = 8;
+const SCHEMA_VERSION = 9;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */
 function sqliteFiles(dir) {
@@ -151,8 +151,8 @@ test("an object written by the v5 code gains the claim attempt on its first star
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
-test("an object written by the v7 code gains the evicted counter on its first start; its keys are evicted and run again", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ledger-v7-"));
+test("an object written by the v8 code gains the evicted counter on its first start, keeping its recorded jurisdiction; its keys are evicted", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-v8-"));
   const opts = { shared: { resourcePersistencePath: dir } };
   const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } });
   try {
@@ -163,7 +163,9 @@ test("an object written by the v7 code gains the evicted counter on its first st
     assert.equal(files.length, 1, `one object database: ${files}`);
     rmSync(`${files[0]}-wal`, { force: true });
     rmSync(`${files[0]}-shm`, { force: true });
-    copyFileSync(`${ROOT}tests/fixtures/ledger-v7.sqlite`, files[0]);
+    // The v8 fixture is an eu tenant's registry (it recorded jurisdiction "eu"); here it is
+    // started as the tenant's object with no TENANT_JURISDICTIONS entry.
+    copyFileSync(`${ROOT}tests/fixtures/ledger-v8.sqlite`, files[0]);
 
     const gw = await startGateway(opts);
     try {
@@ -173,22 +175,23 @@ test("an object written by the v7 code gains the evicted counter on its first st
         [3, 1, 1, 1, 4, 1, 0],
         JSON.stringify(s),
       );
-      assert.equal(s.trend.reduce((n, m) => n + m.evicted, 0), 0, "the v7 trend's minutes of seven counts read as none evicted");
-      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 7)?.to, SCHEMA_VERSION);
+      assert.equal(s.trend.reduce((n, m) => n + m.evicted, 0), 0, "the v8 trend's minutes of seven counts read as none evicted");
+      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 8)?.to, SCHEMA_VERSION);
       // Schema 7's index of the records in flight is kept: the in-flight listing finds its key.
       const inFlight = (await json(await get(gw, "/v1/idempotency-keys?state=in_flight"))).json;
       assert.deepEqual(inFlight.keys.map((k) => k.key), ["busy"], JSON.stringify(inFlight));
-      // The completed key replays until it is evicted, then runs again above its generation.
-      const replay = await read(await gw.request("/v1/orders", orderInit({ key: "done", body: "a" })));
-      assert.equal(replay.headers["idempotent-replayed"], "true");
-      const gone = await json(await gw.request("/v1/idempotency-keys/done", { method: "DELETE", headers: { authorization: ACME } }));
-      assert.equal(gone.status, 200);
-      assert.deepEqual([gone.json.state, gone.json.generation, gone.json.response_status], ["completed", 1, 201]);
+      // Schema 8's recorded jurisdiction is kept: with TENANT_JURISDICTIONS no longer naming the
+      // tenant, a claim is refused rather than run outside it.
       const stub = await gw.ledger("acme");
       const fp = await fingerprint({ method: "POST", target: "/x", headers: new Headers(), fingerprintHeaders: [], body: new Uint8Array() });
-      const claim = (await json(await stub.fetch("https://ledger/rpc/v1/claim", { method: "POST", body: JSON.stringify({ key: "done", fingerprint: fp }) }))).json;
-      assert.equal(claim.outcome, "claimed");
-      assert.ok(claim.generation > 1, `generation ${claim.generation}`);
+      const refused = await json(await stub.fetch("https://ledger/rpc/v1/claim", { method: "POST", body: JSON.stringify({ key: "done", fingerprint: fp }) }));
+      assert.equal(refused.status, 500, JSON.stringify(refused.json));
+      assert.match(JSON.stringify(refused.json), /TENANT_JURISDICTIONS/);
+      // Eviction creates no key, so it is not refused: the completed key is removed.
+      const gone = await json(await gw.request("/v1/idempotency-keys/done", { method: "DELETE", headers: { authorization: ACME } }));
+      assert.equal(gone.status, 200, JSON.stringify(gone.json));
+      assert.deepEqual([gone.json.state, gone.json.generation, gone.json.response_status], ["completed", 1, 201]);
+      assert.equal((await get(gw, "/v1/idempotency-keys/done")).status, 404);
       const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
       assert.equal(after.evicted, 1);
       assert.equal(after.trend.reduce((n, m) => n + m.evicted, 0), 1);

@@ -30,7 +30,7 @@ pub enum Counter {
     /// (`MAX_DB_BYTES_PER_OBJECT`) had no room for their body (schema 5).
     QuotaTombstones,
     /// Records an operator evicted (`DELETE /v1/idempotency-keys/{key}`,
-    /// RPC `evict`; schema 8).
+    /// RPC `evict`; schema 9).
     Evicted,
 }
 
