@@ -44,6 +44,7 @@ export { withIdempotency, idempotencyContract } from "./middleware/contract.js";
  * @typedef {import("./rpc/client.js").CompleteOutcome} CompleteOutcome
  * @typedef {import("./rpc/client.js").ReleaseCall} ReleaseCall
  * @typedef {import("./rpc/client.js").ReleaseOutcome} ReleaseOutcome
+ * @typedef {import("./rpc/client.js").EvictOutcome} EvictOutcome
  * @typedef {import("./rpc/client.js").RecordView} RecordView
  * @typedef {import("./rpc/client.js").LedgerStats} LedgerStats
  * @typedef {import("./rpc/client.js").TrendMinute} TrendMinute

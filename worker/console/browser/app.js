@@ -22,7 +22,7 @@
 //   flight" only when that count is 0: a listing page may hold no key while
 //   its walk goes on, so the page follows next_cursor (a bounded number of
 //   pages) until one holds a key.
-import { detailOf, el, isObject, listed, pair } from "./dom.js";
+import { detailOf, el, isObject, listed, pair, shown } from "./dom.js";
 import { renderInFlight, renderQuota, renderRecent, renderStats, renderTrend } from "./panels.js";
 /** @import { Answer } from "./dom.js" */
 
@@ -60,14 +60,15 @@ const state = {
 try { sessionStorage.removeItem(OLD_TOKEN_KEY); } catch (e) { /* no storage: nothing was kept there */ }
 
 /**
- * One API read with the operator's token: its status and its JSON (null if none).
+ * One API call with the console's token (a read unless method says otherwise): its status and its JSON (null if none).
  * @param {string} path
+ * @param {string} [method]
  * @returns {Promise<Answer>}
  */
-async function api(path) {
+async function api(path, method) {
   const headers = new Headers({ accept: "application/json" });
   if (state.token) headers.set("authorization", "Bearer " + state.token);
-  const res = await fetch(path, { headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" });
+  const res = await fetch(path, { method: method || "GET", headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" });
   let body = null;
   try { body = await res.json(); } catch (e) { body = null; }
   return { status: res.status, body };
@@ -194,7 +195,61 @@ async function lookup(key) {
   const record = answer.body;
   const names = LOOKUP_FIELDS.filter((n) => Object.hasOwn(record, n))
     .concat(Object.keys(record).filter((n) => !LOOKUP_FIELDS.includes(n) && (record[n] === null || typeof record[n] !== "object")));
-  ui.lookupResult.replaceChildren(el("dl", { testid: "lookup-record" }, names.map((n) => pair("lookup-" + n, n, record[n]))));
+  const evict = el("button", { type: "button", class: "danger", testid: "lookup-evict", text: "Evict" });
+  evict.addEventListener("click", () => confirmEviction(key, evict));
+  ui.lookupResult.replaceChildren(
+    el("dl", { testid: "lookup-record" }, names.map((n) => pair("lookup-" + n, n, record[n]))),
+    evict,
+  );
+}
+
+/**
+ * The Evict action's confirmation step: nothing is sent until the operator confirms.
+ * @param {string} key
+ * @param {HTMLElement} button
+ */
+function confirmEviction(key, button) {
+  button.hidden = true;
+  const yes = /** @type {HTMLButtonElement} */ (el("button", { type: "button", class: "danger", testid: "evict-confirm", text: "Evict this key" }));
+  const no = /** @type {HTMLButtonElement} */ (el("button", { type: "button", testid: "evict-cancel", text: "Cancel" }));
+  const box = el("div", { class: "confirm", testid: "evict-confirmation", role: "alertdialog" }, [
+    el("p", { text: "Evict " + key + "? Its stored answer is removed and the next request with this key runs again." }),
+    yes, no,
+  ]);
+  no.addEventListener("click", () => { box.remove(); button.hidden = false; });
+  yes.addEventListener("click", () => { yes.disabled = true; no.disabled = true; evictKey(key, box); });
+  ui.lookupResult.append(box);
+}
+
+/**
+ * DELETE /v1/idempotency-keys/{key}: the outcome replaces the lookup, then the panels refresh.
+ * @param {string} key
+ * @param {HTMLElement} box
+ */
+async function evictKey(key, box) {
+  const seq = ++state.lookupSeq;
+  const epoch = state.epoch;
+  let answer;
+  try {
+    answer = await api("/v1/idempotency-keys/" + encodeURIComponent(key), "DELETE");
+  } catch (error) {
+    if (seq === state.lookupSeq && epoch === state.epoch) box.replaceChildren(el("p", { class: "problem", testid: "evict-problem", text: String(error && /** @type {{ message?: unknown }} */ (error).message) }));
+    return;
+  }
+  if (seq !== state.lookupSeq || epoch !== state.epoch) return;
+  if (answer.status === 401) {
+    state.stopped = true;
+    showProblem(detailOf(answer));
+    return;
+  }
+  if (answer.status === 200 && isObject(answer.body)) {
+    const r = answer.body;
+    ui.lookupResult.replaceChildren(el("p", { class: "done", testid: "evict-done",
+      text: "evicted " + shown(r.key) + " (was " + shown(r.state) + ", status " + shown(r.response_status) + ", generation " + shown(r.generation) + "): the next request with it runs again" }));
+    load();
+    return;
+  }
+  box.replaceChildren(el("p", { class: "problem", testid: "evict-problem", text: detailOf(answer) }));
 }
 
 /**

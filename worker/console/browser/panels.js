@@ -7,7 +7,7 @@ import { el, isObject, listed, num, pair, shown, svg, unavailable, NONE } from "
 /** @import { Answer } from "./dom.js" */
 
 const BILLED = ["sql_rows_written", "sql_rows_read"];
-const TREND_SERIES = ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"];
+const TREND_SERIES = ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"];
 
 /**
  * The counts, and the billed rows beside them.
