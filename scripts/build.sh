@@ -91,6 +91,9 @@ build_ledger() {
 
 build_gateway
 build_ledger
+# The console's browser modules, embedded as strings the Worker serves
+# (worker/console/files.mjs; tests/node/console.test.mjs pins the copy).
+node scripts/console-files.mjs
 # worker-build writes build/.gitignore as `*`, which also hides build/ledger/
 # from npm pack (package.json's files name the four files one by one). npm
 # reads a .npmignore instead of the .gitignore beside it; git still ignores

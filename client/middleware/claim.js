@@ -5,18 +5,18 @@
 // answers to a claim that is refused (a replay, 409, 422, 429), that fails
 // (503, or 500 misconfigured for a claim the object refuses) or that
 // certainly never reached the ledger (failurePolicy "open": run unprotected).
-import { fingerprint, oneComponent, targetOf } from "./fingerprint.js";
-import { decoder } from "./bytes.js";
-import { problemResponse } from "./problems.js";
-import { LedgerError } from "./rpc.js";
-import { preferWait } from "./waiting.js";
-import { refusalResponse } from "./answer.js";
+import { fingerprint, oneComponent, targetOf } from "../rules/fingerprint.js";
+import { decoder } from "../rules/bytes.js";
+import { problemResponse } from "../rules/problems.js";
+import { LedgerError } from "../rpc/client.js";
+import { preferWait } from "../rules/waiting.js";
+import { refusalResponse } from "../rules/answer.js";
 import { shortHash, tell } from "./options.js";
 /**
- * @import { ClaimOutcome, WaitedAnswer } from "./rpc.js"
- * @import { Resolved, TenantLedgerCalls } from "./sources.js"
+ * @import { ClaimOutcome, WaitedAnswer } from "../rpc/client.js"
+ * @import { Resolved, TenantLedgerCalls } from "../rpc/sources.js"
  * @import { CheckedOptions } from "./options.js"
- * @import { Fingerprint } from "./fingerprint.js"
+ * @import { Fingerprint } from "../rules/fingerprint.js"
  */
 
 /**

@@ -38,15 +38,17 @@
 //   never replays another.
 // - Options are checked when the consumer is made (a TypeError naming the
 //   option); nothing given is silently ignored.
-import { MAX_WINDOW_SECONDS, knownOptions, wholeOption } from "./defaults.js";
-import { asBytes } from "./bytes.js";
-import { fingerprint } from "./fingerprint.js";
-import { keyProblem } from "./request.js";
-import { TENANT_RULE, isTenantId } from "./tenant.js";
-import { ledgerSource } from "./sources.js";
+import { MAX_WINDOW_SECONDS, knownOptions, wholeOption } from "../rules/defaults.js";
+import { checkOptions } from "../rules/check-options.js";
+/** @import { OptionSpec } from "../rules/check-options.js" */
+import { asBytes } from "../rules/bytes.js";
+import { fingerprint } from "../rules/fingerprint.js";
+import { keyProblem } from "../rules/request.js";
+import { TENANT_RULE, isTenantId } from "../rules/tenant.js";
+import { ledgerSource } from "../rpc/sources.js";
 import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
-/** @import { LedgerSource, TenantShardsValue } from "./sources.js" */
-/** @import { LedgerStub } from "./rpc.js" */
+/** @import { LedgerSource, TenantShardsValue } from "../rpc/sources.js" */
+/** @import { LedgerStub } from "../rpc/client.js" */
 /** @import { RunOutcome, RunContext } from "./consumer.js" */
 
 /**
@@ -114,7 +116,7 @@ import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
  * @property {TenantShardsValue | PerMessage<Body, Env, TenantShardsValue | null | undefined>} [tenantShards] With a namespace.
  * @property {string | PerMessage<Body, Env, string | null | undefined>} [jurisdiction] With a namespace: the tenant's
  *   TENANT_JURISDICTIONS value (`"eu"`, `"fedramp"`, `"fedramp-high"`, `"us"`), so its objects are
- *   `namespace.jurisdiction(J)`'s, as the gateway's ([clients.md](../docs/clients.md#tenants-kept-in-a-jurisdiction)).
+ *   `namespace.jurisdiction(J)`'s, as the gateway's ([clients.md](../../docs/clients.md#tenants-kept-in-a-jurisdiction)).
  * @property {PerMessage<Body, Env, LedgerStub | null | undefined>} [object] The Durable Object shape, instead of
  *   `handler` and `ledger`: the object the message goes to, e.g.
  *   `(message, env) => env.PAYMENTS.get(env.PAYMENTS.idFromName(message.body.account))`; its fetch answers with
@@ -134,10 +136,23 @@ import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
  *   Every message, once acked or retried.
  */
 
-const OPTIONS = Object.freeze([
-  "handler", "ledger", "tenant", "tenantShards", "jurisdiction", "object", "key", "leaseSeconds", "timeoutSeconds",
-  "retentionSeconds", "waitSeconds", "concurrency", "onReplayed", "onSettled",
-]);
+/**
+ * Every option of `queueConsumer`, checked by ../rules/check-options.js (timeoutSeconds's
+ * bounds hang on the shape: checked by `checkedConsumer`).
+ * @type {Readonly<Record<string, OptionSpec>>}
+ */
+const SPEC = Object.freeze({
+  handler: { function: "" },
+  ledger: { function: " of the message and env, e.g. (message, env) => env.LEDGER" },
+  tenant: { any: true }, tenantShards: { any: true }, jurisdiction: { any: true },
+  object: { function: "" }, key: { function: "" },
+  leaseSeconds: { whole: [1, MAX_RETRY_DELAY_SECONDS], default: 60 },
+  timeoutSeconds: { any: true },
+  retentionSeconds: { whole: [1, MAX_WINDOW_SECONDS] },
+  waitSeconds: { whole: [0, 3600], default: 0 },
+  concurrency: { whole: [1, 100], default: 10 },
+  onReplayed: { function: "" }, onSettled: { function: "" },
+});
 const WHO = "idempotency-ledger/queues";
 /** External-shape options: refused with `object`. */
 const EXTERNAL_ONLY = Object.freeze(["ledger", "tenant", "tenantShards", "jurisdiction", "leaseSeconds", "retentionSeconds", "waitSeconds"]);
@@ -186,6 +201,149 @@ async function pooled(items, limit, work) {
 }
 
 /**
+ * A consumer's options, checked once when it is made.
+ * @template Body
+ * @template Env
+ * @typedef {object} Consumer
+ * @property {QueueConsumerOptions<Body, Env>} o The options as given.
+ * @property {boolean} external The external shape (handler + ledger), not the Durable Object's.
+ * @property {number} leaseSeconds
+ * @property {number} timeoutSeconds
+ * @property {number | undefined} retentionSeconds
+ * @property {number} waitSeconds
+ * @property {number} concurrency
+ * @property {ReturnType<typeof ledgerSource> | null} source The ledger, external shape only.
+ */
+
+/**
+ * The options checked: a TypeError names what is wrong.
+ * @template Body
+ * @template Env
+ * @param {QueueConsumerOptions<Body, Env>} options
+ * @returns {Consumer<Body, Env>}
+ */
+function checkedConsumer(options) {
+  const given = /** @type {Record<string, unknown>} */ (knownOptions(WHO, options, Object.keys(SPEC)));
+  if ((given.handler === undefined) === (given.object === undefined)) {
+    throw new TypeError(`${WHO}: give either options.handler (with options.ledger: the external shape) or options.object (the Durable Object shape)`);
+  }
+  const o = /** @type {QueueConsumerOptions<Body, Env> & { leaseSeconds: number; waitSeconds: number; concurrency: number }} */ (checkOptions(WHO, options, SPEC));
+  if (o.object !== undefined) {
+    const extra = EXTERNAL_ONLY.find((name) => given[name] !== undefined);
+    if (extra !== undefined) throw new TypeError(`${WHO}: ${extra} is for the external shape (handler + ledger); the Durable Object's own Ledger keeps its records`);
+  }
+  const external = o.handler !== undefined;
+  const { leaseSeconds, retentionSeconds, waitSeconds, concurrency } = o;
+  const timeoutSeconds = o.timeoutSeconds === undefined ? (external ? leaseSeconds : 60) : wholeOption(WHO, "timeoutSeconds", o.timeoutSeconds, 1, external ? leaseSeconds : MAX_RETRY_DELAY_SECONDS);
+  if (external && o.ledger === undefined) throw new TypeError(`${WHO}: options.handler needs options.ledger, e.g. (message, env) => env.LEDGER`);
+  if (o.tenant !== undefined && typeof o.tenant !== "function" && !isTenantId(o.tenant)) {
+    throw new TypeError(`${WHO}: options.tenant must be ${TENANT_RULE}, or a function of the message returning one`);
+  }
+  const source = external ? ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards, jurisdiction: o.jurisdiction }) : null;
+  return { o, external, leaseSeconds, timeoutSeconds, retentionSeconds, waitSeconds, concurrency, source };
+}
+
+/**
+ * The message's key, or why there is none.
+ * @template Body
+ * @template Env
+ * @param {Consumer<Body, Env>} c
+ * @param {QueueMessage<Body>} message
+ * @param {Env} env
+ * @returns {Promise<{ key: string } | { misconfigured: string }>}
+ */
+async function keyOf(c, message, env) {
+  let key;
+  try { key = c.o.key === undefined ? message.id : await c.o.key(message, env); } catch (e) {
+    return { misconfigured: `options.key threw: ${messageOf(e)}` };
+  }
+  if (typeof key !== "string" || keyProblem(key) !== null) return { misconfigured: "options.key must give 1-255 printable ASCII characters" };
+  return { key };
+}
+
+/**
+ * One message, its key already made: run (or forward) once.
+ * @template Body
+ * @template Env
+ * @param {Consumer<Body, Env>} c
+ * @param {QueueMessage<Body>} message
+ * @param {string} key
+ * @param {Env} env
+ * @param {QueueContext | undefined} ctx
+ * @param {string} queue
+ * @returns {Promise<{ outcome: RunOutcome | null; tenant: string | null; misconfigured?: string }>}
+ */
+async function settleOne(c, message, key, env, ctx, queue) {
+  const encoded = encodedBody(message.body);
+  const headers = { "queue-name": queue, "queue-message-id": message.id, "queue-message-attempts": String(message.attempts) };
+  if (!c.external) {
+    let stub;
+    try { stub = await /** @type {PerMessage<Body, Env, LedgerStub | null | undefined>} */ (c.o.object)(message, env); } catch (e) {
+      return { outcome: null, tenant: null, misconfigured: `options.object threw: ${messageOf(e)}` };
+    }
+    if (stub === null || stub === undefined || typeof stub.fetch !== "function") return { outcome: null, tenant: null, misconfigured: "options.object gave no Durable Object stub" };
+    if (encoded === null) return { outcome: { outcome: "refused", reason: "invalid", detail: "the message's body has no JSON encoding to forward (send JSON, text or bytes)" }, tenant: null };
+    return { outcome: await forwardOnce({ stub, key, body: encoded.bytes, contentType: encoded.contentType, headers, timeoutSeconds: c.timeoutSeconds }), tenant: null };
+  }
+  const resolved = await /** @type {NonNullable<Consumer<Body, Env>["source"]>} */ (c.source).resolve([message, env]);
+  if ("misconfigured" in resolved) return { outcome: null, tenant: null, misconfigured: resolved.misconfigured };
+  const { ledger, tenant } = resolved;
+  // The same fingerprint a Ledger.handle object gives the message: a key reused for another body is a mismatch.
+  const fp = encoded === null ? undefined : await fingerprint({ method: "POST", target: "/consume", headers: { "content-type": encoded.contentType }, body: encoded.bytes });
+  const handler = /** @type {NonNullable<QueueConsumerOptions<Body, Env>["handler"]>} */ (c.o.handler);
+  const outcome = await runOnce({
+    ledger, key, fingerprint: fp, leaseSeconds: c.leaseSeconds, timeoutSeconds: c.timeoutSeconds, retentionSeconds: c.retentionSeconds, waitSeconds: c.waitSeconds,
+    waitUntil: ctx === undefined ? undefined : (p) => ctx.waitUntil(p),
+  }, (run) => handler(message, { ...run, tenant, env, ctx }));
+  return { outcome, tenant };
+}
+
+/**
+ * What to do with a message its run answered: ack a done key, retry the rest (with a delay where one
+ * is known), logging why.
+ * @template Body
+ * @template Env
+ * @param {Consumer<Body, Env>} c
+ * @param {QueueMessage<Body>} message
+ * @param {{ key: string; tenant: string | null; outcome: RunOutcome; queue: string; env: Env }} run
+ * @returns {Promise<QueueSettlement>}
+ */
+async function settlementOf(c, message, { key, tenant, outcome, queue, env }) {
+  /** @type {QueueSettlement} */
+  const settlement = { key, tenant, outcome: outcome.outcome, action: "retry" };
+  const log = (/** @type {string} */ event, /** @type {Record<string, unknown>} */ fields) =>
+    console.error(JSON.stringify({ event, queue, message: message.id, key, ...fields }));
+  switch (outcome.outcome) {
+    case "ran":
+      settlement.action = "ack";
+      break;
+    case "replayed": {
+      settlement.action = "ack";
+      const { onReplayed } = c.o;
+      await hook("onReplayed", onReplayed && (() => onReplayed(message, outcome.result, env)));
+      break;
+    }
+    case "busy":
+    case "timed_out":
+      settlement.delaySeconds = outcome.retryAfterSeconds;
+      break;
+    case "threw":
+      if (outcome.retryAfterSeconds !== null) settlement.delaySeconds = outcome.retryAfterSeconds;
+      log("idempotency.queue_handler_threw", { error: messageOf(outcome.error) });
+      break;
+    case "unavailable":
+      if (outcome.retryAfterSeconds !== null) settlement.delaySeconds = Math.min(outcome.retryAfterSeconds, MAX_RETRY_DELAY_SECONDS);
+      log("idempotency.queue_ledger_unavailable", { error: messageOf(outcome.error) });
+      break;
+    case "refused":
+      settlement.detail = outcome.detail;
+      log("idempotency.queue_refused", { reason: outcome.reason, detail: outcome.detail });
+      break;
+  }
+  return settlement;
+}
+
+/**
  * A Queue consumer (`export default { queue: queueConsumer({...}) }`) whose
  * messages' effects run once per key. Invalid options throw a TypeError.
  * @template [Body=unknown]
@@ -194,80 +352,9 @@ async function pooled(items, limit, work) {
  * @returns {(batch: QueueBatch<Body>, env: Env, ctx?: QueueContext) => Promise<void>}
  */
 export function queueConsumer(options) {
-  const o = knownOptions(WHO, options, OPTIONS);
-  const { handler, object, onReplayed, onSettled } = o;
-  if ((handler === undefined) === (object === undefined)) {
-    throw new TypeError(`${WHO}: give either options.handler (with options.ledger: the external shape) or options.object (the Durable Object shape)`);
-  }
-  for (const [name, value] of /** @type {[string, unknown][]} */ ([["handler", handler], ["object", object], ["key", o.key], ["onReplayed", onReplayed], ["onSettled", onSettled], ["ledger", o.ledger]])) {
-    if (value !== undefined && typeof value !== "function") throw new TypeError(`${WHO}: ${name} must be a function${name === "ledger" ? " of the message and env, e.g. (message, env) => env.LEDGER" : ""}`);
-  }
-  if (object !== undefined) {
-    const extra = EXTERNAL_ONLY.find((name) => /** @type {Record<string, unknown>} */ (o)[name] !== undefined);
-    if (extra !== undefined) throw new TypeError(`${WHO}: ${extra} is for the external shape (handler + ledger); the Durable Object's own Ledger keeps its records`);
-  }
-  const external = handler !== undefined;
-  const leaseSeconds = o.leaseSeconds === undefined ? 60 : wholeOption(WHO, "leaseSeconds", o.leaseSeconds, 1, MAX_RETRY_DELAY_SECONDS);
-  const timeoutSeconds = o.timeoutSeconds === undefined ? (external ? leaseSeconds : 60) : wholeOption(WHO, "timeoutSeconds", o.timeoutSeconds, 1, external ? leaseSeconds : MAX_RETRY_DELAY_SECONDS);
-  const retentionSeconds = o.retentionSeconds === undefined ? undefined : wholeOption(WHO, "retentionSeconds", o.retentionSeconds, 1, MAX_WINDOW_SECONDS);
-  const waitSeconds = o.waitSeconds === undefined ? 0 : wholeOption(WHO, "waitSeconds", o.waitSeconds, 0, 3600);
-  const concurrency = o.concurrency === undefined ? 10 : wholeOption(WHO, "concurrency", o.concurrency, 1, 100);
-  if (external && o.ledger === undefined) throw new TypeError(`${WHO}: options.handler needs options.ledger, e.g. (message, env) => env.LEDGER`);
-  if (o.tenant !== undefined && typeof o.tenant !== "function" && !isTenantId(o.tenant)) {
-    throw new TypeError(`${WHO}: options.tenant must be ${TENANT_RULE}, or a function of the message returning one`);
-  }
-  const source = external ? ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards, jurisdiction: o.jurisdiction }) : null;
-
-  /**
-   * The message's key, or why there is none.
-   * @param {QueueMessage<Body>} message
-   * @param {Env} env
-   * @returns {Promise<{ key: string } | { misconfigured: string }>}
-   */
-  const keyOf = async (message, env) => {
-    let key;
-    try { key = o.key === undefined ? message.id : await o.key(message, env); } catch (e) {
-      return { misconfigured: `options.key threw: ${messageOf(e)}` };
-    }
-    if (typeof key !== "string" || keyProblem(key) !== null) return { misconfigured: "options.key must give 1-255 printable ASCII characters" };
-    return { key };
-  };
-
-  /**
-   * One message, its key already made: run (or forward) once, and what to do with the message.
-   * @param {QueueMessage<Body>} message
-   * @param {string} key
-   * @param {Env} env
-   * @param {QueueContext | undefined} ctx
-   * @param {string} queue
-   * @returns {Promise<{ outcome: RunOutcome | null; tenant: string | null; misconfigured?: string }>}
-   */
-  const settleOne = async (message, key, env, ctx, queue) => {
-    const encoded = encodedBody(message.body);
-    const headers = { "queue-name": queue, "queue-message-id": message.id, "queue-message-attempts": String(message.attempts) };
-    if (!external) {
-      let stub;
-      try { stub = await /** @type {PerMessage<Body, Env, LedgerStub | null | undefined>} */ (object)(message, env); } catch (e) {
-        return { outcome: null, tenant: null, misconfigured: `options.object threw: ${messageOf(e)}` };
-      }
-      if (stub === null || stub === undefined || typeof stub.fetch !== "function") return { outcome: null, tenant: null, misconfigured: "options.object gave no Durable Object stub" };
-      if (encoded === null) return { outcome: { outcome: "refused", reason: "invalid", detail: "the message's body has no JSON encoding to forward (send JSON, text or bytes)" }, tenant: null };
-      return { outcome: await forwardOnce({ stub, key, body: encoded.bytes, contentType: encoded.contentType, headers, timeoutSeconds }), tenant: null };
-    }
-    const resolved = await /** @type {NonNullable<typeof source>} */ (source).resolve([message, env]);
-    if ("misconfigured" in resolved) return { outcome: null, tenant: null, misconfigured: resolved.misconfigured };
-    const { ledger, tenant } = resolved;
-    // The same fingerprint a Ledger.handle object gives the message: a key reused for another body is a mismatch.
-    const fp = encoded === null ? undefined : await fingerprint({ method: "POST", target: "/consume", headers: { "content-type": encoded.contentType }, body: encoded.bytes });
-    const outcome = await runOnce({
-      ledger, key, fingerprint: fp, leaseSeconds, timeoutSeconds, retentionSeconds, waitSeconds,
-      waitUntil: ctx === undefined ? undefined : (p) => ctx.waitUntil(p),
-    }, (run) => /** @type {NonNullable<typeof handler>} */ (handler)(message, { ...run, tenant, env, ctx }));
-    return { outcome, tenant };
-  };
-
+  const c = checkedConsumer(options);
+  const { onSettled } = c.o;
   return async function queue(batch, env, ctx) {
-    const messages = [...batch.messages];
     /** @type {Map<string, { message: QueueMessage<Body>; key: string }[]>} */
     const groups = new Map();
     /**
@@ -279,8 +366,8 @@ export function queueConsumer(options) {
       else message.retry(settlement.delaySeconds === undefined ? undefined : { delaySeconds: settlement.delaySeconds });
       await hook("onSettled", onSettled && (() => onSettled(message, settlement, env)));
     };
-    for (const message of messages) {
-      const made = await keyOf(message, env);
+    for (const message of [...batch.messages]) {
+      const made = await keyOf(c, message, env);
       if ("misconfigured" in made) {
         console.error(JSON.stringify({ event: "idempotency.queue_misconfigured", queue: batch.queue, message: message.id, detail: made.misconfigured }));
         await done(message, { key: null, tenant: null, outcome: "misconfigured", action: "retry", detail: made.misconfigured });
@@ -290,11 +377,11 @@ export function queueConsumer(options) {
       group.push({ message, key: made.key });
       groups.set(made.key, group);
     }
-    await pooled([...groups.values()], concurrency, async (group) => {
+    await pooled([...groups.values()], c.concurrency, async (group) => {
       for (const { message, key } of group) {
         let settled;
         try {
-          settled = await settleOne(message, key, env, ctx, batch.queue);
+          settled = await settleOne(c, message, key, env, ctx, batch.queue);
         } catch (e) {
           settled = { outcome: null, tenant: null, misconfigured: messageOf(e) };
         }
@@ -304,34 +391,7 @@ export function queueConsumer(options) {
           await done(message, { key, tenant, outcome: "misconfigured", action: "retry", detail: settled.misconfigured });
           continue;
         }
-        /** @type {QueueSettlement} */
-        const settlement = { key, tenant, outcome: outcome.outcome, action: "retry" };
-        switch (outcome.outcome) {
-          case "ran":
-            settlement.action = "ack";
-            break;
-          case "replayed":
-            settlement.action = "ack";
-            await hook("onReplayed", onReplayed && (() => onReplayed(message, outcome.result, env)));
-            break;
-          case "busy":
-          case "timed_out":
-            settlement.delaySeconds = outcome.retryAfterSeconds;
-            break;
-          case "threw":
-            if (outcome.retryAfterSeconds !== null) settlement.delaySeconds = outcome.retryAfterSeconds;
-            console.error(JSON.stringify({ event: "idempotency.queue_handler_threw", queue: batch.queue, message: message.id, key, error: messageOf(outcome.error) }));
-            break;
-          case "unavailable":
-            if (outcome.retryAfterSeconds !== null) settlement.delaySeconds = Math.min(outcome.retryAfterSeconds, MAX_RETRY_DELAY_SECONDS);
-            console.error(JSON.stringify({ event: "idempotency.queue_ledger_unavailable", queue: batch.queue, message: message.id, key, error: messageOf(outcome.error) }));
-            break;
-          case "refused":
-            settlement.detail = outcome.detail;
-            console.error(JSON.stringify({ event: "idempotency.queue_refused", queue: batch.queue, message: message.id, key, reason: outcome.reason, detail: outcome.detail }));
-            break;
-        }
-        await done(message, settlement);
+        await done(message, await settlementOf(c, message, { key, tenant, outcome, queue: batch.queue, env }));
       }
     });
   };

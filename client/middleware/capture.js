@@ -2,10 +2,10 @@
 // The route's response, captured for its key (./contract.js): whether it is
 // stored at all (`shouldStore`), and its bounded capture — read with its own
 // reader (no clone), no further than maxStoredBodyBytes + 1 bytes before the
-// key is completed (./stored.js captureBounded).
-import { captureBounded } from "./stored.js";
+// key is completed (../rules/stored.js captureBounded).
+import { captureBounded } from "../rules/stored.js";
 /**
- * @import { StoredResponse } from "./stored.js"
+ * @import { StoredResponse } from "../rules/stored.js"
  * @import { IdempotencyOptions } from "./options.js"
  */
 

@@ -1,7 +1,7 @@
 // @ts-check
 // Tenant ids and the one rule that names a tenant's Durable Objects
 // (docs/contract.md §2.1; src/protocol/tenant.rs; shared vectors:
-// tests/fixtures/tenants.json). A leaf: ./rpc.js and ./shards.js both use it.
+// tests/fixtures/tenants.json). A leaf: ../rpc/client.js and ../rpc/shards.js both use it.
 
 /** A tenant id valid before v1.4: it names its object itself. */
 const V13_TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;

@@ -17,12 +17,14 @@
 //   the ledger full or unreachable) throws, so the platform's own retry
 //   (the step's retries, the alarm's, the next delivery) comes back later;
 //   a key that stands for another effect throws a TypeError.
-import { knownOptions, MAX_WINDOW_SECONDS, wholeOption } from "./defaults.js";
-import { oneComponent } from "./fingerprint.js";
+import { MAX_WINDOW_SECONDS } from "../rules/defaults.js";
+import { checkOptions } from "../rules/check-options.js";
+/** @import { OptionSpec } from "../rules/check-options.js" */
+import { oneComponent } from "../rules/fingerprint.js";
 import { MAX_RETRY_DELAY_SECONDS, runOnce } from "./consumer.js";
-import { keyProblem } from "./request.js";
-import { ledgerSource } from "./sources.js";
-/** @import { LedgerSource, TenantShardsValue } from "./sources.js" */
+import { keyProblem } from "../rules/request.js";
+import { ledgerSource } from "../rpc/sources.js";
+/** @import { LedgerSource, TenantShardsValue } from "../rpc/sources.js" */
 /** @import { RunContext } from "./consumer.js" */
 
 /**
@@ -65,22 +67,33 @@ const ONCE = "idempotency-ledger/workflows once";
 const SCHEDULED = "idempotency-ledger/workflows onceScheduled";
 
 /**
+ * The options of `once`, checked by ../rules/check-options.js (the key and config by `once`).
+ * @type {Readonly<Record<string, OptionSpec>>}
+ */
+const ONCE_SPEC = Object.freeze({
+  ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true }, key: { any: true },
+  // The lease is also the effect's deadline (a timer): at most 12 hours, as the Queue consumer's.
+  leaseSeconds: { whole: [1, MAX_RETRY_DELAY_SECONDS], default: 60 },
+  retentionSeconds: { whole: [1, MAX_WINDOW_SECONDS] },
+  config: { any: true },
+});
+/** The options of `onceScheduled`: `once`'s but the key (made from the name and time) and config. */
+const SCHEDULED_SPEC = Object.freeze(Object.fromEntries(Object.entries(ONCE_SPEC).filter(([name]) => name !== "key" && name !== "config")));
+
+/**
  * The ledger, tenant and windows of `options`, checked (a TypeError naming what is wrong).
  * @param {string} who
  * @param {Partial<OnceOptions> | undefined} options
- * @param {readonly string[]} known
+ * @param {Readonly<Record<string, OptionSpec>>} spec
  */
-function checked(who, options, known) {
+function checked(who, options, spec) {
   if (options === undefined || options === null) throw new TypeError(`${who} needs options: { ledger, tenant, key }`);
-  const o = knownOptions(who, options, known);
+  const o = checkOptions(who, options, spec);
   if (typeof o.ledger === "function" || typeof o.tenant === "function" || typeof o.tenantShards === "function") {
     throw new TypeError(`${who}: ledger, tenant and tenantShards are values here`);
   }
   const source = ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards });
-  // The lease is also the effect's deadline (a timer): at most 12 hours, as the Queue consumer's.
-  const leaseSeconds = o.leaseSeconds === undefined ? 60 : wholeOption(who, "leaseSeconds", o.leaseSeconds, 1, MAX_RETRY_DELAY_SECONDS);
-  const retentionSeconds = o.retentionSeconds === undefined ? undefined : wholeOption(who, "retentionSeconds", o.retentionSeconds, 1, MAX_WINDOW_SECONDS);
-  return { source, leaseSeconds, retentionSeconds };
+  return { source, leaseSeconds: /** @type {number} */ (o.leaseSeconds), retentionSeconds: /** @type {number | undefined} */ (o.retentionSeconds) };
 }
 
 /**
@@ -159,7 +172,7 @@ export function once(step, name, options, effect) {
   if (step === null || step === undefined || typeof step.do !== "function") throw new TypeError(`${ONCE} needs a Workflow step (the second argument of run(event, step))`);
   if (typeof name !== "string" || name.length === 0) throw new TypeError(`${ONCE}: name must be the step's name`);
   if (typeof effect !== "function") throw new TypeError(`${ONCE}: effect must be a function`);
-  const o = checked(ONCE, options, ["ledger", "tenant", "tenantShards", "key", "leaseSeconds", "retentionSeconds", "config"]);
+  const o = checked(ONCE, options, ONCE_SPEC);
   const key = checkedKey(ONCE, "options.key", options.key);
   const { config } = options;
   if (config !== undefined && (config === null || typeof config !== "object")) throw new TypeError(`${ONCE}: options.config must be step.do's config object`);
@@ -198,6 +211,6 @@ function scheduledKey(when, name) {
 export function onceScheduled(when, name, options, effect) {
   if (typeof effect !== "function") throw new TypeError(`${SCHEDULED}: effect must be a function`);
   const key = scheduledKey(when, name);
-  const o = checked(SCHEDULED, options, ["ledger", "tenant", "tenantShards", "leaseSeconds", "retentionSeconds"]);
+  const o = checked(SCHEDULED, options, SCHEDULED_SPEC);
   return run(SCHEDULED, o, key, key, effect);
 }

@@ -3,8 +3,8 @@
 // (src/contract/proxy.rs: SETTLE_RETRY_DELAYS_MS, is_retryable,
 // landed_earlier): three attempts in all, and only when trying again is
 // safe.
-import { LedgerError } from "./rpc.js";
-/** @import { RecordState } from "./rpc.js" */
+import { LedgerError } from "./client.js";
+/** @import { RecordState } from "./client.js" */
 
 /**
  * Pauses (ms) before the second and third attempt of a completion or

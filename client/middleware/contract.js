@@ -4,7 +4,7 @@
 // (./hono.js) share `idempotencyContract`, which runs the phases of one
 // request in order, each in its module: the options, checked once when the
 // middleware is made, and the hooks (./options.js); the key and the bounded
-// body (./request.js); where the ledger comes from (./sources.js); the
+// body (../rules/request.js); where the ledger comes from (../rpc/sources.js); the
 // claim and its refusals (./claim.js); the route's one run and its
 // settlement (./settlement.js), its response captured (./capture.js).
 //
@@ -15,14 +15,14 @@
 // and its error is rethrown whatever the settlement or a hook comes to; a
 // route's body is read no further than maxStoredBodyBytes + 1 bytes before
 // its key is completed, so a larger one streams once its tombstone landed.
-import { readBody, requestBody, requestKey, sourcedKey } from "./request.js";
+import { readBody, requestBody, requestKey, sourcedKey } from "../rules/request.js";
 import { checkedOptions, tell } from "./options.js";
 import { claimKey, misconfiguredSource, unreached } from "./claim.js";
 import { runClaimed } from "./settlement.js";
-/** @import { LedgerSource, TenantLedgerCalls } from "./sources.js" */
+/** @import { LedgerSource, TenantLedgerCalls } from "../rpc/sources.js" */
 
-/** @typedef {LedgerSource} IdempotencyLedgerSource What the `ledger` option gives (./sources.js). */
-/** @typedef {import("./sources.js").LedgerServiceCalls} LedgerServiceCalls A tenant-first ledger: a `LedgerService` binding. */
+/** @typedef {LedgerSource} IdempotencyLedgerSource What the `ledger` option gives (../rpc/sources.js). */
+/** @typedef {import("../rpc/sources.js").LedgerServiceCalls} LedgerServiceCalls A tenant-first ledger: a `LedgerService` binding. */
 /** @typedef {TenantLedgerCalls} OneTenantLedger One tenant's claim / complete / release (a `LedgerClient` has them). */
 // The options and the hooks' events: ./options.js.
 /**
@@ -91,7 +91,7 @@ import { runClaimed } from "./settlement.js";
  * "open"` and a claim the runtime refused as `overloaded`, the route run
  * unprotected.
  * Completion and release are retried as the gateway retries them
- * (./settle.js), under `ctx.waitUntil` when there is a context; the run's
+ * (../rpc/settle.js), under `ctx.waitUntil` when there is a context; the run's
  * response is returned and its error rethrown whatever they come to (a
  * final failure goes to `onSettlementFailed`). Exported for framework
  * adapters; most code wants `withIdempotency` or the Hono middleware.

@@ -1,10 +1,12 @@
 // @ts-check
 // Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
 // docs/rpc-v1.md), and the types of that protocol.
-import { inJurisdiction, isObjectName, isTenantId, tenantObjectName } from "./tenant.js";
-/** @import { Fingerprint } from "./fingerprint.js" */
-/** @import { Problem } from "./problems.js" */
-/** @import { StoredResponse } from "./stored.js" */
+import { inJurisdiction, isObjectName, isTenantId, tenantObjectName } from "../rules/tenant.js";
+import { LedgerError, retryAfterSeconds } from "./error.js";
+
+export { LedgerError, retryAfterSeconds };
+/** @import { Fingerprint } from "../rules/fingerprint.js" */
+/** @import { StoredResponse } from "../rules/stored.js" */
 
 export const RPC_V1_PREFIX = "/rpc/v1/";
 /** The object's answer header naming how long a claim waited (ms). */
@@ -233,51 +235,6 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  * @property {(tenant: string) => Promise<LedgerStats>} stats
  * @property {(tenant: string, call: ExecuteCall) => Promise<ExecuteOutcome & WaitedAnswer>} execute
  */
-
-/** A ledger call that did not produce an outcome. */
-export class LedgerError extends Error {
-  /**
-   * HTTP status of the object's problem answer, or null when unreachable.
-   * @readonly
-   * @type {number | null}
-   */
-  status;
-  /**
-   * The RFC 9457 problem document the object answered with, if any.
-   * @readonly
-   * @type {Problem | null}
-   */
-  problem;
-  /**
-   * The `Retry-After` the object answered with, in seconds (an upgrading
-   * object's `503`), or null when it sent none.
-   * @readonly
-   * @type {number | null}
-   */
-  retryAfter;
-
-  /**
-   * @param {string} message
-   * @param {{ status?: number | null; problem?: Problem | null; retryAfter?: number | null; cause?: unknown }} [details]
-   */
-  constructor(message, { status = null, problem = null, retryAfter = null, cause } = {}) {
-    super(message, { cause });
-    this.name = "LedgerError";
-    this.status = status;
-    this.problem = problem;
-    this.retryAfter = retryAfter;
-  }
-}
-
-/**
- * A `Retry-After` header's delta-seconds, or null (absent, a date, or not a
- * whole number of seconds).
- * @param {string | null} value
- * @returns {number | null}
- */
-export function retryAfterSeconds(value) {
-  return value !== null && /^\s*\d{1,9}\s*$/.test(value) ? Number(value) : null;
-}
 
 /** Typed RPC v1 calls to one tenant's TenantLedger. */
 export class LedgerClient {

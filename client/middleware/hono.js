@@ -22,7 +22,7 @@
 // `c`; the route reads its key with `c.get("idempotencyKey")`.
 // No runtime import of Hono: any Hono 4 app can use it.
 import { idempotencyContract } from "./contract.js";
-import { readBody } from "./request.js";
+import { readBody } from "../rules/request.js";
 /** @import { Context, Env, MiddlewareHandler } from "hono" */
 /** @import { IdempotencyOptions } from "./contract.js" */
 

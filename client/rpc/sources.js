@@ -1,7 +1,7 @@
 // @ts-check
 // The middleware's `ledger` option: where one request's ledger comes from,
 // resolved per request into one tenant's claim / complete / release
-// (./claim.js and ./settlement.js call nothing else). A source is a `LedgerClient` (one
+// (../middleware/claim.js and ../middleware/settlement.js call nothing else). A source is a `LedgerClient` (one
 // object), a `LedgerService` service binding (JS RPC, tenant first), a
 // TenantLedger Durable Object namespace (routed with TENANT_SHARDS by
 // `TenantLedgers`, the gateway's rule), or a callback of the request
@@ -16,12 +16,12 @@
 //   `ledger` callback that throws or gives no ledger (a missing binding):
 //   the server's configuration, not an outage, so never a reason for
 //   FAILURE_POLICY=open to run a request unprotected.
-import { LedgerClient, LedgerError } from "./rpc.js";
+import { LedgerClient, LedgerError } from "./client.js";
 import { TENANT_RULE, TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
-import { inJurisdiction, jurisdictionProblem } from "./tenant.js";
+import { inJurisdiction, jurisdictionProblem } from "../rules/tenant.js";
 /**
  * @import { LedgerNamespace, ClaimCall, CompleteCall, ReleaseCall,
- *   ClaimOutcome, CompleteOutcome, ReleaseOutcome, WaitedAnswer } from "./rpc.js"
+ *   ClaimOutcome, CompleteOutcome, ReleaseOutcome, WaitedAnswer } from "./client.js"
  * @import { ShardLayout } from "./shards.js"
  */
 
@@ -173,7 +173,7 @@ function boundTo(service, tenant, remote) {
     try { return await call(); } catch (e) { throw remoteError(e, op); }
   };
   return {
-    // The answers are checked where they are used (./claim.js: outcomes it does not know are no answer).
+    // The answers are checked where they are used (../middleware/claim.js: outcomes it does not know are no answer).
     claim: (call) => run("claim", () => /** @type {Promise<ClaimOutcome & WaitedAnswer>} */ (service.claim(tenant, call))),
     complete: (call) => run("complete", () => /** @type {Promise<CompleteOutcome>} */ (service.complete(tenant, call))),
     release: (call) => run("release", () => /** @type {Promise<ReleaseOutcome>} */ (service.release(tenant, call))),

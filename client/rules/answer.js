@@ -4,7 +4,7 @@
 // the same statuses and Retry-After.
 import { problemResponse } from "./problems.js";
 import { replayResponse } from "./stored.js";
-/** @import { ClaimRefusal } from "./rpc.js" */
+/** @import { ClaimRefusal } from "../rpc/client.js" */
 
 /**
  * The gateway's answer to a refused claim: replay (a tombstone: 500

@@ -4,8 +4,8 @@
 // Promise, a Response or a status out of 200..599 refused with a
 // TypeError, inside the transaction), what `handle` gives it, and the
 // Response a `ran` outcome is answered with.
-import { encoder } from "./bytes.js";
-import { NULL_BODY } from "./stored.js";
+import { encoder } from "../rules/bytes.js";
+import { NULL_BODY } from "../rules/stored.js";
 /** @import { AppAnswer, HandledRequest, RanResponse } from "./ledger.js" */
 
 /**

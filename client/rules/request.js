@@ -1,6 +1,6 @@
 // @ts-check
 // A protected request's inputs as the gateway reads them, for the
-// middleware (./contract.js) and the embedded ledger (./ledger.js): its
+// middleware (../middleware/contract.js) and the embedded ledger (../ledger/ledger.js): its
 // Idempotency-Key (docs/contract.md §2.3) and its body, bounded as the
 // gateway bounds it (MAX_REQUEST_BODY_BYTES, §2.4), each with the
 // gateway's problem answer when it cannot be had. What must stay true: a

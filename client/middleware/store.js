@@ -16,12 +16,14 @@
 //     them, never the caller's `now`).
 // Every answer is a `Result`: `{ ok: true, value }` or `{ ok: false, error }`
 // with an `IdempotencyStoreError`; nothing here throws once the store is made.
-import { knownOptions, MAX_WINDOW_SECONDS } from "./defaults.js";
-import { oneComponent } from "./fingerprint.js";
-import { keyProblem } from "./request.js";
-import { ledgerSource } from "./sources.js";
-/** @import { LedgerSource } from "./sources.js" */
-/** @import { StoredResponse as LedgerResponse } from "./stored.js" */
+import { MAX_WINDOW_SECONDS } from "../rules/defaults.js";
+import { checkOptions } from "../rules/check-options.js";
+/** @import { OptionSpec } from "../rules/check-options.js" */
+import { oneComponent } from "../rules/fingerprint.js";
+import { keyProblem } from "../rules/request.js";
+import { ledgerSource } from "../rpc/sources.js";
+/** @import { LedgerSource } from "../rpc/sources.js" */
+/** @import { StoredResponse as LedgerResponse } from "../rules/stored.js" */
 
 /**
  * A claim, as the seed's middleware makes it: all times epoch milliseconds.
@@ -65,7 +67,7 @@ import { ledgerSource } from "./sources.js";
  * @property {LedgerSource} ledger A `LedgerClient` (one tenant's object), or a `LedgerService` binding or a
  *   TenantLedger Durable Object namespace with `tenant`.
  * @property {string} [tenant] The tenant, with a binding or a namespace.
- * @property {string | Map<string, import("./shards.js").ShardLayout>} [tenantShards] TENANT_SHARDS, with a namespace.
+ * @property {string | Map<string, import("../rpc/shards.js").ShardLayout>} [tenantShards] TENANT_SHARDS, with a namespace.
  * @property {string} [jurisdiction] The tenant's jurisdiction (`"eu"`, `"fedramp"`, `"fedramp-high"`, `"us"`: its
  *   TENANT_JURISDICTIONS value), with a namespace: its objects are `namespace.jurisdiction(J)`'s.
  */
@@ -90,7 +92,7 @@ const ok = (value) => ({ ok: true, value });
 /** @param {string} message @param {unknown} [cause] @returns {{ ok: false; error: IdempotencyStoreError }} */
 const failed = (message, cause) => ({ ok: false, error: new IdempotencyStoreError(message, cause === undefined ? undefined : { cause }) });
 
-/** Is `id` a key by the key's rules (./request.js `keyProblem`: 1–255 printable ASCII)? @param {unknown} id */
+/** Is `id` a key by the key's rules (../rules/request.js `keyProblem`: 1–255 printable ASCII)? @param {unknown} id */
 const isKey = (id) => typeof id === "string" && keyProblem(id) === null;
 
 /**
@@ -134,6 +136,53 @@ function generationOf(lease) {
 const messageOf = (e) => (e instanceof Error ? e.message : String(e));
 
 /**
+ * A claim on the tenant's ledger, answered as the seed's store answers it.
+ * @param {() => Promise<import("../rpc/sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} resolve
+ * @param {ClaimRequest} request
+ * @returns {Promise<Result<ClaimOutcome>>}
+ */
+async function claimOn(resolve, request) {
+  if (request === null || typeof request !== "object") return failed("claim needs a ClaimRequest");
+  const { id, fingerprint, now, leaseMs, expiresAt } = request;
+  if (!isKey(id)) return failed("claim: id must be 1-255 printable ASCII characters");
+  if (fingerprint !== null && typeof fingerprint !== "string") return failed("claim: fingerprint must be a string or null");
+  const lease = seconds(leaseMs);
+  if (lease === null) return failed(`claim: leaseMs must be a positive number of at most ${MAX_WINDOW_SECONDS} s`);
+  if (typeof now !== "number" || typeof expiresAt !== "number") return failed("claim: now and expiresAt must be epoch milliseconds");
+  const retention = seconds(expiresAt - now);
+  if (retention === null) return failed(`claim: expiresAt must be after now, by at most ${MAX_WINDOW_SECONDS} s`);
+  const calls = await resolve();
+  if ("ok" in calls) return calls;
+  let answer;
+  try {
+    answer = await calls.claim({
+      key: id,
+      fingerprint: await asFingerprint(fingerprint),
+      lease_seconds: lease,
+      // A record outlives its lease (docs/contract.md §4).
+      retention_seconds: Math.max(retention, lease),
+    });
+  } catch (e) {
+    return failed(`claim failed: ${messageOf(e)}`, e);
+  }
+  switch (answer.outcome) {
+    case "claimed": return ok({ status: "claimed", lease: String(answer.generation) });
+    case "in_flight": return ok({ status: "in-flight", fingerprint });
+    case "completed": return ok({ status: "completed", fingerprint, response: toSeed(answer.response) });
+    // The record was claimed with another fingerprint: the ledger keeps digests, not the string.
+    case "mismatch": return ok({ status: "in-flight", fingerprint: OTHER_FINGERPRINT });
+    case "ledger_full": return failed(`claim refused: the tenant's ledger is full (retry in ${answer.retry_after_ms} ms)`);
+  }
+  return failed(`claim: unexpected answer ${JSON.stringify(answer)}`);
+}
+
+/**
+ * The options of `ledgerStore`, checked by ../rules/check-options.js (values, not functions: below).
+ * @type {Readonly<Record<string, OptionSpec>>}
+ */
+const STORE_OPTIONS = Object.freeze({ ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true }, jurisdiction: { any: true } });
+
+/**
  * The seed's store contract over one tenant's TenantLedger object.
  * Invalid options throw a TypeError (an unknown name included); every
  * call after that answers a `Result`.
@@ -141,52 +190,19 @@ const messageOf = (e) => (e instanceof Error ? e.message : String(e));
  * @returns {IdempotencyStore}
  */
 export function ledgerStore(options) {
-  const { ledger, tenant, tenantShards, jurisdiction } = knownOptions("idempotency-ledger/store", options, ["ledger", "tenant", "tenantShards", "jurisdiction"]);
+  const { ledger, tenant, tenantShards, jurisdiction } = checkOptions("idempotency-ledger/store", options, STORE_OPTIONS);
   if ([ledger, tenant, tenantShards, jurisdiction].some((v) => typeof v === "function")) {
     throw new TypeError("idempotency-ledger/store: ledger, tenant, tenantShards and jurisdiction are values here (make a store per request for per-request values)");
   }
   const source = ledgerSource({ ledger, tenant, tenantShards, jurisdiction });
-  /** @returns {Promise<import("./sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} */
+  /** @returns {Promise<import("../rpc/sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} */
   const resolve = async () => {
     const resolved = await source.resolve([]);
     return "misconfigured" in resolved ? failed(`idempotency-ledger/store: ${resolved.misconfigured}`) : resolved.ledger;
   };
 
   return {
-    async claim(request) {
-      if (request === null || typeof request !== "object") return failed("claim needs a ClaimRequest");
-      const { id, fingerprint, now, leaseMs, expiresAt } = request;
-      if (!isKey(id)) return failed("claim: id must be 1-255 printable ASCII characters");
-      if (fingerprint !== null && typeof fingerprint !== "string") return failed("claim: fingerprint must be a string or null");
-      const lease = seconds(leaseMs);
-      if (lease === null) return failed(`claim: leaseMs must be a positive number of at most ${MAX_WINDOW_SECONDS} s`);
-      if (typeof now !== "number" || typeof expiresAt !== "number") return failed("claim: now and expiresAt must be epoch milliseconds");
-      const retention = seconds(expiresAt - now);
-      if (retention === null) return failed(`claim: expiresAt must be after now, by at most ${MAX_WINDOW_SECONDS} s`);
-      const calls = await resolve();
-      if ("ok" in calls) return calls;
-      let answer;
-      try {
-        answer = await calls.claim({
-          key: id,
-          fingerprint: await asFingerprint(fingerprint),
-          lease_seconds: lease,
-          // A record outlives its lease (docs/contract.md §4).
-          retention_seconds: Math.max(retention, lease),
-        });
-      } catch (e) {
-        return failed(`claim failed: ${messageOf(e)}`, e);
-      }
-      switch (answer.outcome) {
-        case "claimed": return ok({ status: "claimed", lease: String(answer.generation) });
-        case "in_flight": return ok({ status: "in-flight", fingerprint });
-        case "completed": return ok({ status: "completed", fingerprint, response: toSeed(answer.response) });
-        // The record was claimed with another fingerprint: the ledger keeps digests, not the string.
-        case "mismatch": return ok({ status: "in-flight", fingerprint: OTHER_FINGERPRINT });
-        case "ledger_full": return failed(`claim refused: the tenant's ledger is full (retry in ${answer.retry_after_ms} ms)`);
-      }
-      return failed(`claim: unexpected answer ${JSON.stringify(answer)}`);
-    },
+    claim: (request) => claimOn(resolve, request),
 
     async complete(id, lease, response, expiresAt) {
       if (!isKey(id)) return failed("complete: id must be 1-255 printable ASCII characters");

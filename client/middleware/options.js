@@ -1,12 +1,14 @@
 // @ts-check
 // The middleware's options (./contract.js): their types, their defaults
-// (the gateway's, ./defaults.js) and their check, made once when the
+// (the gateway's, ../rules/defaults.js) and their check, made once when the
 // middleware is made (a TypeError naming what is wrong); and the hooks,
 // called so that one that throws never changes the answer.
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "./defaults.js";
-import { encoder, sha256hex } from "./bytes.js";
-import { ledgerSource } from "./sources.js";
-/** @import { LedgerSource, TenantShardsValue, Resolved } from "./sources.js" */
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WAIT_SECONDS, MAX_WINDOW_SECONDS, STORED_BODY_CEILING } from "../rules/defaults.js";
+import { checkOptions } from "../rules/check-options.js";
+/** @import { OptionSpec } from "../rules/check-options.js" */
+import { encoder, sha256hex } from "../rules/bytes.js";
+import { ledgerSource } from "../rpc/sources.js";
+/** @import { LedgerSource, TenantShardsValue, Resolved } from "../rpc/sources.js" */
 
 /**
  * A value an option gives per request: `(...args) => T`, sync or async.
@@ -176,87 +178,68 @@ import { ledgerSource } from "./sources.js";
 const WHO = "idempotency middleware";
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-/** Every option of `withIdempotency` and the Hono middleware: any other name is a TypeError. */
-export const MIDDLEWARE_OPTIONS = Object.freeze([
-  "ledger", "tenant", "tenantShards", "jurisdiction", "key", "fingerprint", "protectedMethods", "required", "fingerprintHeaders", "storedHeaders",
-  "maxStoredBodyBytes", "maxBodyBytes", "waitSeconds", "maxWaitSeconds", "leaseSeconds", "retentionSeconds",
-  "shouldStore", "failurePolicy", "problemBase", "onReplayed", "onConflict", "onStored", "onSettlementFailed",
-]);
-/** @param {string} name @param {unknown} value @param {number} min @param {number} max */
-const wholeNumber = (name, value, min, max) => wholeOption(WHO, name, value, min, max);
-
 /**
- * @param {string} name
- * @param {unknown} hook
+ * Every option of `withIdempotency` and the Hono middleware, checked by ../rules/check-options.js
+ * (what a spec cannot say, below): any other name is a TypeError.
+ * @type {Readonly<Record<string, OptionSpec>>}
  */
-function optionalFunction(name, hook) {
-  if (hook !== undefined && typeof hook !== "function") throw new TypeError(`idempotency middleware: ${name} must be a function`);
-}
+const SPEC = Object.freeze({
+  ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true }, jurisdiction: { any: true },
+  key: { any: true, default: DEFAULTS.keyHeader }, fingerprint: { any: true },
+  protectedMethods: { tokens: "method", default: DEFAULTS.protectedMethods },
+  required: { boolean: true, default: DEFAULTS.required },
+  fingerprintHeaders: { tokens: "header", default: DEFAULTS.fingerprintHeaders },
+  storedHeaders: { tokens: "header", default: DEFAULTS.storedHeaders },
+  maxStoredBodyBytes: { whole: [0, STORED_BODY_CEILING], default: DEFAULTS.maxStoredBodyBytes },
+  maxBodyBytes: { whole: [0, MAX_BODY_CEILING], default: DEFAULTS.maxBodyBytes },
+  waitSeconds: { whole: [0, MAX_WAIT_SECONDS], default: DEFAULTS.waitSeconds },
+  maxWaitSeconds: { whole: [0, MAX_WAIT_SECONDS], default: DEFAULTS.maxWaitSeconds },
+  leaseSeconds: { whole: [1, MAX_WINDOW_SECONDS] },
+  retentionSeconds: { whole: [1, MAX_WINDOW_SECONDS] },
+  shouldStore: { function: "" },
+  failurePolicy: { oneOf: ["closed", "open"], default: DEFAULTS.failurePolicy },
+  problemBase: { any: true },
+  onReplayed: { function: "" }, onConflict: { function: "" }, onStored: { function: "" },
+  onSettlementFailed: { function: "", default: logSettlementFailure },
+});
+
+/** Every option of `withIdempotency` and the Hono middleware: any other name is a TypeError. */
+export const MIDDLEWARE_OPTIONS = Object.freeze(Object.keys(SPEC));
 
 /**
  * The options with their defaults, checked (a TypeError naming what is wrong,
- * an unknown name included: ./defaults.js `knownOptions`).
+ * an unknown name included: ../rules/check-options.js).
  * @template {unknown[]} A
  * @param {IdempotencyOptions<A>} options
  * @returns {CheckedOptions<A>}
  */
 export function checkedOptions(options) {
-  const {
-    ledger, tenant, tenantShards, jurisdiction,
-    key = DEFAULTS.keyHeader, fingerprint,
-    protectedMethods = DEFAULTS.protectedMethods,
-    required = DEFAULTS.required,
-    fingerprintHeaders = DEFAULTS.fingerprintHeaders,
-    storedHeaders = DEFAULTS.storedHeaders,
-    maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
-    maxBodyBytes = DEFAULTS.maxBodyBytes,
-    waitSeconds = DEFAULTS.waitSeconds,
-    maxWaitSeconds = DEFAULTS.maxWaitSeconds,
-    leaseSeconds, retentionSeconds,
-    shouldStore, failurePolicy = DEFAULTS.failurePolicy, problemBase,
-    onReplayed, onConflict, onStored,
-    onSettlementFailed = logSettlementFailure,
-  } = knownOptions(WHO, options, MIDDLEWARE_OPTIONS);
-  if (typeof onSettlementFailed !== "function") throw new TypeError("idempotency middleware: onSettlementFailed must be a function");
-  for (const [name, hook] of /** @type {const} */ ([["shouldStore", shouldStore], ["onReplayed", onReplayed], ["onConflict", onConflict], ["onStored", onStored]])) {
-    optionalFunction(name, hook);
-  }
+  const o = checkOptions(WHO, options, SPEC);
+  const { ledger, tenant, tenantShards, jurisdiction, key, fingerprint, waitSeconds, maxWaitSeconds, leaseSeconds, retentionSeconds, problemBase } = o;
   if (typeof key !== "function" && !(typeof key === "string" && HEADER_NAME.test(key))) {
     throw new TypeError("idempotency middleware: key must be a header name or a function returning the key");
   }
   if (fingerprint !== undefined && fingerprint !== false && typeof fingerprint !== "function") {
     throw new TypeError("idempotency middleware: fingerprint must be false (compare keys alone) or a function returning a string");
   }
-  wholeNumber("waitSeconds", waitSeconds, 0, MAX_WAIT_SECONDS);
-  wholeNumber("maxWaitSeconds", maxWaitSeconds, 0, MAX_WAIT_SECONDS);
   if (waitSeconds > maxWaitSeconds) throw new TypeError("idempotency middleware: waitSeconds exceeds maxWaitSeconds");
-  wholeNumber("maxStoredBodyBytes", maxStoredBodyBytes, 0, STORED_BODY_CEILING);
-  if (typeof required !== "boolean") throw new TypeError("idempotency middleware: required must be a boolean");
-  tokenListOption(WHO, "fingerprintHeaders", fingerprintHeaders);
-  tokenListOption(WHO, "storedHeaders", storedHeaders);
-  tokenListOption(WHO, "protectedMethods", protectedMethods, "method");
-  wholeNumber("maxBodyBytes", maxBodyBytes, 0, MAX_BODY_CEILING);
-  if (leaseSeconds !== undefined) wholeNumber("leaseSeconds", leaseSeconds, 1, MAX_WINDOW_SECONDS);
-  if (retentionSeconds !== undefined) wholeNumber("retentionSeconds", retentionSeconds, 1, MAX_WINDOW_SECONDS);
   if (leaseSeconds !== undefined && retentionSeconds !== undefined && retentionSeconds < leaseSeconds) {
     throw new TypeError("idempotency middleware: retentionSeconds is shorter than leaseSeconds (a record must outlive its lease)");
   }
-  if (failurePolicy !== "closed" && failurePolicy !== "open") throw new TypeError('idempotency middleware: failurePolicy must be "closed" or "open"');
   if (problemBase !== undefined && !(typeof problemBase === "string" && URL.canParse(problemBase) && problemBase.endsWith("/"))) {
     throw new TypeError("idempotency middleware: problemBase must be an absolute URL ending in / (type = problemBase + slug)");
   }
-  const methods = new Set(protectedMethods.map((m) => String(m).toUpperCase()));
   const windows = {
     ...(leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds }),
     ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }),
   };
-  return {
-    source: ledgerSource(/** @type {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown; jurisdiction?: unknown }} */ ({ ledger, tenant, tenantShards, jurisdiction })),
-    key: typeof key === "string" ? key.toLowerCase() : key, fingerprint,
-    methods, windows, required, fingerprintHeaders, storedHeaders, maxStoredBodyBytes, maxBodyBytes, waitSeconds, maxWaitSeconds,
-    leaseSeconds, retentionSeconds, shouldStore, failurePolicy, problemBase,
-    onReplayed, onConflict, onStored, onSettlementFailed,
-  };
+  return /** @type {CheckedOptions<A>} */ ({
+    ...o,
+    source: ledgerSource({ ledger, tenant, tenantShards, jurisdiction }),
+    key: typeof key === "string" ? key.toLowerCase() : key,
+    methods: new Set(o.protectedMethods.map((/** @type {unknown} */ m) => String(m).toUpperCase())),
+    windows,
+  });
 }
 
 /** @param {string} key a short hash of the key for a log line (never the key itself) */

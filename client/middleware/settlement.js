@@ -2,15 +2,15 @@
 // The route's one run under a claimed key and its settlement
 // (./contract.js): the key completed with the route's response, or
 // released when the route failed or `shouldStore` said no, retried as the
-// gateway retries (./settle.js) under `ctx.waitUntil`. The route's response
+// gateway retries (../rpc/settle.js) under `ctx.waitUntil`. The route's response
 // reaches its caller, and its error is rethrown, whatever the settlement
 // comes to (a final failure goes to `onSettlementFailed`).
-import { landedEarlier, settle } from "./settle.js";
+import { landedEarlier, settle } from "../rpc/settle.js";
 import { captureRoute, storing } from "./capture.js";
 import { tell } from "./options.js";
 /**
- * @import { StoredResponse } from "./stored.js"
- * @import { TenantLedgerCalls } from "./sources.js"
+ * @import { StoredResponse } from "../rules/stored.js"
+ * @import { TenantLedgerCalls } from "../rpc/sources.js"
  * @import { CheckedOptions, SettlementFailure, StoredEvent } from "./options.js"
  */
 
@@ -28,7 +28,7 @@ import { tell } from "./options.js";
 
 /**
  * Completes (`response` given) or releases the claimed key, retried as the
- * gateway retries (./settle.js), under `ctx.waitUntil` when there is a
+ * gateway retries (../rpc/settle.js), under `ctx.waitUntil` when there is a
  * context, so a client hang-up cannot cancel it; the request awaits the
  * same promise. Never rejects: a settlement that finally fails (an error
  * after the retries, or an answer without a known outcome) is reported

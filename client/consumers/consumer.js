@@ -9,9 +9,9 @@
 //   runOnce({ ledger, key, fingerprint?, leaseSeconds, retentionSeconds?,
 //             timeoutSeconds?, waitSeconds?, waitUntil? }, fn) → Promise<RunOutcome>
 //     The external shape: claim `key` on one tenant's ledger (a
-//     LedgerClient, or what ./sources.js resolves), run `fn({ key,
+//     LedgerClient, or what ../rpc/sources.js resolves), run `fn({ key,
 //     generation, takeover, signal })` under the lease, store its JSON-able
-//     result (`complete`, retried as ./settle.js retries), or release the
+//     result (`complete`, retried as ../rpc/settle.js retries), or release the
 //     key when it throws. Never runs `fn` without a granted claim.
 //
 //   forwardOnce({ stub, key, body, headers?, timeoutSeconds?, waitUntil? }) → Promise<RunOutcome>
@@ -51,17 +51,17 @@
 //   releases (the effect is the caller's to make atomic or idempotent).
 // - A timed-out `fn` keeps its lease: a rerun waits for the lease to end,
 //   and the late `fn`'s completion is fenced on its generation.
-import { encoder, decoder, toBase64, fromBase64 } from "./bytes.js";
-import { STORED_BODY_CEILING } from "./defaults.js";
-import { oneComponent } from "./fingerprint.js";
-import { formatIdempotencyKey } from "./key.js";
-import { PROBLEM_CATALOG } from "./problems.js";
-import { LedgerError } from "./rpc.js";
-import { settle, landedEarlier } from "./settle.js";
-/** @import { Fingerprint } from "./fingerprint.js" */
-/** @import { StoredResponse } from "./stored.js" */
-/** @import { TenantLedgerCalls } from "./sources.js" */
-/** @import { LedgerStub } from "./rpc.js" */
+import { encoder, decoder, toBase64, fromBase64 } from "../rules/bytes.js";
+import { STORED_BODY_CEILING } from "../rules/defaults.js";
+import { oneComponent } from "../rules/fingerprint.js";
+import { formatIdempotencyKey } from "../rules/key.js";
+import { PROBLEM_CATALOG } from "../rules/problems.js";
+import { LedgerError } from "../rpc/client.js";
+import { settle, landedEarlier } from "../rpc/settle.js";
+/** @import { Fingerprint } from "../rules/fingerprint.js" */
+/** @import { StoredResponse } from "../rules/stored.js" */
+/** @import { TenantLedgerCalls } from "../rpc/sources.js" */
+/** @import { LedgerStub } from "../rpc/client.js" */
 
 /** The longest delay Cloudflare Queues take in `retry({ delaySeconds })`: 12 hours. */
 export const MAX_RETRY_DELAY_SECONDS = 43200;

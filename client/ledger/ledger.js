@@ -32,13 +32,15 @@
 //
 // Beside it: ./app-answer.js (your function's answer, checked and
 // normalised) and ./object-ledger.js (what an object's Ledgers share).
-import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, knownOptions, tokenListOption, wholeOption } from "./defaults.js";
-import { requestBody, requestKey } from "./request.js";
-import { refusalResponse } from "./answer.js";
+import { DEFAULTS, MAX_BODY_CEILING, MAX_WINDOW_SECONDS, STORED_BODY_CEILING, wholeOption } from "../rules/defaults.js";
+import { checkOptions } from "../rules/check-options.js";
+/** @import { OptionSpec } from "../rules/check-options.js" */
+import { requestBody, requestKey } from "../rules/request.js";
+import { refusalResponse } from "../rules/answer.js";
 import { handled, normalized, ranResponse } from "./app-answer.js";
 import { flushLater, objectLedger } from "./object-ledger.js";
-/** @import { Fingerprint } from "./fingerprint.js" */
-/** @import { ClaimRefusal, RecordView, LedgerStats } from "./rpc.js" */
+/** @import { Fingerprint } from "../rules/fingerprint.js" */
+/** @import { ClaimRefusal, RecordView, LedgerStats } from "../rpc/client.js" */
 
 /**
  * @typedef {object} LedgerOptions
@@ -113,11 +115,21 @@ import { flushLater, objectLedger } from "./object-ledger.js";
  *   getAlarm(): Promise<number | null>; setAlarm(scheduledTime: number): Promise<void> } }} LedgerState
  */
 
-/** Every option of `new Ledger(ctx, options)`: any other name is a TypeError. */
-const LEDGER_OPTIONS = Object.freeze([
-  "retentionSeconds", "maxKeys", "maxDbBytes", "maxBodyBytes", "sweepIntervalSeconds", "storedHeaders",
-  "maxStoredBodyBytes", "fingerprintHeaders", "required", "protectedMethods",
-]);
+/** Every option of `new Ledger(ctx, options)` (../rules/check-options.js): any other name is a TypeError. */
+/** @type {Readonly<Record<string, OptionSpec>>} */
+const LEDGER_OPTIONS = Object.freeze({
+  retentionSeconds: { whole: [1, MAX_WINDOW_SECONDS], default: DEFAULTS.retentionSeconds },
+  maxKeys: { whole: [1, Number.MAX_SAFE_INTEGER], default: DEFAULTS.maxKeys },
+  maxDbBytes: { whole: [1, Number.MAX_SAFE_INTEGER], default: DEFAULTS.maxDbBytes },
+  maxBodyBytes: { whole: [0, MAX_BODY_CEILING], default: DEFAULTS.maxBodyBytes },
+  // Its bounds are the core's (SWEEP_INTERVAL_SECONDS's): checked there.
+  sweepIntervalSeconds: { whole: [1, Number.MAX_SAFE_INTEGER], default: DEFAULTS.sweepIntervalSeconds },
+  storedHeaders: { tokens: "header", default: DEFAULTS.storedHeaders },
+  maxStoredBodyBytes: { whole: [0, STORED_BODY_CEILING], default: DEFAULTS.maxStoredBodyBytes },
+  fingerprintHeaders: { tokens: "header", default: DEFAULTS.fingerprintHeaders },
+  required: { boolean: true, default: DEFAULTS.required },
+  protectedMethods: { tokens: "method", default: DEFAULTS.protectedMethods },
+});
 
 /** @param {unknown} v @param {string} name @param {number} min @param {number} max */
 const whole = (v, name, min, max) => wholeOption("idempotency-ledger", name, v, min, max);
@@ -127,9 +139,13 @@ export class Ledger {
   #core;
   #shared;
   #ctx;
+  /** @type {readonly string[]} */
   #fingerprintHeaders;
+  /** @type {boolean} */
   #required;
+  /** @type {Set<string>} */
   #methods;
+  /** @type {number} */
   #maxBodyBytes;
 
   /**
@@ -140,38 +156,22 @@ export class Ledger {
    * @param {LedgerOptions} [options]
    */
   constructor(ctx, options = {}) {
-    const {
-      retentionSeconds = DEFAULTS.retentionSeconds,
-      maxKeys = DEFAULTS.maxKeys,
-      maxDbBytes = DEFAULTS.maxDbBytes,
-      maxBodyBytes = DEFAULTS.maxBodyBytes,
-      sweepIntervalSeconds = DEFAULTS.sweepIntervalSeconds,
-      storedHeaders = DEFAULTS.storedHeaders,
-      maxStoredBodyBytes = DEFAULTS.maxStoredBodyBytes,
-      fingerprintHeaders = DEFAULTS.fingerprintHeaders,
-      required = DEFAULTS.required,
-      protectedMethods = DEFAULTS.protectedMethods,
-    } = knownOptions("idempotency-ledger", options, LEDGER_OPTIONS);
-    tokenListOption("idempotency-ledger", "storedHeaders", storedHeaders);
-    tokenListOption("idempotency-ledger", "fingerprintHeaders", fingerprintHeaders);
-    tokenListOption("idempotency-ledger", "protectedMethods", protectedMethods, "method");
-    if (typeof required !== "boolean") throw new TypeError("idempotency-ledger: required must be a boolean");
+    const o = checkOptions("idempotency-ledger", options, LEDGER_OPTIONS);
     const { shared, core } = objectLedger(ctx, JSON.stringify({
-      retention_seconds: whole(retentionSeconds, "retentionSeconds", 1, MAX_WINDOW_SECONDS),
-      max_keys: whole(maxKeys, "maxKeys", 1, Number.MAX_SAFE_INTEGER),
-      max_db_bytes: whole(maxDbBytes, "maxDbBytes", 1, Number.MAX_SAFE_INTEGER),
-      stored_headers: storedHeaders,
-      max_stored_body_bytes: whole(maxStoredBodyBytes, "maxStoredBodyBytes", 0, STORED_BODY_CEILING),
-      // Its bounds are the core's (SWEEP_INTERVAL_SECONDS's): checked there.
-      sweep_interval_seconds: whole(sweepIntervalSeconds, "sweepIntervalSeconds", 1, Number.MAX_SAFE_INTEGER),
+      retention_seconds: o.retentionSeconds,
+      max_keys: o.maxKeys,
+      max_db_bytes: o.maxDbBytes,
+      stored_headers: o.storedHeaders,
+      max_stored_body_bytes: o.maxStoredBodyBytes,
+      sweep_interval_seconds: o.sweepIntervalSeconds,
     }));
     this.#core = core;
     this.#shared = shared;
     this.#ctx = ctx;
-    this.#fingerprintHeaders = fingerprintHeaders;
-    this.#required = required;
-    this.#methods = new Set(protectedMethods.map((m) => m.toUpperCase()));
-    this.#maxBodyBytes = whole(maxBodyBytes, "maxBodyBytes", 0, MAX_BODY_CEILING);
+    this.#fingerprintHeaders = o.fingerprintHeaders;
+    this.#required = o.required;
+    this.#methods = new Set(o.protectedMethods.map((/** @type {string} */ m) => m.toUpperCase()));
+    this.#maxBodyBytes = o.maxBodyBytes;
   }
 
   /**
