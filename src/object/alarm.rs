@@ -55,7 +55,7 @@ impl AlarmBelief {
 }
 
 /// An absolute alarm time (epoch milliseconds on the object's clock).
-fn at_epoch_ms(ms: i64) -> ScheduledTime {
+pub(super) fn at_epoch_ms(ms: i64) -> ScheduledTime {
     ScheduledTime::new(js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(
         ms as f64,
     )))
@@ -169,48 +169,6 @@ impl LedgerObject {
                 "idempotency.alarm_check_failed",
                 fields! {"error" => e.to_string()},
             ),
-        }
-    }
-
-    /// Takes `steps` more steps of an upgrade from schema 1 still under way
-    /// (`true` once it is done). While it is not, an alarm is kept a moment
-    /// ahead, so the upgrade goes on with no traffic; a step that fails is
-    /// logged and taken again by the next request or alarm.
-    pub(super) async fn continue_upgrade(&self, steps: u32) -> bool {
-        match self.ledger.continue_upgrade(steps) {
-            Ok(true) => {
-                self.upgrading.set(false);
-                self.alarm_at.set(AlarmBelief::Unknown);
-                log::warn(
-                    "idempotency.schema_upgrade_done",
-                    fields! {"from" => 1, "to" => crate::ledger::schema::SCHEMA_VERSION},
-                );
-                true
-            }
-            Ok(false) => {
-                self.upgrade_later().await;
-                false
-            }
-            Err(e) => {
-                log::error(
-                    "idempotency.schema_upgrade_step_failed",
-                    fields! {"error" => e.to_string()},
-                );
-                self.upgrade_later().await;
-                false
-            }
-        }
-    }
-
-    /// The alarm that carries an upgrade on: 100 ms from now.
-    async fn upgrade_later(&self) {
-        self.alarm_at.set(AlarmBelief::Unknown);
-        let at = now_ms().saturating_add(100);
-        if let Err(e) = self.state.storage().set_alarm(at_epoch_ms(at)).await {
-            log::error(
-                "idempotency.alarm_set_failed",
-                fields! {"error" => e.to_string()},
-            );
         }
     }
 

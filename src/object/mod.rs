@@ -1,14 +1,34 @@
 //! The `TenantLedger` Durable Object: one per tenant, owning that tenant's
 //! ledger and the embedded orders table in its own SQLite database.
 //!
+//! Which entry runs in production, and why: the deployed script's main
+//! module is `worker/entry.mjs`, not worker-build's generated shim. Its
+//! `TenantLedger` is a JS class that builds the Rust class below (the
+//! shim's export, behind the shim's `Proxy`), reads each request's body
+//! with one native `await request.arrayBuffer()`, and calls
+//! [`TenantLedger::serve_read`] (`serveRead`, called through
+//! `RustTenantLedger.prototype.serveRead` on the proxied instance): the
+//! answer comes back at once when the call needs nothing asynchronous
+//! (`platform::eager`), sparing wasm-bindgen's promise plumbing for the
+//! body and the answer. Once a trap has set
+//! `globalThis.__worker_init_state.criticalError`, it calls through the
+//! shim's proxy instead, which re-instantiates the module first. Its
+//! `alarm` is the Rust `alarm`. The Rust `DurableObject::fetch` serves the
+//! same path (`serve`) for a script that uses the shim's class as it is
+//! (`tests/e2e/workers/faulty-ledger.mjs` and `v1-ledger.mjs` wrap it and
+//! call its `fetch`). Both reach one request path: [`tenant_ledger`]'s `serve` → `route` → `call`.
+//!
 //! The rooms:
 //! - [`tenant_ledger`] — the class: what the object holds, its `fetch` /
 //!   `alarm` entry points, and the one request path (fetch → serve →
 //!   route → call): the embedded application's unprotected requests, and
-//!   every RPC v1 call parsed → validated → applied.
+//!   every RPC v1 call parsed → validated → applied. `route` is a plain
+//!   `match` over the closed `rpc::Route` enum.
 //! - `calls` — one file per RPC call (beside `rpc/<call>.rs`): what it
 //!   does to this object once validated.
 //! - [`alarm`] — the sweep and the alarm that drives it.
+//! - `upgrade` — the stepwise schema upgrade: as the instance starts, and
+//!   a few steps more by each request and alarm while it is under way.
 //! - [`place`] — the object's name and its role in its tenant's layout,
 //!   recorded once so it never depends on the runtime handing it over.
 //! - [`reshard`] — the tenant's registry accepting (or refusing) the
@@ -50,6 +70,8 @@ pub mod place;
 pub mod reshard;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod tenant_ledger;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+mod upgrade;
 
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub use tenant_ledger::{LedgerObject, TenantLedger};

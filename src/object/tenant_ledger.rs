@@ -6,10 +6,11 @@
 //! carry each request down one path read top to bottom — `fetch` (or
 //! `serveRead`, worker/entry.mjs's class, with the body already read) →
 //! [`LedgerObject::serve`] (ready? the embedded application's unprotected
-//! `/app` requests, or an RPC v1 call) → [`LedgerObject::route`] (the
-//! route list, written once in `rpc`) → [`LedgerObject::call`] (parse,
-//! validate) → the call's apply in `calls/<call>.rs`; hand each `alarm` to
-//! [`super::alarm`].
+//! `/app` requests, or an RPC v1 call) → [`LedgerObject::route`] (a plain
+//! `match` over the closed [`Route`] enum: one arm per call) →
+//! [`LedgerObject::call`] (parse, validate, meter) → the call's apply in
+//! `calls/<call>.rs`; hand each `alarm` to [`super::alarm`] (or, while an
+//! upgrade is under way, to [`super::upgrade`]).
 //!
 //! What must stay true here:
 //! - A schema or configuration that cannot be used refuses every call
@@ -37,6 +38,7 @@ use super::calls::{bad_call, store_unavailable, Apply};
 use super::do_store::DoSqlStore;
 use super::meter::rows_written_by;
 use super::place::Place;
+use super::upgrade::{UPGRADE_STEPS_PER_ALARM, UPGRADE_STEPS_PER_REQUEST};
 use super::waiting::Waiters;
 use crate::config::{Config, ConfigError};
 use crate::fields;
@@ -45,14 +47,10 @@ use crate::orders;
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::{eager, http, load_config, log, misconfigured, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
-use crate::rpc::{rpc_v1_calls, Call, Route, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER};
-
-/// Upgrade steps (each at most 2,000 records or 8 MiB of bodies) an
-/// instance takes as it starts, by each request while an upgrade from
-/// schema 1 is under way, and by each alarm (bounded CPU each).
-const UPGRADE_STEPS_ON_START: u32 = 16;
-const UPGRADE_STEPS_PER_REQUEST: u32 = 4;
-const UPGRADE_STEPS_PER_ALARM: u32 = 64;
+use crate::rpc::{
+    Call, ClaimCall, CompleteCall, ExecuteCall, HorizonCall, LayoutCall, ListCall, LookupCall,
+    ReleaseCall, ReplayedCall, Route, StatsCall, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER,
+};
 
 /// The Durable Object class: its one object behind an `Rc`, so a request
 /// served without a promise ([`TenantLedger::serve_read`]) can still hand
@@ -142,29 +140,7 @@ impl LedgerObject {
         let ledger = Rc::new(Ledger::new(DoSqlStore::new(&state)));
         // A large schema-1 database upgrades in bounded steps: as many as
         // fit here, the rest by the requests and alarms that follow.
-        let upgrading = Cell::new(false);
-        let ready = ledger
-            .migrate_within(crate::platform::now_ms(), UPGRADE_STEPS_ON_START)
-            .and_then(|(found, done)| {
-                upgrading.set(!done);
-                use crate::ledger::schema::{Found, SCHEMA_VERSION};
-                let from = match found {
-                    Found::V1 => Some(1),
-                    Found::V2 => Some(2),
-                    Found::V3 => Some(3),
-                    Found::V4 => Some(4),
-                    Found::V5 => Some(5),
-                    _ => None,
-                };
-                if let Some(from) = from {
-                    log::warn(
-                        "idempotency.schema_upgraded",
-                        crate::fields! {"from" => from, "to" => SCHEMA_VERSION},
-                    );
-                }
-                orders::migrate(ledger.store())
-            })
-            .map_err(|e| e.to_string());
+        let (ready, upgrading) = super::upgrade::start(&ledger);
         let config = load_config(&env);
         // A current layout's window covers what it grants with the
         // configured retention; longer expiries raise the horizon the
@@ -187,7 +163,7 @@ impl LedgerObject {
             ledger,
             config,
             ready,
-            upgrading,
+            upgrading: Cell::new(upgrading),
             alarm_at: Cell::new(AlarmBelief::Unknown),
             flush_armed: Rc::new(Cell::new(false)),
             started: Cell::new(false),
@@ -210,27 +186,24 @@ async fn whole_body(req: &Request) -> Result<Vec<u8>, JsValue> {
     Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
 
-/// [`LedgerObject::route`]: one arm per call in the route list.
-macro_rules! route_to_call {
-    ($($route:ident => $path:literal, $call:ty;)*) => {
-        impl LedgerObject {
-            /// Sends the body down the one path of the routed call.
-            async fn route(
-                &self,
-                route: Route,
-                config: &Config,
-                body: &[u8],
-            ) -> Result<Response, Problem> {
-                match route {
-                    $(Route::$route => self.call::<$call>(config, body).await,)*
-                }
-            }
-        }
-    };
-}
-rpc_v1_calls!(route_to_call);
-
 impl LedgerObject {
+    /// Sends the body down the one path of the routed call: one arm per
+    /// route (the compiler checks every route of `rpc::ROUTES` has one).
+    async fn route(&self, route: Route, config: &Config, body: &[u8]) -> Result<Response, Problem> {
+        match route {
+            Route::Claim => self.call::<ClaimCall>(config, body).await,
+            Route::Complete => self.call::<CompleteCall>(config, body).await,
+            Route::Release => self.call::<ReleaseCall>(config, body).await,
+            Route::Lookup => self.call::<LookupCall>(config, body).await,
+            Route::List => self.call::<ListCall>(config, body).await,
+            Route::Stats => self.call::<StatsCall>(config, body).await,
+            Route::Execute => self.call::<ExecuteCall>(config, body).await,
+            Route::Replayed => self.call::<ReplayedCall>(config, body).await,
+            Route::Layout => self.call::<LayoutCall>(config, body).await,
+            Route::Horizon => self.call::<HorizonCall>(config, body).await,
+        }
+    }
+
     /// Routes one request, its body already read: the embedded
     /// application, or an RPC v1 call.
     async fn serve(&self, req: &web_sys::Request, body: Result<Vec<u8>, JsValue>) -> Response {

@@ -6,7 +6,9 @@
 //! Each call has one home (the `tokio-rs/mini-redis` `cmd/` shape): its file
 //! holds the call, its validation, its answer type and its route
 //! ([`Call`]); `rpc_v1_calls!` is the one list of routes, from which
-//! [`Route`], [`ROUTES`] and the object's dispatch are generated.
+//! [`Route`] and [`ROUTES`] are generated (the object's dispatch is a plain
+//! `match` over [`Route`], `object::tenant_ledger`, which the compiler
+//! checks is complete).
 //!
 //! May call: `protocol`, `ledger`'s outcome types. Never workers-rs.
 //!
@@ -174,9 +176,9 @@ pub(crate) fn check_wait(wait_ms: Option<u64>) -> Result<(), String> {
 }
 
 /// The one list of v1 calls: each route, its path under [`RPC_V1_PREFIX`]
-/// and the call sent there. Everything that names every route is generated
-/// from it: [`Route`] and [`ROUTES`] here, the object's dispatch
-/// (`object::tenant_ledger`). `$then` is a macro that receives the list.
+/// and the call sent there: [`Route`] and [`ROUTES`] are generated from it
+/// (and each call's `Call::ROUTE` checked against it). `$then` is a macro
+/// that receives the list.
 macro_rules! rpc_v1_calls {
     ($then:ident) => {
         $then! {
@@ -193,8 +195,6 @@ macro_rules! rpc_v1_calls {
         }
     };
 }
-#[allow(unused_imports)] // used by the object (wasm32 only)
-pub(crate) use rpc_v1_calls;
 
 /// [`Route`] and [`ROUTES`] from the list.
 macro_rules! route_table {
