@@ -18,25 +18,30 @@
 //! (`tests/e2e/workers/faulty-ledger.mjs` and `v1-ledger.mjs` wrap it and
 //! call its `fetch`). Both reach one request path: [`tenant_ledger`]'s `serve` → `route` → `call`.
 //!
-//! The rooms:
-//! - [`tenant_ledger`] — the class: what the object holds, its `fetch` /
-//!   `alarm` entry points, and the one request path (fetch → serve →
-//!   route → call): the embedded application's unprotected requests, and
-//!   every RPC v1 call parsed → validated → applied. `route` is a plain
-//!   `match` over the closed `rpc::Route` enum.
+//! The rooms, from the entry down (each uses only the rooms below it):
+//! - [`tenant_ledger`] — the class: its `fetch` / `serveRead` / `alarm`
+//!   entry points and the one request path (serve → route → call): the
+//!   embedded application's unprotected requests, and every RPC v1 call
+//!   parsed → validated → applied. `route` is a plain `match` over the
+//!   closed `rpc::Route` enum.
 //! - `calls` — one file per RPC call (beside `rpc/<call>.rs`): what it
 //!   does to this object once validated.
-//! - [`alarm`] — the sweep and the alarm that drives it.
+//! - [`ledger_object`] — what one object holds ([`LedgerObject`]): its
+//!   ledger, configuration and the rooms below; whether it can take a call
+//!   now (`ready`); its alarm; the keyed path claims and executes share.
 //! - `upgrade` — the stepwise schema upgrade: as the instance starts, and
 //!   a few steps more by each request and alarm while it is under way.
-//! - [`place`] — the object's name and its role in its tenant's layout,
-//!   recorded once so it never depends on the runtime handing it over.
-//! - [`reshard`] — the tenant's registry accepting (or refusing) the
-//!   configured layout before an object's first keyed call.
+//! - [`reshard`] — the tenant's registry deciding and recording a layout.
+//! - [`place`] — which keys this object answers for (`Home`): its name
+//!   and role in its tenant's layout, recorded once so it never depends on
+//!   the runtime handing it over; the retired shard's home check; the
+//!   registry accepting the layout before the first keyed call.
+//! - [`alarm`] — the sweep, the alarm that drives it, the flush timer.
 //! - [`waiting`] — requests parked on an in-flight key: the registry and
 //!   the loop that claims again when they wake.
 //! - [`meter`] — the rows one call's own statements wrote, however its
 //!   awaits interleave with other calls'.
+//! - `problems` — the two problems the object answers on its own.
 //! - [`do_store`] — the ledger's [`SqlStore`](crate::ledger::SqlStore)
 //!   over a Durable Object's SQLite (also for library mode: your own
 //!   object with the ledger embedded).
@@ -65,7 +70,11 @@ pub mod alarm;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 mod calls;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod ledger_object;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod place;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+mod problems;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod reshard;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
@@ -74,4 +83,6 @@ pub mod tenant_ledger;
 mod upgrade;
 
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
-pub use tenant_ledger::{LedgerObject, TenantLedger};
+pub use ledger_object::LedgerObject;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub use tenant_ledger::TenantLedger;

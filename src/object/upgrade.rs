@@ -4,8 +4,8 @@
 //!
 //! Role: the one room for "is this object's schema ready, and if not, what
 //! moves it on": [`start`] (as the instance is built: migrate, then as many
-//! bounded steps as fit), [`LedgerObject::continue_upgrade`] (a few more
-//! steps by each request and alarm while an upgrade is under way). The
+//! bounded steps as fit), [`Upgrade::still_under_way`] (a few more steps
+//! by each request and alarm while an upgrade is under way). The
 //! ledger's own upgrade (`Ledger::migrate_within`,
 //! `Ledger::continue_upgrade`) does the moving; this file decides when.
 //!
@@ -18,8 +18,9 @@
 //!   `LedgerObject::ready`); the instance forgets its alarm belief once it
 //!   is done, so the next write checks the alarm again.
 
-use super::alarm::{at_epoch_ms, AlarmBelief};
-use super::LedgerObject;
+use std::cell::Cell;
+
+use super::alarm::Alarm;
 use crate::fields;
 use crate::ledger::schema::{Found, SCHEMA_VERSION};
 use crate::ledger::{Ledger, SqlStore};
@@ -33,11 +34,19 @@ const UPGRADE_STEPS_ON_START: u32 = 16;
 pub(super) const UPGRADE_STEPS_PER_REQUEST: u32 = 4;
 pub(super) const UPGRADE_STEPS_PER_ALARM: u32 = 64;
 
+/// An upgrade from schema 1 still under way, or none.
+pub struct Upgrade {
+    /// Records are still being moved (see `Ledger::continue_upgrade`):
+    /// calls are answered `503` with `Retry-After` while each request and
+    /// alarm takes a few more steps.
+    under_way: Cell<bool>,
+}
+
 /// Brings a new instance's schema (and the orders table) up to date, as
 /// far as [`UPGRADE_STEPS_ON_START`] steps go. Answers whether the schema
-/// can be used (`Err` refuses every call) and whether an upgrade from
-/// schema 1 is still under way.
-pub(super) fn start<S: SqlStore>(ledger: &Ledger<S>) -> (Result<(), String>, bool) {
+/// can be used (`Err` refuses every call) and the upgrade still under way,
+/// if any.
+pub(super) fn start<S: SqlStore>(ledger: &Ledger<S>) -> (Result<(), String>, Upgrade) {
     let mut upgrading = false;
     let ready = ledger
         .migrate_within(now_ms(), UPGRADE_STEPS_ON_START)
@@ -60,49 +69,48 @@ pub(super) fn start<S: SqlStore>(ledger: &Ledger<S>) -> (Result<(), String>, boo
             orders::migrate(ledger.store())
         })
         .map_err(|e| e.to_string());
-    (ready, upgrading)
+    let upgrade = Upgrade {
+        under_way: Cell::new(upgrading),
+    };
+    (ready, upgrade)
 }
 
-impl LedgerObject {
-    /// Takes `steps` more steps of an upgrade from schema 1 still under way
-    /// (`true` once it is done). While it is not, an alarm is kept a moment
-    /// ahead, so the upgrade goes on with no traffic; a step that fails is
-    /// logged and taken again by the next request or alarm.
-    pub(super) async fn continue_upgrade(&self, steps: u32) -> bool {
-        match self.ledger.continue_upgrade(steps) {
+impl Upgrade {
+    /// Is an upgrade still under way once `steps` more steps are taken
+    /// (none taken when there is none)? While it is, `alarm` is kept a
+    /// moment ahead, so the upgrade goes on with no traffic; a step that
+    /// fails is logged and taken again by the next request or alarm.
+    pub(super) async fn still_under_way<S: SqlStore>(
+        &self,
+        ledger: &Ledger<S>,
+        alarm: &Alarm,
+        steps: u32,
+    ) -> bool {
+        if !self.under_way.get() {
+            return false;
+        }
+        match ledger.continue_upgrade(steps) {
             Ok(true) => {
-                self.upgrading.set(false);
-                self.alarm_at.set(AlarmBelief::Unknown);
+                self.under_way.set(false);
+                alarm.forget();
                 log::warn(
                     "idempotency.schema_upgrade_done",
                     fields! {"from" => 1, "to" => SCHEMA_VERSION},
                 );
-                true
+                false
             }
             Ok(false) => {
-                self.upgrade_later().await;
-                false
+                alarm.soon().await;
+                true
             }
             Err(e) => {
                 log::error(
                     "idempotency.schema_upgrade_step_failed",
                     fields! {"error" => e.to_string()},
                 );
-                self.upgrade_later().await;
-                false
+                alarm.soon().await;
+                true
             }
-        }
-    }
-
-    /// The alarm that carries an upgrade on: 100 ms from now.
-    async fn upgrade_later(&self) {
-        self.alarm_at.set(AlarmBelief::Unknown);
-        let at = now_ms().saturating_add(100);
-        if let Err(e) = self.state.storage().set_alarm(at_epoch_ms(at)).await {
-            log::error(
-                "idempotency.alarm_set_failed",
-                fields! {"error" => e.to_string()},
-            );
         }
     }
 }

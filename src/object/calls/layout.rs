@@ -8,8 +8,8 @@
 
 use super::{answered, bad_call, store_unavailable, Apply};
 use crate::config::Config;
+use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
-use crate::object::LedgerObject;
 use crate::protocol::Problem;
 use crate::rpc::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
 
@@ -27,10 +27,12 @@ impl Apply<LayoutCall> for LedgerObject {
             ));
         }
         let tenant = place.tenant.clone().map(|(t, _)| t).unwrap_or_default();
-        Ok(answered(match self.decide_layout(&tenant, &call).await? {
-            None => LayoutOutcome::accepted(),
-            Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
-        }))
+        Ok(answered(
+            match self.home.decide_layout(&tenant, &call).await? {
+                None => LayoutOutcome::accepted(),
+                Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
+            },
+        ))
     }
 }
 
