@@ -30,11 +30,11 @@ use std::cell::Cell;
 
 use worker::{wasm_bindgen, Delay, Response, ScheduledTime, State, Storage};
 
-use super::do_store::DoSqlStore;
 use crate::config::{Config, ConfigError};
 use crate::fields;
 use crate::ledger::pending::FLUSH_AFTER_MS;
 use crate::ledger::sweep::alarm_for;
+use crate::ledger::DoSqlStore;
 use crate::ledger::{rfc3339, Ledger, Millis};
 use crate::platform::{log, now_ms};
 

@@ -25,13 +25,13 @@ use std::rc::Rc;
 use worker::{Env, Response, State};
 
 use super::alarm::Alarm;
-use super::do_store::DoSqlStore;
 use super::place::{window_ms, Home, Place};
 use super::problems::store_unavailable;
 use super::upgrade::{self, Upgrade, UPGRADE_STEPS_PER_ALARM, UPGRADE_STEPS_PER_REQUEST};
 use super::waiting::{attempt_waiting, WaitReport, Waiters};
 use crate::config::{Config, ConfigError};
 use crate::fields;
+use crate::ledger::DoSqlStore;
 use crate::ledger::{ClaimPolicy, Counter, Ledger, Millis, Refusal, StoreError};
 use crate::platform::{http, load_config, log, misconfigured, now_ms};
 use crate::protocol::{Problem, ProblemKind};

@@ -42,9 +42,10 @@
 //! - [`meter`] — the rows one call's own statements wrote, however its
 //!   awaits interleave with other calls'.
 //! - `problems` — the two problems the object answers on its own.
-//! - [`do_store`] — the ledger's [`SqlStore`](crate::ledger::SqlStore)
-//!   over a Durable Object's SQLite (also for library mode: your own
-//!   object with the ledger embedded).
+//!
+//! The ledger's store over a Durable Object's SQLite is the ledger's
+//! (`ledger::store::durable`, beside the rusqlite one): the object, your
+//! own Rust object and `EmbeddedLedger` all build a `Ledger` over it.
 //!
 //! May call: `ledger`, `orders`, `rpc`, `config`, `protocol`, `platform`.
 //! Never `contract` or `gateway`: the object answers RPC calls, it makes no
@@ -62,8 +63,10 @@
 pub mod meter;
 pub mod waiting;
 
+/// The Durable Object store's former path (`object::do_store`), kept for
+/// library users: it lives beside the rusqlite one, `ledger::store::durable`.
 #[cfg(target_arch = "wasm32")]
-pub mod do_store;
+pub use crate::ledger::store::durable as do_store;
 
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod alarm;

@@ -38,12 +38,12 @@ use std::rc::Rc;
 
 use worker::{Env, State};
 
-use super::do_store::DoSqlStore;
 use super::problems::store_unavailable;
 use super::waiting::WaitReport;
 use crate::config::shards::{object_name, parse_object_name, shard_of, Role};
 use crate::config::Config;
 use crate::fields;
+use crate::ledger::DoSqlStore;
 use crate::ledger::{Ledger, Millis};
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::{log, now_ms, LEDGER_BINDING};

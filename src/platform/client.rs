@@ -33,11 +33,11 @@ use worker::worker_sys::web_sys;
 use worker::{Env, Headers, ObjectNamespace, Stub};
 
 use crate::fields;
+use crate::ledger::store::durable::js_message;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
 };
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
-use crate::platform::env::js_message;
 use crate::platform::log;
 use crate::rpc::{
     Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer, LookupCall,

@@ -7,7 +7,9 @@
 //! (secrets and `[vars]` alike, whatever JSON type wrangler gave them), and a configuration error is logged
 //! naming the variable and answered `500 misconfigured` without its value.
 
+#[cfg(feature = "workers-rs")]
 use js_sys::Reflect;
+#[cfg(feature = "workers-rs")]
 use wasm_bindgen::JsValue;
 
 #[cfg(feature = "workers-rs")]
@@ -74,16 +76,4 @@ pub fn misconfigured(variable: &str, message: &str) -> worker::Response {
         fields! {"variable" => variable, "error" => message},
     );
     http::problem(&Problem::misconfigured(variable))
-}
-
-/// The message of a JavaScript error value (its `message`, or the string
-/// it is, or its debug form).
-pub fn js_message(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| {
-            Reflect::get(e, &JsValue::from_str("message"))
-                .ok()
-                .and_then(|m| m.as_string())
-        })
-        .unwrap_or_else(|| format!("{e:?}"))
 }

@@ -2,7 +2,7 @@
 //! [`eager`]'s polling, which the host tests drive): the typed
 //! RPC v1 client, the conversion between the core's response values and
 //! workers-rs responses, logs, and the runtime environment. Everything but
-//! the clock, the JS error text ([`env`]'s `now_ms`, `js_message`) and
+//! the clock ([`env`]'s `now_ms`) and
 //! [`eager`]'s polling (host-tested) is
 //! behind the `workers-rs` feature: the slim `js-ledger` build has no
 //! workers-rs.

@@ -7,8 +7,8 @@
 
 use super::Apply;
 use crate::config::Config;
+use crate::ledger::DoSqlStore;
 use crate::ledger::ExecuteOutcome;
-use crate::object::do_store::DoSqlStore;
 use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
 use crate::orders;
