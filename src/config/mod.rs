@@ -17,8 +17,8 @@ pub mod vars;
 pub mod waiting;
 
 use crate::ledger::STORED_BODY_CEILING;
+use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::CapturePolicy;
-use crate::rpc::{check_claim_windows, MAX_WINDOW_SECONDS};
 pub use console::ConsoleSettings;
 pub use shards::ShardMap;
 use vars::{boolean, choice, err, header_list, number, secret, token_list};

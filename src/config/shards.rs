@@ -31,8 +31,9 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-/// The most objects one tenant may be spread over.
-pub const MAX_SHARDS: u32 = 128;
+/// The most objects one tenant may be spread over (its home is
+/// `protocol::limits`).
+pub use crate::protocol::limits::MAX_SHARDS;
 
 /// The shard of `key` among `shards` (0-based).
 pub fn shard_of(key: &str, shards: u32) -> u32 {

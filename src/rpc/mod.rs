@@ -31,8 +31,10 @@ pub mod stats;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+/// The window limits' home is `protocol::limits`; named here too, as before.
+pub use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::validate_key;
-pub use claim::{check_attempt, check_claim_windows, ClaimCall, MAX_ATTEMPT_CHARS};
+pub use claim::{check_attempt, ClaimCall, MAX_ATTEMPT_CHARS};
 pub use complete::CompleteCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
 pub use layout::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
@@ -135,18 +137,6 @@ pub const APP_TARGET_HEADER: &str = "x-ledger-app-target";
 
 /// Every v1 route lives under this prefix.
 pub const RPC_V1_PREFIX: &str = "/rpc/v1/";
-
-/// Longest lease or retention a caller may ask for (one year).
-pub const MAX_WINDOW_SECONDS: u64 = 31_536_000;
-
-pub(crate) fn check_window(name: &str, v: Option<u64>) -> Result<(), String> {
-    match v {
-        Some(s) if s == 0 || s > MAX_WINDOW_SECONDS => {
-            Err(format!("{name} must be between 1 and {MAX_WINDOW_SECONDS}"))
-        }
-        _ => Ok(()),
-    }
-}
 
 pub(crate) fn check_key(key: &str) -> Result<(), String> {
     validate_key(key).map_err(|e| e.to_string())

@@ -14,8 +14,9 @@ use crate::ledger::{Claim, ClaimOutcome};
 use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
 use crate::platform::{log, now_ms};
+use crate::protocol::limits::check_claim_windows;
 use crate::protocol::Problem;
-use crate::rpc::{check_claim_windows, ClaimCall};
+use crate::rpc::ClaimCall;
 
 impl Apply<ClaimCall> for LedgerObject {
     async fn apply(
