@@ -36,6 +36,8 @@
 //!   and role in its tenant's layout, recorded once so it never depends on
 //!   the runtime handing it over; the retired shard's home check; the
 //!   registry accepting the layout before the first keyed call.
+//! - [`jurisdiction`] — a tenant kept in a jurisdiction: its objects'
+//!   calls to each other go through it, and a change of it is refused.
 //! - [`alarm`] — the sweep, the alarm that drives it, the flush timer.
 //! - [`waiting`] — requests parked on an in-flight key: the registry and
 //!   the loop that claims again when they wake.
@@ -72,6 +74,8 @@ pub use crate::ledger::store::durable as do_store;
 pub mod alarm;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 mod calls;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod jurisdiction;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod ledger_object;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]

@@ -43,9 +43,9 @@ use super::waiting::WaitReport;
 use crate::config::shards::{object_name, parse_object_name, shard_of, Role};
 use crate::config::Config;
 use crate::fields;
-use crate::ledger::DoSqlStore;
-use crate::ledger::{Ledger, Millis};
-use crate::platform::client::{LedgerClient, LedgerError};
+use crate::ledger::{DoSqlStore, Ledger, Millis};
+use crate::platform::client::LedgerError;
+use crate::platform::namespace::namespace_in;
 use crate::platform::{log, now_ms, LEDGER_BINDING};
 use crate::protocol::{Problem, ProblemKind};
 use crate::rpc::{Call, LayoutCall};
@@ -61,6 +61,8 @@ pub struct Place {
     /// by the tenant alone); `None` for an unnamed object of a deployment
     /// that shards no tenant.
     pub tenant: Option<(String, bool)>,
+    /// Its name, when known.
+    pub name: Option<String>,
 }
 
 impl Place {
@@ -70,6 +72,7 @@ impl Place {
             shards: parsed.shards,
             retired: config.tenant_shards.role_of(name) == Role::Retired,
             tenant: Some((parsed.tenant.clone(), parsed.tenant == name)),
+            name: Some(name.to_string()),
         }
     }
 }
@@ -159,7 +162,7 @@ impl Home {
         let name = match (self.state.id().name(), recorded) {
             (Some(given), recorded) => {
                 if recorded.as_deref() != Some(given.as_str()) {
-                    self.verify_name(&given);
+                    self.verify_name(&given, config);
                     if let Err(e) = self.ledger.record_name(&given) {
                         log::warn(
                             "idempotency.name_not_recorded",
@@ -178,6 +181,7 @@ impl Home {
                 shards: 1,
                 retired: false,
                 tenant: None,
+                name: None,
             },
             None => {
                 log::error("idempotency.object_unnamed", serde_json::Map::new());
@@ -201,16 +205,19 @@ impl Home {
     /// an `idFromName` id carries one), so a binding that names another
     /// class (a proxy in front of the ledger) cannot refute it: that is
     /// logged, and the runtime's name stands.
-    fn verify_name(&self, name: &str) {
-        let expected = self
-            .env
-            .durable_object(LEDGER_BINDING)
+    /// (In the tenant's jurisdiction, `TENANT_JURISDICTIONS`: an object of
+    /// a jurisdiction has the id that jurisdiction's namespace makes.)
+    fn verify_name(&self, name: &str, config: &Config) {
+        let jurisdiction = config.tenant_jurisdictions.of_object(name);
+        let expected = namespace_in(&self.env, LEDGER_BINDING, jurisdiction)
+            .map_err(|e| worker::Error::RustError(e.to_string()))
             .and_then(|ns| ns.id_from_name(name).map(|id| id.to_string()));
         match expected {
             Ok(id) if id == self.state.id().to_string() => {}
             _ => log::warn("idempotency.object_name_unverified", serde_json::Map::new()),
         }
     }
+
     /// A retired shard (the tenant is being resharded, see
     /// `config::shards`) answers only for the keys it holds: for any other
     /// key a claim, execute, complete or release is refused with `421
@@ -250,6 +257,7 @@ impl Home {
             self.layout_accepted.set(true);
             return Ok(());
         };
+        self.check_in_jurisdiction(config, &tenant, place.name.as_deref().unwrap_or(&tenant))?;
         let asked = config.tenant_shards.layout(&tenant);
         let upgraded_from_v1 = self
             .ledger
@@ -263,9 +271,11 @@ impl Home {
             upgraded_from_v1,
         };
         let kept = if is_registry {
-            self.decide_layout(&tenant, &call).await?
+            self.registry_jurisdiction(config, &tenant).await?;
+            self.decide_layout(config, &tenant, &call).await?
         } else {
-            let registry = LedgerClient::for_object(&self.env, LEDGER_BINDING, &tenant)
+            let registry = self
+                .tenant_object(config, &tenant)
                 .map_err(|e| self.registry_failed(&e))?;
             let answer = registry
                 .call(&call)
@@ -338,7 +348,8 @@ impl Home {
             return Ok(None);
         };
         let name = object_name(tenant, shard_of(key, m), m);
-        let object = LedgerClient::for_object(&self.env, LEDGER_BINDING, &name)
+        let object = self
+            .tenant_object(config, &name)
             .map_err(|e| store_unavailable(&e))?;
         match object.call(call).await {
             Ok(answer) => Ok(Some((
@@ -354,17 +365,24 @@ impl Home {
         }
     }
 
+    /// The registry refused (`500 misconfigured`): its problem, passed on
+    /// as it names the variable it refused under (`TENANT_SHARDS`, or
+    /// `TENANT_JURISDICTIONS` for a tenant whose keys live elsewhere; the
+    /// reason is in the registry's own log line).
     fn registry_failed(&self, error: &LedgerError) -> Problem {
         match error {
             LedgerError::Refused {
                 status: 500,
                 problem,
                 ..
-            } => refused(
-                problem["detail"]
-                    .as_str()
-                    .unwrap_or("refused by the tenant's registry"),
-            ),
+            } => {
+                let passed = passed_on(problem);
+                log::error(
+                    "idempotency.misconfigured",
+                    fields! {"error" => format!("refused by the tenant's registry: {}", passed.detail)},
+                );
+                passed
+            }
             other => store_unavailable(other),
         }
     }

@@ -30,9 +30,9 @@ use super::place::{refused, Home};
 use super::problems::store_unavailable;
 use crate::config::reshard::{decide, Evidence, LayoutDecision};
 use crate::config::shards::{object_name, Layout};
+use crate::config::Config;
 use crate::fields;
-use crate::platform::client::LedgerClient;
-use crate::platform::{log, now_ms, LEDGER_BINDING};
+use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::{HorizonCall, LayoutCall};
 
@@ -44,6 +44,7 @@ impl Home {
     /// too early and the recorded previous layout stays in force.
     pub async fn decide_layout(
         &self,
+        config: &Config,
         tenant: &str,
         call: &LayoutCall,
     ) -> Result<Option<(u32, String)>, Problem> {
@@ -103,7 +104,10 @@ impl Home {
                 }
                 LayoutDecision::AskPrevious(m) => match previous_expires_by {
                     Some((asked_of, _)) if asked_of == m => break,
-                    _ => previous_expires_by = Some((m, self.previous_horizon(tenant, m).await?)),
+                    _ => {
+                        let latest = self.previous_horizon(config, tenant, m).await?;
+                        previous_expires_by = Some((m, latest));
+                    }
                 },
             }
         }
@@ -115,14 +119,20 @@ impl Home {
     /// The latest expiry horizon among the `m` objects of the tenant's
     /// previous layout (one `horizon` call each; the registry's own when it
     /// is that layout).
-    async fn previous_horizon(&self, tenant: &str, m: u32) -> Result<i64, Problem> {
+    async fn previous_horizon(
+        &self,
+        config: &Config,
+        tenant: &str,
+        m: u32,
+    ) -> Result<i64, Problem> {
         let mut latest = 0;
         for i in 0..m {
             let name = object_name(tenant, i, m);
             let horizon = if name == tenant {
                 self.ledger.horizon().map_err(|e| store_unavailable(&e))?
             } else {
-                let object = LedgerClient::for_object(&self.env, LEDGER_BINDING, &name)
+                let object = self
+                    .tenant_object(config, &name)
                     .map_err(|e| store_unavailable(&e))?;
                 object
                     .call(&HorizonCall {})

@@ -15,6 +15,9 @@
 //! with the same grant, or the replay of the run (docs/contract.md §3,
 //! "A claim's lost answer").
 //!
+//! Jurisdictions (`TENANT_JURISDICTIONS`): [`LedgerClient::for_object_in`]
+//! reaches the object through [`namespace_in`] (`platform::namespace`).
+//!
 //! Speed (measured with `npm run bench:profile`): worker 0.8.7's
 //! `Stub::fetch_with_request` turns the answer into a `worker::Response`
 //! (reading its headers, `cf` and websocket), and `Response::bytes()` then
@@ -30,8 +33,9 @@ use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
-use worker::{Env, Headers, ObjectNamespace, Stub};
+use worker::{Env, Headers, Stub};
 
+use crate::config::Jurisdiction;
 use crate::fields;
 use crate::ledger::store::durable::js_message;
 use crate::ledger::{
@@ -39,12 +43,14 @@ use crate::ledger::{
 };
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::log;
+use crate::platform::namespace::namespace_in;
 use crate::rpc::{
     Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer, LookupCall,
     ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall, LOST_ANSWER_RETRY_DELAYS_MS,
     WAITED_HEADER,
 };
 
+pub use crate::platform::env::new_attempt;
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
 
 /// An answer to a call that may have waited for an in-flight key.
@@ -78,19 +84,6 @@ extern "C" {
     fn exchange(stub: &JsValue, request: &web_sys::Request) -> Result<js_sys::Promise, JsValue>;
 }
 
-/// A fresh claim attempt id (`ClaimCall::attempt`): a random UUID from
-/// the runtime's `crypto.randomUUID()`, unguessable, so no other caller
-/// can present it; `None` if the runtime has none (the claim is then sent
-/// unnamed, and a lost answer is not retried).
-pub fn new_attempt() -> Option<String> {
-    let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok()?;
-    let uuid: Function = Reflect::get(&crypto, &JsValue::from_str("randomUUID"))
-        .ok()?
-        .dyn_into()
-        .ok()?;
-    uuid.call0(&crypto).ok()?.as_string()
-}
-
 /// A failure before the request left: the object was certainly not reached.
 fn not_reached(e: JsValue) -> LedgerError {
     LedgerError::NotReached(js_message(&e))
@@ -116,9 +109,18 @@ impl LedgerClient {
     /// tenant's single object is named by `protocol::object_base(tenant)`,
     /// a shard by `config::shards::object_name` (`{base}/shard-{i}-of-{n}`).
     pub fn for_object(env: &Env, binding: &str, object: &str) -> Result<LedgerClient, LedgerError> {
-        let namespace: ObjectNamespace = env
-            .durable_object(binding)
-            .map_err(|e| LedgerError::NotReached(format!("binding {binding}: {e}")))?;
+        LedgerClient::for_object_in(env, binding, object, None)
+    }
+
+    /// [`LedgerClient::for_object`] in `jurisdiction` (`TENANT_JURISDICTIONS`:
+    /// the jurisdiction of the object's tenant, `None`: unrestricted).
+    pub fn for_object_in(
+        env: &Env,
+        binding: &str,
+        object: &str,
+        jurisdiction: Option<Jurisdiction>,
+    ) -> Result<LedgerClient, LedgerError> {
+        let namespace = namespace_in(env, binding, jurisdiction)?;
         let stub = namespace
             .id_from_name(object)
             .and_then(|id| id.get_stub())

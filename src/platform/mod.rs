@@ -25,6 +25,8 @@ pub mod env;
 pub mod http;
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod log;
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
+pub mod namespace;
 
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub use eager::eager;
