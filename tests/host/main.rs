@@ -23,6 +23,7 @@ mod quota;
 mod replay_cache;
 mod reshard;
 mod rpc;
+mod shard_map;
 mod signature;
 mod sweep;
 mod trend;
