@@ -41,9 +41,9 @@ use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::{eager, http, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
 use crate::rpc::{
-    Call, ClaimCall, CompleteCall, ExecuteCall, HorizonCall, JurisdictionCall, LayoutCall,
-    ListCall, LookupCall, ReleaseCall, ReplayedCall, Route, StatsCall, APP_PATH, APP_TARGET_HEADER,
-    WAITED_HEADER,
+    Call, ClaimCall, CompleteCall, EvictCall, ExecuteCall, HorizonCall, JurisdictionCall,
+    LayoutCall, ListCall, LookupCall, ReleaseCall, ReplayedCall, Route, StatsCall, APP_PATH,
+    APP_TARGET_HEADER, WAITED_HEADER,
 };
 
 /// The Durable Object class: its one object behind an `Rc`, so a request
@@ -114,6 +114,7 @@ impl LedgerObject {
             Route::Layout => self.call::<LayoutCall>(config, body).await,
             Route::Horizon => self.call::<HorizonCall>(config, body).await,
             Route::Jurisdiction => self.call::<JurisdictionCall>(config, body).await,
+            Route::Evict => self.call::<EvictCall>(config, body).await,
         }
     }
 

@@ -20,6 +20,7 @@
 
 pub mod claim;
 pub mod complete;
+pub mod evict;
 pub mod execute;
 pub mod layout;
 pub mod list;
@@ -36,6 +37,7 @@ pub use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::validate_key;
 pub use claim::{check_attempt, ClaimCall, MAX_ATTEMPT_CHARS};
 pub use complete::CompleteCall;
+pub use evict::EvictCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
 pub use layout::{
     HorizonAnswer, HorizonCall, JurisdictionCall, JurisdictionOutcome, LayoutCall, LayoutOutcome,
@@ -185,6 +187,7 @@ macro_rules! rpc_v1_calls {
             Layout => "/rpc/v1/layout", $crate::rpc::LayoutCall;
             Horizon => "/rpc/v1/horizon", $crate::rpc::HorizonCall;
             Jurisdiction => "/rpc/v1/jurisdiction", $crate::rpc::JurisdictionCall;
+            Evict => "/rpc/v1/evict", $crate::rpc::EvictCall;
         }
     };
 }

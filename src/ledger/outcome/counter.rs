@@ -29,10 +29,13 @@ pub enum Counter {
     /// Completions stored as tombstones because the byte quota
     /// (`MAX_DB_BYTES_PER_OBJECT`) had no room for their body (schema 5).
     QuotaTombstones,
+    /// Records an operator evicted (`DELETE /v1/idempotency-keys/{key}`,
+    /// RPC `evict`; schema 9).
+    Evicted,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 15] = [
+    pub const ALL: [Counter; 16] = [
         Counter::InFlight,
         Counter::Completed,
         Counter::Released,
@@ -48,11 +51,13 @@ impl Counter {
         Counter::WaitedReplayed,
         Counter::WaitedTimedOut,
         Counter::QuotaTombstones,
+        Counter::Evicted,
     ];
 
     /// The outcomes the per-minute trend follows (`ledger::trend`), in the
-    /// order its stored rows hold them.
-    pub const TRENDED: [Counter; 7] = [
+    /// order its stored rows hold them (`evicted`, the eighth, since schema
+    /// 7: a stored row of seven reads as none evicted).
+    pub const TRENDED: [Counter; 8] = [
         Counter::Claims,
         Counter::Replays,
         Counter::InUse,
@@ -60,6 +65,7 @@ impl Counter {
         Counter::Takeovers,
         Counter::FencedOut,
         Counter::Swept,
+        Counter::Evicted,
     ];
 
     /// This counter's place in a trend row, if the trend follows it.
@@ -85,6 +91,7 @@ impl Counter {
             Counter::WaitedReplayed => "waited_replayed",
             Counter::WaitedTimedOut => "waited_timed_out",
             Counter::QuotaTombstones => "quota_tombstones",
+            Counter::Evicted => "evicted",
         }
     }
 
