@@ -18,8 +18,8 @@ pub mod vars;
 pub mod waiting;
 
 use crate::ledger::STORED_BODY_CEILING;
+use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::CapturePolicy;
-use crate::rpc::{check_claim_windows, MAX_WINDOW_SECONDS};
 pub use console::ConsoleSettings;
 pub use jurisdictions::{Jurisdiction, JurisdictionMap};
 pub use shards::ShardMap;
@@ -214,39 +214,61 @@ fn origin_url(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, Co
     }
 }
 
+/// The protected methods, fingerprinted headers and stored headers.
+type HeaderSettings = (Vec<String>, Vec<String>, Vec<String>);
+
+/// `PROTECTED_METHODS`, `FINGERPRINT_HEADERS` and
+/// `STORED_RESPONSE_HEADERS` (never `set-cookie`), in that order.
+fn headers(get: &dyn Fn(&str) -> Option<String>) -> Result<HeaderSettings, ConfigError> {
+    let protected_methods = token_list(get, "PROTECTED_METHODS", "POST,PATCH", false)?
+        .into_iter()
+        .map(|m| m.to_ascii_uppercase())
+        .collect();
+    let fingerprint_headers = header_list(get, "FINGERPRINT_HEADERS", "content-type")?;
+    let stored_response_headers =
+        header_list(get, "STORED_RESPONSE_HEADERS", "content-type,location,etag")?;
+    if stored_response_headers.iter().any(|h| h == "set-cookie") {
+        return Err(err(
+            "STORED_RESPONSE_HEADERS",
+            "set-cookie can never be stored and replayed",
+        ));
+    }
+    Ok((
+        protected_methods,
+        fingerprint_headers,
+        stored_response_headers,
+    ))
+}
+
+/// `FAILURE_POLICY` and `LOG_LEVEL`, in that order.
+fn policies(
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<(FailurePolicy, LogLevel), ConfigError> {
+    let failure_policy = choice(
+        get,
+        "FAILURE_POLICY",
+        &[
+            ("closed", FailurePolicy::Closed),
+            ("open", FailurePolicy::Open),
+        ],
+    )?;
+    let log_level = choice(
+        get,
+        "LOG_LEVEL",
+        &[
+            ("info", LogLevel::Info),
+            ("warn", LogLevel::Warn),
+            ("error", LogLevel::Error),
+        ],
+    )?;
+    Ok((failure_policy, log_level))
+}
+
 impl Config {
     /// Parses every variable through `get` (which returns `None` for unset).
     pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let protected_methods = token_list(get, "PROTECTED_METHODS", "POST,PATCH", false)?
-            .into_iter()
-            .map(|m| m.to_ascii_uppercase())
-            .collect();
-        let fingerprint_headers = header_list(get, "FINGERPRINT_HEADERS", "content-type")?;
-        let stored_response_headers =
-            header_list(get, "STORED_RESPONSE_HEADERS", "content-type,location,etag")?;
-        if stored_response_headers.iter().any(|h| h == "set-cookie") {
-            return Err(err(
-                "STORED_RESPONSE_HEADERS",
-                "set-cookie can never be stored and replayed",
-            ));
-        }
-        let failure_policy = choice(
-            get,
-            "FAILURE_POLICY",
-            &[
-                ("closed", FailurePolicy::Closed),
-                ("open", FailurePolicy::Open),
-            ],
-        )?;
-        let log_level = choice(
-            get,
-            "LOG_LEVEL",
-            &[
-                ("info", LogLevel::Info),
-                ("warn", LogLevel::Warn),
-                ("error", LogLevel::Error),
-            ],
-        )?;
+        let (protected_methods, fingerprint_headers, stored_response_headers) = headers(get)?;
+        let (failure_policy, log_level) = policies(get)?;
         let (retention_seconds, lease_seconds) = windows(get)?;
         let (max_request_body_bytes, max_stored_body_bytes) = body_limits(get)?;
         let (max_keys_per_tenant, max_db_bytes_per_object) = quotas(get)?;

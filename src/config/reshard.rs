@@ -115,24 +115,7 @@ pub fn decide(
     if asked.shards == current && asked.previous == previous {
         return LayoutDecision::Accept(None);
     }
-    // A change that stops asking the previous layout, once its recorded
-    // window has passed: only after the latest expiry its objects granted.
-    let forget_previous = || {
-        match (previous, evidence.previous_expires_by) {
-        (None, _) => LayoutDecision::Accept(record(asked)),
-        (Some(m), None) => LayoutDecision::AskPrevious(m),
-        (Some(m), Some(latest)) if latest > now => LayoutDecision::Hold(
-            LayoutRecord {
-                window_ms: latest.saturating_sub(r.since),
-                ..r
-            },
-            format!(
-                "the previous layout ({m} objects) holds a record kept until {latest} (epoch ms), longer than the retention window; keep \"previous\" until then"
-            ),
-        ),
-        (Some(_), Some(_)) => LayoutDecision::Accept(record(asked)),
-    }
-    };
+    let forget_previous = || forget(&r, record(asked), evidence.previous_expires_by, now);
     match asked.previous {
         // Start resharding from the layout in use.
         Some(p) if p == current && asked.shards != current => {
@@ -175,6 +158,31 @@ pub fn decide(
         Some(p) => LayoutDecision::Refuse(format!(
             "\"previous\" is {p}, but the layout in use has {current} object(s)"
         )),
+    }
+}
+
+/// A change that stops asking the previous layout, once its recorded
+/// window has passed: only after the latest expiry its objects granted
+/// (`accepted` records the asked layout).
+fn forget(
+    r: &LayoutRecord,
+    accepted: Option<LayoutRecord>,
+    previous_expires_by: Option<Millis>,
+    now: Millis,
+) -> LayoutDecision {
+    match (r.previous, previous_expires_by) {
+        (None, _) => LayoutDecision::Accept(accepted),
+        (Some(m), None) => LayoutDecision::AskPrevious(m),
+        (Some(m), Some(latest)) if latest > now => LayoutDecision::Hold(
+            LayoutRecord {
+                window_ms: latest.saturating_sub(r.since),
+                ..*r
+            },
+            format!(
+                "the previous layout ({m} objects) holds a record kept until {latest} (epoch ms), longer than the retention window; keep \"previous\" until then"
+            ),
+        ),
+        (Some(_), Some(_)) => LayoutDecision::Accept(accepted),
     }
 }
 

@@ -8,8 +8,8 @@ use wasm_bindgen::JsValue;
 use super::refuse;
 use crate::config::SWEEP_INTERVAL_SECONDS;
 use crate::ledger::{ClaimPolicy, STORED_BODY_CEILING};
+use crate::protocol::limits::check_window;
 use crate::protocol::CapturePolicy;
-use crate::rpc::check_window;
 
 /// The limits of one embedded ledger (client/ledger/ledger.js fills the defaults).
 #[derive(Debug, Deserialize)]

@@ -27,15 +27,11 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::Env;
 
 use super::origin::Origin;
+use super::settings::{NO_TOKENS, SHARDING_NEEDS_ORIGIN};
 use crate::config::{Config, ConfigError};
 use crate::contract::auth::{TokenMap, Tokens, OPERATOR_TOKENS};
 use crate::platform::analytics::{self, Binding};
 use crate::platform::config_lookup;
-
-/// Why a sharded tenant cannot be served without an origin (the gateway's
-/// `500 misconfigured` at admission, and the check's detail).
-pub const SHARDING_NEEDS_ORIGIN: &str =
-    "a tenant is sharded but the gateway runs the embedded application; shard only proxy-mode tenants";
 
 /// The gateway's rule at admission, for the whole map: a tenant spread over
 /// several objects needs proxy mode (the embedded orders commit with the
@@ -93,7 +89,7 @@ pub fn inspect(env: &Env) -> Inspection {
         None => {
             report.missing.push(ConfigError {
                 variable: "API_TOKENS".into(),
-                message: super::settings::NO_TOKENS.into(),
+                message: NO_TOKENS.into(),
             });
             false
         }

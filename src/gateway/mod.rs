@@ -194,19 +194,9 @@ async fn application(
         Protection::Unprotected | Protection::UnprotectedNoKey => None,
     };
     let client_headers = who.origin.as_ref().map(|_| Headers(req.headers()));
-    // An unprotected request to the origin streams through: nothing holds
-    // its body (unless it is signed: the signature covers the body's hash).
     if key.is_none() && who.origin.is_some() && config.origin_signing_secret.is_none() {
-        let mut forward = Forward::new(
-            method,
-            target,
-            client_headers.as_ref(),
-            &who.tenant,
-            Vec::new(),
-        );
-        forward.stream = req.body();
-        let response = run_unprotected(who, &forward).await;
-        return (response, unprotected_line(who, &protection));
+        let headers = client_headers.as_ref();
+        return streamed(req, who, &protection, method, target, headers).await;
     }
     let declared = head_length.as_deref().and_then(admission::declared_length);
     let body = match body_within(req, declared, config.max_request_body_bytes).await {
@@ -235,6 +225,23 @@ async fn application(
         rows_written: who.base().ok().and_then(|b| b.rows_written()),
     };
     (response, Some(line))
+}
+
+/// An unprotected request to the origin streams through: nothing holds
+/// its body (unless it is signed: the signature covers the body's hash, so
+/// [`application`] reads it first).
+async fn streamed(
+    req: &web_sys::Request,
+    who: &Tenancy,
+    protection: &Protection,
+    method: &str,
+    target: &str,
+    client_headers: Option<&Headers>,
+) -> Answered {
+    let mut forward = Forward::new(method, target, client_headers, &who.tenant, Vec::new());
+    forward.stream = req.body();
+    let response = run_unprotected(who, &forward).await;
+    (response, unprotected_line(who, protection))
 }
 
 /// A `413` answered while what is left of the refused body is read and

@@ -29,7 +29,6 @@ use std::rc::Rc;
 use worker::worker_sys::web_sys;
 use worker::{Env, Response};
 
-use super::check::SHARDING_NEEDS_ORIGIN;
 use super::origin::Origin;
 use crate::config::shards::{object_name, Layout};
 use crate::config::{Config, ConfigError, Jurisdiction};
@@ -45,6 +44,11 @@ use crate::protocol::object_base;
 
 /// Why nobody is let in without `API_TOKENS`.
 pub const NO_TOKENS: &str = "the secret is not set; no token can be accepted";
+
+/// Why a sharded tenant cannot be served without an origin (the gateway's
+/// `500 misconfigured` at admission, and the check's detail).
+pub const SHARDING_NEEDS_ORIGIN: &str =
+    "a tenant is sharded but the gateway runs the embedded application; shard only proxy-mode tenants";
 
 /// Per-isolate parsed settings.
 pub struct Settings {

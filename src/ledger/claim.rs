@@ -34,19 +34,6 @@ use super::{ClaimPolicy, Ledger, Millis};
 use crate::protocol::{Fingerprint, StoredResponse};
 
 impl<S: SqlStore> Ledger<S> {
-    /// Does this ledger hold `key` — a record not yet past its window? (A
-    /// retired shard answers only for the keys it holds.) While an upgrade
-    /// from schema 1 is under way, a record still set aside counts too.
-    pub fn holds(&self, key: &str, now: Millis) -> Result<bool, StoreError> {
-        if self
-            .read(key)?
-            .is_some_and(|record| !record.is_expired(now))
-        {
-            return Ok(true);
-        }
-        Ok(self.v1_set_aside.get() && super::schema::v1_holds(&self.store, key, now)?)
-    }
-
     /// Claims `key` for the request with fingerprint `fp` (an unnamed
     /// attempt: see [`Ledger::claim_as`]).
     pub fn claim(

@@ -2,7 +2,9 @@
 //! sweep, evict.
 //!
 //! Role: the product's heart. Runs on any [`SqlStore`] (Durable Object SQLite
-//! in workerd, rusqlite on the host) and knows nothing of HTTP or workers-rs.
+//! in workerd, rusqlite on the host: both in [`store`]) and knows nothing of
+//! HTTP or workers-rs (but for `store::durable`'s one constructor from a
+//! workers-rs `State`, behind the `workers-rs` feature).
 //!
 //! What must stay true here:
 //! - Each transition runs inside one `atomically` call, and the statement
@@ -42,8 +44,10 @@ pub mod store;
 pub mod sweep;
 pub mod trend;
 
+/// The rusqlite store's former path (`ledger::rusqlite_store`), kept for
+/// host tests and benchmarks: the store is [`store::rusqlite`].
 #[cfg(feature = "host-sqlite")]
-pub mod rusqlite_store;
+pub use store::rusqlite as rusqlite_store;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -58,6 +62,8 @@ use pending::Pending;
 pub use record::{rfc3339, RecordView};
 use record::{Record, SELECT_RECORD};
 pub use stats::Stats;
+#[cfg(target_arch = "wasm32")]
+pub use store::durable::DoSqlStore;
 pub use store::{Row, RowExt, SizeEstimate, SqlStore, SqlValue, StoreError};
 pub use sweep::SweepOutcome;
 pub use trend::TrendMinute;

@@ -26,13 +26,16 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use worker::{wasm_bindgen, Delay, Response, ScheduledTime};
+use std::cell::Cell;
 
-use super::LedgerObject;
+use worker::{wasm_bindgen, Delay, Response, ScheduledTime, State, Storage};
+
+use crate::config::{Config, ConfigError};
 use crate::fields;
 use crate::ledger::pending::FLUSH_AFTER_MS;
 use crate::ledger::sweep::alarm_for;
-use crate::ledger::{rfc3339, Millis};
+use crate::ledger::DoSqlStore;
+use crate::ledger::{rfc3339, Ledger, Millis};
 use crate::platform::{log, now_ms};
 
 /// What this instance believes of its alarm, as it last read or set it.
@@ -61,17 +64,40 @@ fn at_epoch_ms(ms: i64) -> ScheduledTime {
     )))
 }
 
-impl LedgerObject {
-    fn interval_ms(&self) -> Millis {
-        self.config.as_ref().map_or(60_000, |c| {
-            (c.sweep_interval_seconds as i64).saturating_mul(1000)
-        })
+/// The object's alarm and its flush timer: what this instance believes of
+/// the alarm, and the ledger it sweeps (shared with the object and the
+/// flush timer).
+pub struct Alarm {
+    ledger: Rc<Ledger<DoSqlStore>>,
+    storage: Storage,
+    /// The alarm as this instance last read or set it (see [`AlarmBelief`]).
+    belief: Cell<AlarmBelief>,
+    /// A flush of the pending counts is scheduled on a timer.
+    flush_armed: Rc<Cell<bool>>,
+    /// `SWEEP_INTERVAL_SECONDS` in milliseconds: the alarm's grid.
+    interval_ms: Millis,
+}
+
+impl Alarm {
+    pub fn new(
+        ledger: Rc<Ledger<DoSqlStore>>,
+        state: &State,
+        config: &Result<Config, ConfigError>,
+    ) -> Alarm {
+        Alarm {
+            ledger,
+            storage: state.storage(),
+            belief: Cell::new(AlarmBelief::Unknown),
+            flush_armed: Rc::new(Cell::new(false)),
+            interval_ms: config.as_ref().map_or(60_000, |c| {
+                (c.sweep_interval_seconds as i64).saturating_mul(1000)
+            }),
+        }
     }
 
     /// One alarm: sweep a batch, then set (or clear) the next alarm.
-    pub(super) async fn sweep(&self) -> worker::Result<Response> {
-        let config = self
-            .config
+    pub async fn sweep(&self, config: &Result<Config, ConfigError>) -> worker::Result<Response> {
+        let config = config
             .as_ref()
             .map_err(|e| worker::Error::RustError(e.to_string()))?;
         let now = now_ms();
@@ -80,7 +106,7 @@ impl LedgerObject {
             Err(e) => {
                 // The platform retries this alarm; if it gives up, the next
                 // write finds no alarm and sets one.
-                self.alarm_at.set(AlarmBelief::Unknown);
+                self.belief.set(AlarmBelief::Unknown);
                 log::error(
                     "idempotency.sweep_failed",
                     fields! {"error" => e.to_string()},
@@ -88,12 +114,12 @@ impl LedgerObject {
                 return Err(worker::Error::RustError(e.to_string()));
             }
         };
-        let storage = self.state.storage();
-        let next = outcome.next_alarm_at(now, self.interval_ms());
+        let storage = &self.storage;
+        let next = outcome.next_alarm_at(now, self.interval_ms);
         // Until the platform confirms the next alarm, this instance knows
         // nothing of it: a failed set must leave no belief that an alarm is
         // armed (the next write reads the alarm again and arms it).
-        self.alarm_at.set(AlarmBelief::Unknown);
+        self.belief.set(AlarmBelief::Unknown);
         let set = match next {
             Some(at) => storage.set_alarm(at_epoch_ms(at)).await,
             None => storage.delete_alarm().await,
@@ -105,7 +131,7 @@ impl LedgerObject {
             );
             return Err(e);
         }
-        self.alarm_at.set(AlarmBelief::known(next));
+        self.belief.set(AlarmBelief::known(next));
         log::info(
             "idempotency.sweep",
             fields! {"deleted" => outcome.deleted, "batch_full" => outcome.batch_full},
@@ -116,15 +142,15 @@ impl LedgerObject {
     /// Makes sure the alarm fires by the first grid point at or after
     /// `at` (a record written now may expire then): reads the alarm once per
     /// instance, then sets it only when it must move earlier.
-    pub(super) async fn arm_by(&self, at: Millis) {
+    pub async fn arm_by(&self, at: Millis) {
         let now = now_ms();
         // The hourly recount is due on the same alarm (one per object).
         let at = match self.ledger.next_recount_at(now) {
             Ok(Some(recount)) => at.min(recount),
             _ => at,
         };
-        let storage = self.state.storage();
-        let known = match self.alarm_at.get() {
+        let storage = &self.storage;
+        let known = match self.belief.get() {
             AlarmBelief::At(current) => Some(current),
             AlarmBelief::Unset => None,
             AlarmBelief::Unknown => match storage.get_alarm().await {
@@ -138,18 +164,18 @@ impl LedgerObject {
                 }
             },
         };
-        let target = alarm_for(at, now_ms(), self.interval_ms());
+        let target = alarm_for(at, now_ms(), self.interval_ms);
         if known.is_some_and(|current| current <= target) {
-            self.alarm_at.set(AlarmBelief::known(known));
+            self.belief.set(AlarmBelief::known(known));
             return;
         }
         match storage.set_alarm(at_epoch_ms(target)).await {
             Ok(()) => {
-                self.alarm_at.set(AlarmBelief::At(target));
+                self.belief.set(AlarmBelief::At(target));
                 log::info("idempotency.alarm_armed", fields! {"at" => rfc3339(target)});
             }
             Err(e) => {
-                self.alarm_at.set(AlarmBelief::Unknown);
+                self.belief.set(AlarmBelief::Unknown);
                 log::error(
                     "idempotency.alarm_set_failed",
                     fields! {"error" => e.to_string()},
@@ -161,7 +187,7 @@ impl LedgerObject {
     /// On an instance's first request: an alarm must exist while records
     /// do (a restarted workerd may have lost an overdue one, workerd #3138,
     /// #3566), at the latest by the next moment a record may expire.
-    pub(super) async fn check_alarm(&self) {
+    pub async fn check(&self) {
         match self.ledger.next_sweep_at(now_ms()) {
             Ok(Some(at)) => self.arm_by(at).await,
             Ok(None) => {}
@@ -172,41 +198,18 @@ impl LedgerObject {
         }
     }
 
-    /// Takes `steps` more steps of an upgrade from schema 1 still under way
-    /// (`true` once it is done). While it is not, an alarm is kept a moment
-    /// ahead, so the upgrade goes on with no traffic; a step that fails is
-    /// logged and taken again by the next request or alarm.
-    pub(super) async fn continue_upgrade(&self, steps: u32) -> bool {
-        match self.ledger.continue_upgrade(steps) {
-            Ok(true) => {
-                self.upgrading.set(false);
-                self.alarm_at.set(AlarmBelief::Unknown);
-                log::warn(
-                    "idempotency.schema_upgrade_done",
-                    fields! {"from" => 1, "to" => crate::ledger::schema::SCHEMA_VERSION},
-                );
-                true
-            }
-            Ok(false) => {
-                self.upgrade_later().await;
-                false
-            }
-            Err(e) => {
-                log::error(
-                    "idempotency.schema_upgrade_step_failed",
-                    fields! {"error" => e.to_string()},
-                );
-                self.upgrade_later().await;
-                false
-            }
-        }
+    /// Forgets what this instance knew of the alarm: the next write reads
+    /// it again (and arms it if it must).
+    pub fn forget(&self) {
+        self.belief.set(AlarmBelief::Unknown);
     }
 
-    /// The alarm that carries an upgrade on: 100 ms from now.
-    async fn upgrade_later(&self) {
-        self.alarm_at.set(AlarmBelief::Unknown);
+    /// An alarm 100 ms from now (what carries a schema upgrade on with no
+    /// traffic); a failure is logged.
+    pub async fn soon(&self) {
+        self.belief.set(AlarmBelief::Unknown);
         let at = now_ms().saturating_add(100);
-        if let Err(e) = self.state.storage().set_alarm(at_epoch_ms(at)).await {
+        if let Err(e) = self.storage.set_alarm(at_epoch_ms(at)).await {
             log::error(
                 "idempotency.alarm_set_failed",
                 fields! {"error" => e.to_string()},
@@ -216,7 +219,7 @@ impl LedgerObject {
 
     /// Writes the pending counts [`FLUSH_AFTER_MS`] from now unless a flush
     /// is already scheduled, so an object that goes idle writes them too.
-    pub(super) fn flush_later(&self) {
+    pub fn flush_later(&self) {
         if self.flush_armed.get() || !self.ledger.has_pending() {
             return;
         }

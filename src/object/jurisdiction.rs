@@ -4,7 +4,7 @@
 //! is refused before any key runs where the tenant's keys are not.
 //!
 //! Role: route this object's calls to its tenant's other objects by the
-//! tenant's jurisdiction ([`LedgerObject::tenant_object`]), and apply the
+//! tenant's jurisdiction ([`Home::tenant_object`]), and apply the
 //! rule of a changed jurisdiction before the first claim or execute.
 //!
 //! An unrestricted object and an object of jurisdiction J with the same
@@ -31,12 +31,13 @@
 //!   is their unrestricted object, and the recorded jurisdiction is a
 //!   column of the state row it reads anyway.
 
-use super::calls::store_unavailable;
-use super::LedgerObject;
+use super::place::Home;
+use super::problems::store_unavailable;
 use crate::config::jurisdictions::{decide, JurisdictionDecision};
 use crate::config::{Config, Jurisdiction};
 use crate::fields;
-use crate::platform::client::{namespace_in, LedgerClient, LedgerError};
+use crate::platform::client::{LedgerClient, LedgerError};
+use crate::platform::namespace::namespace_in;
 use crate::platform::{log, LEDGER_BINDING};
 use crate::protocol::Problem;
 use crate::rpc::JurisdictionCall;
@@ -50,7 +51,7 @@ fn refused(reason: &str) -> Problem {
     Problem::misconfigured("TENANT_JURISDICTIONS")
 }
 
-impl LedgerObject {
+impl Home {
     /// The client of one of this tenant's objects (`name`: the tenant's
     /// object name, or a shard's), in the tenant's jurisdiction.
     pub(super) fn tenant_object(

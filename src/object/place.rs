@@ -1,29 +1,54 @@
-//! Where this object stands in its tenant's layout: its name, and from it
-//! its shard count and its role (current or retired shard).
+//! Which keys this object answers for: where it stands in its tenant's
+//! layout (its name, and from it its shard count and its role, current or
+//! retired), the retired shard's home check, and the tenant's registry
+//! accepting the configured layout before the object's first keyed call.
 //!
-//! Role: learn the object's name once and keep it. workerd hands a Durable
-//! Object its `idFromName` name on a request addressed by name, but an
-//! object woken otherwise (an alarm after eviction, an `idFromString`
-//! stub) may get none; a role derived only from that would make a retired
-//! shard behave as a current one and claim keys it must refuse (`421`). So
-//! the first name the runtime hands over is verified against the object's
-//! own id (`idFromName(name) == id`) and recorded in the ledger; every
-//! later instance reads it back.
+//! Role: [`Home`] is this room. It learns the object's name once and keeps
+//! it: workerd hands a Durable Object its `idFromName` name on a request
+//! addressed by name, but an object woken otherwise (an alarm after
+//! eviction, an `idFromString` stub) may get none; a role derived only from
+//! that would make a retired shard behave as a current one and claim keys
+//! it must refuse (`421`). So the first name the runtime hands over is
+//! verified against the object's own id (`idFromName(name) == id`) and
+//! recorded in the ledger; every later instance reads it back. Before the
+//! first claim or execute it has the tenant's registry accept the layout
+//! ([`Home::check_layout`]; the registry's own side, deciding and
+//! recording, is `reshard.rs`), and while the registry keeps a previous
+//! layout in force it sends keyed calls there first.
 //!
-//! What must stay true here: the recorded name is one the runtime handed
-//! over (checked against the object's id through the `TENANT_LEDGER`
-//! binding where that binding is this class); while the name is unknown,
-//! an object of a deployment that shards tenants refuses keyed calls
-//! (`503`): it cannot tell whether it is retired.
+//! What must stay true here:
+//! - The recorded name is one the runtime handed over (checked against the
+//!   object's id through the `TENANT_LEDGER` binding where that binding is
+//!   this class); while the name is unknown, an object of a deployment that
+//!   shards tenants refuses keyed calls (`503`): it cannot tell whether it
+//!   is retired.
+//! - A retired shard answers only for the keys it holds: every keyed call
+//!   for another key is `421 idempotency-key-moved` and changes nothing.
+//! - A refused (or held) layout answers every claim and execute `500
+//!   misconfigured` naming `TENANT_SHARDS` (and logs why): no key runs
+//!   where an older layout may hold it. `complete` and `release` never ask:
+//!   they settle a claim this object granted and create no key.
+//! - A configuration that drops `"previous"` too early is not an outage:
+//!   the current layout's objects ask the kept previous layout first for
+//!   every keyed call (as callers do while it is named), logging
+//!   `idempotency.previous_kept` once per instance.
 
-use super::calls::store_unavailable;
-use super::LedgerObject;
-use crate::config::shards::{parse_object_name, Role};
+use std::cell::{Cell, OnceCell};
+use std::rc::Rc;
+
+use worker::{Env, State};
+
+use super::problems::store_unavailable;
+use super::waiting::WaitReport;
+use crate::config::shards::{object_name, parse_object_name, shard_of, Role};
 use crate::config::Config;
 use crate::fields;
-use crate::platform::client::namespace_in;
-use crate::platform::{log, LEDGER_BINDING};
+use crate::ledger::{DoSqlStore, Ledger, Millis};
+use crate::platform::client::LedgerError;
+use crate::platform::namespace::namespace_in;
+use crate::platform::{log, now_ms, LEDGER_BINDING};
 use crate::protocol::{Problem, ProblemKind};
+use crate::rpc::{Call, LayoutCall};
 
 /// The object's place, once known.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,9 +77,81 @@ impl Place {
     }
 }
 
-impl LedgerObject {
+/// How long a layout that stops taking keys may hold live records.
+pub fn window_ms(config: &Config) -> i64 {
+    let seconds = config
+        .retention_seconds
+        .max(config.lease_seconds)
+        .saturating_add(config.lease_seconds)
+        .saturating_add(config.origin_timeout_seconds)
+        .saturating_add(config.sweep_interval_seconds);
+    (seconds.min(i64::MAX as u64 / 1000) as i64) * 1000
+}
+
+/// A previous layout's object refused a call passed on to it: its problem,
+/// as the caller would have had it asking that object itself.
+fn passed_on(problem: &serde_json::Value) -> Problem {
+    let kind = problem["type"]
+        .as_str()
+        .and_then(|t| t.rsplit('/').next())
+        .and_then(ProblemKind::from_slug)
+        .unwrap_or(ProblemKind::StoreUnavailable);
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    let mut passed = Problem::new(kind, detail);
+    if let Some(members) = problem.as_object() {
+        for (name, value) in members {
+            if !matches!(name.as_str(), "type" | "title" | "status" | "detail") {
+                passed = passed.with(name, value.clone());
+            }
+        }
+    }
+    passed
+}
+
+/// Every claim and execute refused: why, logged; `500 misconfigured`.
+pub(super) fn refused(reason: &str) -> Problem {
+    log::error(
+        "idempotency.misconfigured",
+        fields! {"variable" => "TENANT_SHARDS", "error" => reason},
+    );
+    Problem::misconfigured("TENANT_SHARDS")
+}
+
+/// This object's identity and its place in its tenant's layout, learned
+/// once per instance: which keys it answers for.
+pub struct Home {
+    /// The object's ledger (shared with the object).
+    pub(super) ledger: Rc<Ledger<DoSqlStore>>,
+    /// The runtime's state: the object's id (and the name it carries).
+    pub(super) state: State,
+    /// The object's bindings (to verify its name against its id, and to
+    /// reach the tenant's other objects).
+    pub(super) env: Env,
+    /// Its place in its tenant's layout, once known.
+    place: OnceCell<Place>,
+    /// The tenant's registry accepted the configured layout; checked once
+    /// per instance.
+    layout_accepted: Cell<bool>,
+    /// The previous layout (its shard count) the tenant's registry keeps in
+    /// force although the configuration dropped `"previous"` too early:
+    /// keyed calls ask it first.
+    previous_in_force: Cell<Option<u32>>,
+}
+
+impl Home {
+    pub fn new(ledger: Rc<Ledger<DoSqlStore>>, state: State, env: Env) -> Home {
+        Home {
+            ledger,
+            state,
+            env,
+            place: OnceCell::new(),
+            layout_accepted: Cell::new(false),
+            previous_in_force: Cell::new(None),
+        }
+    }
+
     /// The object's place, learned on first use (see the module doc).
-    pub(super) fn place(&self, config: &Config) -> Result<&Place, Problem> {
+    pub fn place(&self, config: &Config) -> Result<&Place, Problem> {
         if let Some(place) = self.place.get() {
             return Ok(place);
         }
@@ -118,6 +215,183 @@ impl LedgerObject {
         match expected {
             Ok(id) if id == self.state.id().to_string() => {}
             _ => log::warn("idempotency.object_name_unverified", serde_json::Map::new()),
+        }
+    }
+
+    /// A retired shard (the tenant is being resharded, see
+    /// `config::shards`) answers only for the keys it holds: for any other
+    /// key a claim, execute, complete or release is refused with `421
+    /// idempotency-key-moved` and changes nothing (so every caller routes a
+    /// keyed call the same way: previous layout first, on 421 the current),
+    /// so no caller — not even a gateway still running the old
+    /// configuration — can create a key here while another creates it in
+    /// its current object.
+    pub(super) fn check_home(
+        &self,
+        config: &Config,
+        key: &str,
+        now: Millis,
+    ) -> Result<(), Problem> {
+        if !self.place(config)?.retired {
+            return Ok(());
+        }
+        if self
+            .ledger
+            .holds(key, now)
+            .map_err(|e| store_unavailable(&e))?
+        {
+            return Ok(());
+        }
+        self.reshard_pending();
+        Err(Problem::of(ProblemKind::KeyMoved))
+    }
+
+    /// Before this object's first claim or execute: its tenant's registry
+    /// accepts the configured layout, or every claim and execute is refused.
+    pub(super) async fn check_layout(&self, config: &Config) -> Result<(), Problem> {
+        if self.layout_accepted.get() {
+            return Ok(());
+        }
+        let place = self.place(config)?;
+        let Some((tenant, is_registry)) = place.tenant.clone().filter(|_| !place.retired) else {
+            self.layout_accepted.set(true);
+            return Ok(());
+        };
+        self.check_in_jurisdiction(config, &tenant, place.name.as_deref().unwrap_or(&tenant))?;
+        let asked = config.tenant_shards.layout(&tenant);
+        let upgraded_from_v1 = self
+            .ledger
+            .v1_upgraded_at()
+            .map_err(|e| store_unavailable(&e))?
+            .is_some();
+        let call = LayoutCall {
+            shards: asked.shards,
+            previous: asked.previous,
+            window_ms: window_ms(config),
+            upgraded_from_v1,
+        };
+        let kept = if is_registry {
+            self.registry_jurisdiction(config, &tenant).await?;
+            self.decide_layout(config, &tenant, &call).await?
+        } else {
+            let registry = self
+                .tenant_object(config, &tenant)
+                .map_err(|e| self.registry_failed(&e))?;
+            let answer = registry
+                .call(&call)
+                .await
+                .map_err(|e| self.registry_failed(&e))?
+                .outcome;
+            answer
+                .previous_in_force
+                .map(|m| (m, answer.reason.unwrap_or_default()))
+        };
+        if let Some((previous, reason)) = kept {
+            // Once per object instance: the configuration is ahead of what
+            // the tenant's records allow.
+            log::warn(
+                "idempotency.previous_kept",
+                fields! {"variable" => "TENANT_SHARDS", "previous" => previous, "reason" => reason},
+            );
+            self.previous_in_force.set(Some(previous));
+        }
+        self.layout_accepted.set(true);
+        Ok(())
+    }
+
+    /// [`Self::ask_kept_previous`] for a settlement (complete, release),
+    /// which asks no registry to accept the layout and is never refused by
+    /// it (docs/contract.md §8): only when this object does not hold the
+    /// key and has not learned its layout yet does it ask the registry —
+    /// a refusal only logged — so a key granted in a previous layout kept
+    /// in force is settled there.
+    pub(super) async fn settle_at_kept_previous<C: Call>(
+        &self,
+        config: &Config,
+        key: &str,
+        call: &C,
+    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        if self.previous_in_force.get().is_none() && !self.layout_accepted.get() {
+            let place = self.place(config)?;
+            if place.retired || place.tenant.is_none() {
+                return Ok(None);
+            }
+            let holds = self
+                .ledger
+                .holds(key, now_ms())
+                .map_err(|e| store_unavailable(&e))?;
+            if holds {
+                return Ok(None);
+            }
+            let _ = self.check_layout(config).await;
+        }
+        self.ask_kept_previous(config, key, call).await
+    }
+
+    /// While the registry keeps in force a previous layout the
+    /// configuration no longer names, a keyed call for `key` is first
+    /// sent to the key's object in that layout — as every caller does
+    /// while `"previous"` is named (`config::shards`): its answer when it
+    /// holds the key; `None` when it answers `421` (the key is this
+    /// object's) or no previous layout is kept.
+    pub(super) async fn ask_kept_previous<C: Call>(
+        &self,
+        config: &Config,
+        key: &str,
+        call: &C,
+    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        let Some(m) = self.previous_in_force.get() else {
+            return Ok(None);
+        };
+        let place = self.place(config)?;
+        let Some((tenant, _)) = place.tenant.as_ref().filter(|_| !place.retired) else {
+            return Ok(None);
+        };
+        let name = object_name(tenant, shard_of(key, m), m);
+        let object = self
+            .tenant_object(config, &name)
+            .map_err(|e| store_unavailable(&e))?;
+        match object.call(call).await {
+            Ok(answer) => Ok(Some((
+                answer.outcome,
+                WaitReport {
+                    waited_ms: answer.waited_ms.map(|ms| ms as i64),
+                    timed_out: false,
+                },
+            ))),
+            Err(LedgerError::Refused { status: 421, .. }) => Ok(None),
+            Err(LedgerError::Refused { problem, .. }) => Err(passed_on(&problem)),
+            Err(other) => Err(store_unavailable(&other)),
+        }
+    }
+
+    /// The registry refused (`500 misconfigured`): its problem, passed on
+    /// as it names the variable it refused under (`TENANT_SHARDS`, or
+    /// `TENANT_JURISDICTIONS` for a tenant whose keys live elsewhere; the
+    /// reason is in the registry's own log line).
+    fn registry_failed(&self, error: &LedgerError) -> Problem {
+        match error {
+            LedgerError::Refused {
+                status: 500,
+                problem,
+                ..
+            } => {
+                let passed = passed_on(problem);
+                log::error(
+                    "idempotency.misconfigured",
+                    fields! {"error" => format!("refused by the tenant's registry: {}", passed.detail)},
+                );
+                passed
+            }
+            other => store_unavailable(other),
+        }
+    }
+
+    /// A retired object refusing a key it does not hold while it still
+    /// holds records: the reshard is not over yet.
+    pub(super) fn reshard_pending(&self) {
+        if self.ledger.holds_any().unwrap_or(false) {
+            log::error("idempotency.reshard_pending", serde_json::Map::new());
         }
     }
 }

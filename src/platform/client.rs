@@ -15,11 +15,8 @@
 //! with the same grant, or the replay of the run (docs/contract.md §3,
 //! "A claim's lost answer").
 //!
-//! Jurisdictions (`TENANT_JURISDICTIONS`): worker 0.8.7's `ObjectNamespace`
-//! has no `jurisdiction` method; it wraps the JS `DurableObjectNamespace`
-//! (`AsRef<JsValue>`, `JsCast` checked by constructor name), so
-//! [`namespace_in`] calls the JS method on that value and wraps its answer
-//! back ([`LedgerClient::for_object_in`]).
+//! Jurisdictions (`TENANT_JURISDICTIONS`): [`LedgerClient::for_object_in`]
+//! reaches the object through [`namespace_in`] (`platform::namespace`).
 //!
 //! Speed (measured with `npm run bench:profile`): worker 0.8.7's
 //! `Stub::fetch_with_request` turns the answer into a `worker::Response`
@@ -36,22 +33,24 @@ use js_sys::{Function, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
-use worker::{Env, Headers, ObjectNamespace, Stub};
+use worker::{Env, Headers, Stub};
 
 use crate::config::Jurisdiction;
 use crate::fields;
+use crate::ledger::store::durable::js_message;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, EvictOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
 };
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
-use crate::platform::env::js_message;
 use crate::platform::log;
+use crate::platform::namespace::namespace_in;
 use crate::rpc::{
     Call, ClaimCall, CompleteCall, EvictCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer,
     LookupCall, ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall,
     LOST_ANSWER_RETRY_DELAYS_MS, WAITED_HEADER,
 };
 
+pub use crate::platform::env::new_attempt;
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
 
 /// An answer to a call that may have waited for an in-flight key.
@@ -83,72 +82,6 @@ pub struct LedgerClient {
 extern "C" {
     #[wasm_bindgen(catch)]
     fn exchange(stub: &JsValue, request: &web_sys::Request) -> Result<js_sys::Promise, JsValue>;
-}
-
-/// A fresh claim attempt id (`ClaimCall::attempt`): a random UUID from
-/// the runtime's `crypto.randomUUID()`, unguessable, so no other caller
-/// can present it; `None` if the runtime has none (the claim is then sent
-/// unnamed, and a lost answer is not retried).
-pub fn new_attempt() -> Option<String> {
-    let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok()?;
-    let uuid: Function = Reflect::get(&crypto, &JsValue::from_str("randomUUID"))
-        .ok()?
-        .dyn_into()
-        .ok()?;
-    uuid.call0(&crypto).ok()?.as_string()
-}
-
-/// The namespace bound as `binding`, in `jurisdiction` if one is given.
-///
-/// worker 0.8.7's `ObjectNamespace` has no `jurisdiction` method: it is a
-/// `#[repr(transparent)]` wrapper of the JS `DurableObjectNamespace`
-/// (`AsRef<JsValue>`, `JsCast` by constructor name), so the JS method is
-/// called on that value (`Reflect`), and its answer — another namespace —
-/// wrapped back with `unchecked_into`. A runtime that refuses it (local
-/// workerd throws "Jurisdiction restrictions are not implemented in
-/// workerd") is a configuration it cannot serve: `500 misconfigured`
-/// naming `TENANT_JURISDICTIONS`, never an object made unrestricted, and
-/// never `NotReached` (which `FAILURE_POLICY=open` would run unprotected).
-pub fn namespace_in(
-    env: &Env,
-    binding: &str,
-    jurisdiction: Option<Jurisdiction>,
-) -> Result<ObjectNamespace, LedgerError> {
-    let namespace: ObjectNamespace = env
-        .durable_object(binding)
-        .map_err(|e| LedgerError::NotReached(format!("binding {binding}: {e}")))?;
-    let Some(jurisdiction) = jurisdiction else {
-        return Ok(namespace);
-    };
-    let raw: &JsValue = namespace.as_ref();
-    let restricted = Reflect::get(raw, &JsValue::from_str("jurisdiction"))
-        .and_then(|f| f.dyn_into::<Function>())
-        .and_then(|f| f.call1(raw, &JsValue::from_str(jurisdiction.as_str())))
-        .and_then(|ns| {
-            if ns.is_object() {
-                Ok(ns)
-            } else {
-                Err(JsValue::from_str("jurisdiction() answered no namespace"))
-            }
-        });
-    match restricted {
-        Ok(ns) => Ok(ns.unchecked_into::<ObjectNamespace>()),
-        Err(e) => {
-            let message = format!(
-                "the runtime cannot create objects in jurisdiction \"{jurisdiction}\": {}",
-                js_message(&e)
-            );
-            log::error(
-                "idempotency.misconfigured",
-                fields! {"variable" => "TENANT_JURISDICTIONS", "error" => message},
-            );
-            Err(LedgerError::Refused {
-                status: 500,
-                problem: crate::protocol::Problem::misconfigured("TENANT_JURISDICTIONS").to_json(),
-                retry_after: None,
-            })
-        }
-    }
 }
 
 /// A failure before the request left: the object was certainly not reached.

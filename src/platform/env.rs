@@ -1,5 +1,6 @@
-//! The runtime environment: the clock, the variables, the binding name,
-//! and the one answer for a configuration that cannot be used.
+//! The runtime environment: the clock, fresh attempt ids, the variables,
+//! the binding name, and the one answer for a configuration that cannot be
+//! used.
 //!
 //! Role: what the gateway and the object both read from workerd, once.
 //!
@@ -7,7 +8,11 @@
 //! (secrets and `[vars]` alike, whatever JSON type wrangler gave them), and a configuration error is logged
 //! naming the variable and answered `500 misconfigured` without its value.
 
-use js_sys::Reflect;
+#[cfg(feature = "workers-rs")]
+use js_sys::{Function, Reflect};
+#[cfg(feature = "workers-rs")]
+use wasm_bindgen::JsCast;
+#[cfg(feature = "workers-rs")]
 use wasm_bindgen::JsValue;
 
 #[cfg(feature = "workers-rs")]
@@ -26,6 +31,20 @@ pub const LEDGER_BINDING: &str = "TENANT_LEDGER";
 /// Milliseconds on this isolate's clock (the object's clock inside an object).
 pub fn now_ms() -> i64 {
     js_sys::Date::now() as i64
+}
+
+#[cfg(feature = "workers-rs")]
+/// A fresh claim attempt id (`ClaimCall::attempt`): a random UUID from
+/// the runtime's `crypto.randomUUID()`, unguessable, so no other caller
+/// can present it; `None` if the runtime has none (the claim is then sent
+/// unnamed, and a lost answer is not retried).
+pub fn new_attempt() -> Option<String> {
+    let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok()?;
+    let uuid: Function = Reflect::get(&crypto, &JsValue::from_str("randomUUID"))
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    uuid.call0(&crypto).ok()?.as_string()
 }
 
 /// Reads a variable or secret from `env` (a secret and a `[vars]` entry
@@ -74,16 +93,4 @@ pub fn misconfigured(variable: &str, message: &str) -> worker::Response {
         fields! {"variable" => variable, "error" => message},
     );
     http::problem(&Problem::misconfigured(variable))
-}
-
-/// The message of a JavaScript error value (its `message`, or the string
-/// it is, or its debug form).
-pub fn js_message(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| {
-            Reflect::get(e, &JsValue::from_str("message"))
-                .ok()
-                .and_then(|m| m.as_string())
-        })
-        .unwrap_or_else(|| format!("{e:?}"))
 }

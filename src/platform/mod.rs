@@ -2,7 +2,7 @@
 //! [`eager`]'s polling, which the host tests drive): the typed
 //! RPC v1 client, the conversion between the core's response values and
 //! workers-rs responses, logs, and the runtime environment. Everything but
-//! the clock, the JS error text ([`env`]'s `now_ms`, `js_message`) and
+//! the clock ([`env`]'s `now_ms`) and
 //! [`eager`]'s polling (host-tested) is
 //! behind the `workers-rs` feature: the slim `js-ledger` build has no
 //! workers-rs.
@@ -25,6 +25,8 @@ pub mod env;
 pub mod http;
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod log;
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
+pub mod namespace;
 
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub use eager::eager;

@@ -6,6 +6,7 @@
 pub mod digest;
 pub mod fingerprint;
 pub mod key;
+pub mod limits;
 pub mod problem;
 pub mod response;
 pub mod target;

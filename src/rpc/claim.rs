@@ -9,8 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_fingerprint, check_key, check_wait, check_window, Call, Route};
+use super::{check_fingerprint, check_key, check_wait, Call, Route};
 use crate::ledger::ClaimOutcome;
+use crate::protocol::limits::check_window;
 use crate::protocol::Fingerprint;
 
 /// `claim`: take the key for a request, or learn why not.
@@ -71,26 +72,6 @@ pub fn check_attempt(attempt: Option<&str>) -> Result<(), String> {
     if id.is_empty() || id.len() > MAX_ATTEMPT_CHARS || !id.bytes().all(allowed) {
         return Err(format!(
             "attempt must be 1 to {MAX_ATTEMPT_CHARS} characters of A-Z, a-z, 0-9, - and _"
-        ));
-    }
-    Ok(())
-}
-
-/// The one rule for a lease and a retention (a claim's effective windows —
-/// the call's, else the object's defaults — and `RETENTION_SECONDS`
-/// against `LEASE_SECONDS` alike): a record must outlive its lease, so the
-/// retention may not be shorter than the lease (equal is enough: the record
-/// expires no earlier than its lease ends); a shorter one is refused
-/// (`400 invalid-rpc`, or the configuration's `500 misconfigured`) rather
-/// than silently stretched. The JS middleware holds `retentionSeconds`
-/// and `leaseSeconds` to the same rule (tests/fixtures/limits.json
-/// `windows` pins both).
-pub fn check_claim_windows(lease_ms: i64, retention_ms: i64) -> Result<(), String> {
-    if retention_ms < lease_ms {
-        return Err(format!(
-            "the retention ({} s) is shorter than the lease ({} s); a record must outlive its lease",
-            retention_ms / 1000,
-            lease_ms / 1000
         ));
     }
     Ok(())

@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_generation, check_key, check_window, Call, Route};
+use super::{check_generation, check_key, Call, Route};
 use crate::ledger::{CompleteOutcome, STORED_BODY_CEILING};
+use crate::protocol::limits::check_window;
 use crate::protocol::StoredResponse;
 
 /// `complete`: record the response of the owner at `generation`.

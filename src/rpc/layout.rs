@@ -15,8 +15,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Call, Route};
-use crate::config::shards::MAX_SHARDS;
 use crate::config::Jurisdiction;
+use crate::protocol::limits::MAX_SHARDS;
 
 /// The longest window a caller may name (ten years).
 pub const MAX_LAYOUT_WINDOW_MS: i64 = 315_360_000_000;

@@ -6,7 +6,9 @@
 //! Each call has one home (the `tokio-rs/mini-redis` `cmd/` shape): its file
 //! holds the call, its validation, its answer type and its route
 //! ([`Call`]); `rpc_v1_calls!` is the one list of routes, from which
-//! [`Route`], [`ROUTES`] and the object's dispatch are generated.
+//! [`Route`] and [`ROUTES`] are generated (the object's dispatch is a plain
+//! `match` over [`Route`], `object::tenant_ledger`, which the compiler
+//! checks is complete).
 //!
 //! May call: `protocol`, `ledger`'s outcome types. Never workers-rs.
 //!
@@ -30,8 +32,10 @@ pub mod stats;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+/// The window limits' home is `protocol::limits`; named here too, as before.
+pub use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::validate_key;
-pub use claim::{check_attempt, check_claim_windows, ClaimCall, MAX_ATTEMPT_CHARS};
+pub use claim::{check_attempt, ClaimCall, MAX_ATTEMPT_CHARS};
 pub use complete::CompleteCall;
 pub use evict::EvictCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
@@ -138,18 +142,6 @@ pub const APP_TARGET_HEADER: &str = "x-ledger-app-target";
 /// Every v1 route lives under this prefix.
 pub const RPC_V1_PREFIX: &str = "/rpc/v1/";
 
-/// Longest lease or retention a caller may ask for (one year).
-pub const MAX_WINDOW_SECONDS: u64 = 31_536_000;
-
-pub(crate) fn check_window(name: &str, v: Option<u64>) -> Result<(), String> {
-    match v {
-        Some(s) if s == 0 || s > MAX_WINDOW_SECONDS => {
-            Err(format!("{name} must be between 1 and {MAX_WINDOW_SECONDS}"))
-        }
-        _ => Ok(()),
-    }
-}
-
 pub(crate) fn check_key(key: &str) -> Result<(), String> {
     validate_key(key).map_err(|e| e.to_string())
 }
@@ -178,9 +170,9 @@ pub(crate) fn check_wait(wait_ms: Option<u64>) -> Result<(), String> {
 }
 
 /// The one list of v1 calls: each route, its path under [`RPC_V1_PREFIX`]
-/// and the call sent there. Everything that names every route is generated
-/// from it: [`Route`] and [`ROUTES`] here, the object's dispatch
-/// (`object::tenant_ledger`). `$then` is a macro that receives the list.
+/// and the call sent there: [`Route`] and [`ROUTES`] are generated from it
+/// (and each call's `Call::ROUTE` checked against it). `$then` is a macro
+/// that receives the list.
 macro_rules! rpc_v1_calls {
     ($then:ident) => {
         $then! {
@@ -199,8 +191,6 @@ macro_rules! rpc_v1_calls {
         }
     };
 }
-#[allow(unused_imports)] // used by the object (wasm32 only)
-pub(crate) use rpc_v1_calls;
 
 /// [`Route`] and [`ROUTES`] from the list.
 macro_rules! route_table {

@@ -1,5 +1,6 @@
-//! The Rust origin verification of docs/proxy-mode.md (as rustfmt lays it out), against the gateway's
-//! own signature.
+//! The gateway's origin signature (`contract::signature`: an independent
+//! HMAC, every signed part), and the Rust origin verification of
+//! docs/proxy-mode.md (as rustfmt lays it out) against it.
 
 use hmac::{Hmac, Mac};
 use idempotency_ledger::contract::signature::{origin_signature, RECOMMENDED_TOLERANCE_SECONDS};
@@ -90,4 +91,47 @@ fn the_readme_verifier_accepts_the_gateway_signature_within_its_window_only() {
     );
     assert!(!ok("t=1000000,v1=00", "acme", b"amount=100", 1_000_000));
     assert!(!ok("garbage", "acme", b"amount=100", 1_000_000));
+}
+
+#[test]
+fn matches_an_independent_hmac_sha256() {
+    // Computed with Python's hmac/hashlib from the documented format.
+    assert_eq!(
+        origin_signature(
+            "0123456789abcdef0123456789abcdef",
+            1_764_496_241,
+            "acme",
+            "POST",
+            "/charges?a=1",
+            "order-7f3a",
+            b"amount=100"
+        ),
+        "t=1764496241,v1=f3d1d1443fab53bf8015c1b4a3169dd3d0c952c6be3c088a307a5c42551effd7"
+    );
+}
+
+#[test]
+fn every_signed_part_changes_the_signature() {
+    let k = "k".repeat(32);
+    let base = origin_signature(&k, 1, "acme", "POST", "/a", "key", b"x");
+    for other in [
+        origin_signature(
+            "j".repeat(32).as_str(),
+            1,
+            "acme",
+            "POST",
+            "/a",
+            "key",
+            b"x",
+        ),
+        origin_signature(&k, 2, "acme", "POST", "/a", "key", b"x"),
+        origin_signature(&k, 1, "globex", "POST", "/a", "key", b"x"),
+        origin_signature(&k, 1, "acme", "PUT", "/a", "key", b"x"),
+        origin_signature(&k, 1, "acme", "POST", "/b", "key", b"x"),
+        origin_signature(&k, 1, "acme", "POST", "/a", "other", b"x"),
+        origin_signature(&k, 1, "acme", "POST", "/a", "", b"x"),
+        origin_signature(&k, 1, "acme", "POST", "/a", "key", b"y"),
+    ] {
+        assert_ne!(base, other);
+    }
 }

@@ -17,7 +17,7 @@ use idempotency_ledger::contract::answer;
 use idempotency_ledger::ledger::{
     ClaimPolicy, ExecuteOutcome, Ledger, RowExt, SqlStore, StoreError,
 };
-use idempotency_ledger::object::do_store::DoSqlStore;
+use idempotency_ledger::ledger::DoSqlStore;
 use idempotency_ledger::platform::client::{LedgerClient, LedgerError};
 use idempotency_ledger::platform::{http, now_ms};
 use idempotency_ledger::protocol::{

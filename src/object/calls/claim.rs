@@ -11,11 +11,12 @@ use super::{bad_call, Apply};
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::{Claim, ClaimOutcome};
+use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
-use crate::object::LedgerObject;
 use crate::platform::{log, now_ms};
+use crate::protocol::limits::check_claim_windows;
 use crate::protocol::Problem;
-use crate::rpc::{check_claim_windows, ClaimCall};
+use crate::rpc::ClaimCall;
 
 impl Apply<ClaimCall> for LedgerObject {
     async fn apply(
@@ -23,8 +24,12 @@ impl Apply<ClaimCall> for LedgerObject {
         config: &Config,
         call: ClaimCall,
     ) -> Result<(ClaimOutcome, WaitReport), Problem> {
-        self.check_layout(config).await?;
-        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+        self.home.check_layout(config).await?;
+        if let Some(answer) = self
+            .home
+            .ask_kept_previous(config, &call.key, &call)
+            .await?
+        {
             return Ok(answer);
         }
         let policy = self.policy(config, call.lease_seconds, call.retention_seconds)?;
@@ -48,7 +53,7 @@ impl Apply<ClaimCall> for LedgerObject {
                     fields! {"key" => log::short_hash(&call.key), "generation" => generation},
                 );
             }
-            ClaimOutcome::Claimed { .. } => self.arm_by(policy.sweep_at(now_ms())).await,
+            ClaimOutcome::Claimed { .. } => self.alarm.arm_by(policy.sweep_at(now_ms())).await,
             ClaimOutcome::Refused(_) => {}
         }
         Ok((out.outcome, report))

@@ -12,8 +12,8 @@
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::ledger::CompleteOutcome;
+use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
-use crate::object::LedgerObject;
 use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::CompleteCall;
@@ -27,13 +27,14 @@ impl Apply<CompleteCall> for LedgerObject {
         // Follows a previous layout the registry keeps in force (a
         // settlement is never refused by the layout).
         if let Some(answer) = self
+            .home
             .settle_at_kept_previous(config, &call.key, &call)
             .await?
         {
             return Ok(answer);
         }
         let now = now_ms();
-        self.check_home(config, &call.key, now)?;
+        self.home.check_home(config, &call.key, now)?;
         let policy = self.policy(config, None, call.retention_seconds)?;
         let retention = policy.retention_ms;
         let (out, over_quota) = self
@@ -69,7 +70,7 @@ impl Apply<CompleteCall> for LedgerObject {
                 // set (the ledger moved its `sweep_at`), so the alarm moves
                 // too — never late. Nothing is read or set when the alarm is
                 // known to be early enough.
-                self.arm_by(now.saturating_add(retention)).await;
+                self.alarm.arm_by(now.saturating_add(retention)).await;
             }
         }
         Ok(answered(out))

@@ -7,10 +7,10 @@
 
 use super::Apply;
 use crate::config::Config;
+use crate::ledger::DoSqlStore;
 use crate::ledger::ExecuteOutcome;
-use crate::object::do_store::DoSqlStore;
+use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
-use crate::object::LedgerObject;
 use crate::orders;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
@@ -22,8 +22,12 @@ impl Apply<ExecuteCall> for LedgerObject {
         config: &Config,
         call: ExecuteCall,
     ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
-        self.check_layout(config).await?;
-        if let Some(answer) = self.ask_kept_previous(config, &call.key, &call).await? {
+        self.home.check_layout(config).await?;
+        if let Some(answer) = self
+            .home
+            .ask_kept_previous(config, &call.key, &call)
+            .await?
+        {
             return Ok(answer);
         }
         let policy = self.policy(config, None, None)?;
@@ -48,7 +52,7 @@ impl Apply<ExecuteCall> for LedgerObject {
         if matches!(out, ExecuteOutcome::Ran { .. }) {
             // Waiters parked on this key (behind an RPC claim) replay it.
             self.waiters.wake(&call.key);
-            self.arm_by(policy.sweep_at(now_ms())).await;
+            self.alarm.arm_by(policy.sweep_at(now_ms())).await;
         }
         Ok((out, report))
     }

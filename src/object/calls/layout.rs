@@ -11,8 +11,8 @@
 
 use super::{answered, bad_call, store_unavailable, Apply};
 use crate::config::{Config, Jurisdiction};
+use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
-use crate::object::LedgerObject;
 use crate::protocol::Problem;
 use crate::rpc::{
     HorizonAnswer, HorizonCall, JurisdictionCall, JurisdictionOutcome, LayoutCall, LayoutOutcome,
@@ -32,9 +32,9 @@ impl Apply<LayoutCall> for LedgerObject {
             ));
         }
         let tenant = place.tenant.clone().map(|(t, _)| t).unwrap_or_default();
-        self.registry_jurisdiction(config, &tenant).await?;
+        self.home.registry_jurisdiction(config, &tenant).await?;
         Ok(answered(
-            match self.decide_layout(config, &tenant, &call).await? {
+            match self.home.decide_layout(config, &tenant, &call).await? {
                 None => LayoutOutcome::accepted(),
                 Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
             },
@@ -56,7 +56,8 @@ impl Apply<JurisdictionCall> for LedgerObject {
                 "jurisdiction goes to the tenant's unrestricted object: the object named by the tenant",
             ));
         }
-        self.decide_jurisdiction(Jurisdiction::parse(&call.jurisdiction))?;
+        self.home
+            .decide_jurisdiction(Jurisdiction::parse(&call.jurisdiction))?;
         Ok(answered(JurisdictionOutcome {
             outcome: "accepted".into(),
         }))

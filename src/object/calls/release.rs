@@ -10,8 +10,8 @@
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
 use crate::ledger::ReleaseOutcome;
+use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
-use crate::object::LedgerObject;
 use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::ReleaseCall;
@@ -25,12 +25,13 @@ impl Apply<ReleaseCall> for LedgerObject {
         // Follows a previous layout the registry keeps in force (a
         // settlement is never refused by the layout).
         if let Some(answer) = self
+            .home
             .settle_at_kept_previous(config, &call.key, &call)
             .await?
         {
             return Ok(answer);
         }
-        self.check_home(config, &call.key, now_ms())?;
+        self.home.check_home(config, &call.key, now_ms())?;
         let out = self
             .ledger
             .release(&call.key, call.generation, now_ms())

@@ -7,8 +7,8 @@
 
 use super::{answered, store_unavailable, Apply};
 use crate::config::Config;
+use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
-use crate::object::LedgerObject;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::{ReplayedCall, ReplayedOutcome};

@@ -1,7 +1,10 @@
-//! The small storage seam between the ledger and a SQLite engine.
+//! The small storage seam between the ledger and a SQLite engine, and the
+//! two engines behind it, side by side.
 //!
-//! Role: let the same ledger SQL run on Durable Object SQLite (in workerd) and
-//! on rusqlite (host tests, benchmarks). The ledger speaks only this trait.
+//! Role: let the same ledger SQL run on Durable Object SQLite (in workerd,
+//! [`durable`]: `TenantLedger`, your own Rust object, `EmbeddedLedger`) and
+//! on rusqlite (host tests, benchmarks: [`rusqlite`], feature
+//! `host-sqlite`). The ledger speaks only this trait.
 //!
 //! What must stay true here:
 //! - `query` runs exactly one statement and returns every row it produced
@@ -10,6 +13,11 @@
 //! - `atomically` runs its closure as one transaction: all of its writes
 //!   commit, or (when it returns `Err`) none do. Nested calls join the
 //!   outermost transaction.
+
+#[cfg(target_arch = "wasm32")]
+pub mod durable;
+#[cfg(feature = "host-sqlite")]
+pub mod rusqlite;
 
 use std::fmt;
 

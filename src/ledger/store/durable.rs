@@ -32,8 +32,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::ledger::{Row, SizeEstimate, SqlStore, SqlValue, StoreError};
-use crate::platform::env::js_message;
+use super::{Row, SizeEstimate, SqlStore, SqlValue, StoreError};
 
 #[wasm_bindgen]
 extern "C" {
@@ -292,4 +291,16 @@ impl DoSqlStore {
         drop(closure);
         Ok(call.map(|_| ()))
     }
+}
+
+/// The message of a JavaScript error value (its `message`, or the string
+/// it is, or its debug form).
+pub fn js_message(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| {
+            js_sys::Reflect::get(e, &JsValue::from_str("message"))
+                .ok()
+                .and_then(|m| m.as_string())
+        })
+        .unwrap_or_else(|| format!("{e:?}"))
 }

@@ -1,0 +1,85 @@
+//! `TENANT_SHARDS` and shard names (`config::shards`): a tenant's one
+//! object is the tenant itself, names round-trip, the map is validated
+//! (the shared fixture's invalid layouts included), and every object knows
+//! its role while a tenant is resharded.
+
+use idempotency_ledger::config::shards::{
+    object_name, parse_object_name, Layout, ObjectPlace, Role, ShardMap,
+};
+
+#[test]
+fn one_shard_is_the_tenant_itself() {
+    assert_eq!(object_name("acme", 0, 1), "acme");
+    assert_eq!(Layout::SINGLE.home("acme", "any-key"), "acme");
+    assert_eq!(
+        parse_object_name("acme"),
+        ObjectPlace {
+            tenant: "acme".into(),
+            shards: 1
+        }
+    );
+    assert_eq!(ShardMap::default().role_of("acme"), Role::Current);
+}
+
+#[test]
+fn names_round_trip() {
+    for (i, n) in [(0, 2), (7, 8), (127, 128)] {
+        let name = object_name("a.b-c_d", i, n);
+        assert_eq!(
+            parse_object_name(&name),
+            ObjectPlace {
+                tenant: "a.b-c_d".into(),
+                shards: n
+            }
+        );
+    }
+    // Not a shard name: the whole string is the tenant.
+    assert_eq!(parse_object_name("x/shard-9-of-4").shards, 1);
+    assert_eq!(parse_object_name("x/shard-a-of-4").shards, 1);
+}
+
+#[test]
+fn the_map_is_validated() {
+    let m = ShardMap::parse(r#"{"acme": 8, "globex": {"shards": 4, "previous": 1}}"#).unwrap();
+    assert_eq!(
+        m.layout("acme"),
+        Layout {
+            shards: 8,
+            previous: None
+        }
+    );
+    assert_eq!(
+        m.layout("globex"),
+        Layout {
+            shards: 4,
+            previous: Some(1)
+        }
+    );
+    assert_eq!(m.layout("other"), Layout::SINGLE);
+    assert!(m.layout("acme").is_sharded() && m.layout("globex").is_sharded());
+    // The invalid layouts both parsers refuse live in the shared fixture.
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/shards.json")).unwrap();
+    let invalid = fixture["invalid"].as_array().unwrap();
+    assert!(invalid.len() >= 10);
+    for bad in invalid {
+        let bad = bad.as_str().unwrap();
+        assert!(ShardMap::parse(bad).is_err(), "{bad}");
+    }
+    assert!(!ShardMap::parse(r#"{"acme": 1}"#)
+        .unwrap()
+        .layout("acme")
+        .is_sharded());
+}
+
+#[test]
+fn objects_know_their_role() {
+    let m = ShardMap::parse(r#"{"acme": {"shards": 4, "previous": 1}}"#).unwrap();
+    assert_eq!(m.role_of("acme/shard-2-of-4"), Role::Current);
+    assert_eq!(m.role_of("acme"), Role::Retired);
+    assert_eq!(m.role_of("acme/shard-0-of-2"), Role::Retired);
+    assert_eq!(m.role_of("globex"), Role::Current);
+    let l = m.layout("acme");
+    assert_eq!(l.previous_home("acme", "k"), Some("acme".into()));
+    assert_eq!(l.objects("acme").len(), 5);
+}
