@@ -4,6 +4,7 @@
 // operator's map, and the one routing rule for keyed calls while a tenant
 // is resharded. Shared vectors: tests/fixtures/shards.json.
 import { encoder, sha256 } from "./bytes.js";
+import { TRENDED } from "./generated/trended.js";
 import { LedgerClient, LedgerError } from "./rpc.js";
 import { TENANT_RULE, isTenantId, tenantObjectName } from "./tenant.js";
 
@@ -170,7 +171,8 @@ function sumTrends(all) {
     for (const m of stats.trend ?? []) {
       const held = byMinute.get(m.minute);
       if (held === undefined) { byMinute.set(m.minute, { ...m }); continue; }
-      for (const name of /** @type {const} */ (["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"])) held[name] += m[name];
+      // A count an older object does not know is absent from its minutes.
+      for (const name of TRENDED) held[name] = (held[name] ?? 0) + (m[name] ?? 0);
     }
   }
   // RFC 3339 UTC strings of one format order as their times do.

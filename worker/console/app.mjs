@@ -22,7 +22,10 @@
 //   flight" only when that count is 0: a listing page may hold no key while
 //   its walk goes on, so the page follows next_cursor (a bounded number of
 //   pages) until one holds a key.
-// It is String.raw: no backquote and no dollar-brace in it.
+// It is String.raw: no backquote in it, and one dollar-brace, TREND_SERIES
+// (the trended counts, client/generated/trended.js).
+import { TRENDED } from "../../client/generated/trended.js";
+
 export const CONSOLE_SCRIPT = String.raw`"use strict";
 (() => {
   // Where versions before the operator token kept it: emptied on load.
@@ -34,7 +37,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   // hold none while its walk goes on (records in flight past their window, not swept yet).
   const IN_FLIGHT_PAGES = 8;
   const BILLED = ["sql_rows_written", "sql_rows_read"];
-  const TREND_SERIES = ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"];
+  const TREND_SERIES = ${JSON.stringify(TRENDED)};
   const NOT_AVAILABLE = "not available";
   const NONE = "\u2014";
   const SVG = "http://www.w3.org/2000/svg";

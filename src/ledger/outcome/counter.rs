@@ -4,6 +4,12 @@
 
 use super::KeyState;
 
+/// build.rs's `Counter::TRENDED`, from src/ledger/outcome/trended.json.
+mod generated {
+    use super::Counter;
+    include!(concat!(env!("OUT_DIR"), "/trended.rs"));
+}
+
 /// The counters kept in the `ledger_state` row, by column name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Counter {
@@ -51,16 +57,9 @@ impl Counter {
     ];
 
     /// The outcomes the per-minute trend follows (`ledger::trend`), in the
-    /// order its stored rows hold them.
-    pub const TRENDED: [Counter; 7] = [
-        Counter::Claims,
-        Counter::Replays,
-        Counter::InUse,
-        Counter::Reused,
-        Counter::Takeovers,
-        Counter::FencedOut,
-        Counter::Swept,
-    ];
+    /// order its stored rows hold them: src/ledger/outcome/trended.json,
+    /// compiled in by build.rs (the JS package's copy is generated from it).
+    pub const TRENDED: [Counter; generated::TRENDED.len()] = generated::TRENDED;
 
     /// This counter's place in a trend row, if the trend follows it.
     pub fn trend_slot(self) -> Option<usize> {
