@@ -38,11 +38,12 @@ export function wranglerVars() {
 
 /**
  * The npm package's modules as a Worker loads them: client/index.js and
- * every module it imports (one per seam; the problem catalog is a JS module,
- * client/problems.js, so no JSON module is needed).
+ * every module it imports (one per seam; the shared rules are JS modules,
+ * client/generated/, so no JSON module is needed).
  */
 export const CLIENT_MODULES = [
   "index", "defaults", "bytes", "tenant", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "request", "options", "claim", "capture", "settlement", "contract",
+  "generated/problems", "generated/defaults", "generated/trended",
 ].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
 
 /** The console's modules (worker/console.mjs and the files it serves), imported by the entry. */

@@ -81,6 +81,7 @@ const ledgerModel = {
     { type: "ESModule", path: `${ROOT}build/ledger/index.js` },
     { type: "CompiledWasm", path: `${ROOT}build/ledger/index_bg.wasm` },
     ...readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js")).sort().map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` })),
+    ...readdirSync(`${ROOT}client/generated`).filter((f) => f.endsWith(".js")).sort().map((f) => ({ type: "ESModule", path: `${ROOT}client/generated/${f}` })),
   ],
   durableObjects: { MODEL: { className: "ModelLedger", useSQLite: true } },
 };
