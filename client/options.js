@@ -35,6 +35,12 @@ import { ledgerSource } from "./sources.js";
  *   a namespace: keys are placed and resharding followed as the gateway does (`TenantLedgers`). Invalid: a TypeError
  *   when the middleware is made, or `500 misconfigured` naming TENANT_SHARDS from a function. Default: every tenant
  *   is one object. With any other source: a TypeError (a `LedgerService` routes with its own TENANT_SHARDS).
+ * @property {string | PerRequest<A, string | null | undefined>} [jurisdiction] The tenant's jurisdiction (`"eu"`,
+ *   `"fedramp"`, `"fedramp-high"`, `"us"`), for a namespace: the value TENANT_JURISDICTIONS gives the tenant, so its
+ *   objects are `namespace.jurisdiction(J)`'s, as the gateway's; null or undefined from a function: unrestricted.
+ *   Invalid: a TypeError when the middleware is made, or `500 misconfigured` naming TENANT_JURISDICTIONS at
+ *   request time, as is a runtime that keeps no jurisdictions (local workerd); nothing runs. With any other
+ *   source: a TypeError (a `LedgerService` routes with its own TENANT_JURISDICTIONS).
  * @property {string | PerRequest<A, string | null | undefined>} [key] Where the key comes from: a header name
  *   (default `"Idempotency-Key"`, as IDEMPOTENCY_KEY_HEADER; its value parsed by the same rules), or a function
  *   returning the key itself (e.g. `(c) => c.req.header("x-job-id")`, or a key derived from a job id) or null for
@@ -172,7 +178,7 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** Every option of `withIdempotency` and the Hono middleware: any other name is a TypeError. */
 export const MIDDLEWARE_OPTIONS = Object.freeze([
-  "ledger", "tenant", "tenantShards", "key", "fingerprint", "protectedMethods", "required", "fingerprintHeaders", "storedHeaders",
+  "ledger", "tenant", "tenantShards", "jurisdiction", "key", "fingerprint", "protectedMethods", "required", "fingerprintHeaders", "storedHeaders",
   "maxStoredBodyBytes", "maxBodyBytes", "waitSeconds", "maxWaitSeconds", "leaseSeconds", "retentionSeconds",
   "shouldStore", "failurePolicy", "problemBase", "onReplayed", "onConflict", "onStored", "onSettlementFailed",
 ]);
@@ -196,7 +202,7 @@ function optionalFunction(name, hook) {
  */
 export function checkedOptions(options) {
   const {
-    ledger, tenant, tenantShards,
+    ledger, tenant, tenantShards, jurisdiction,
     key = DEFAULTS.keyHeader, fingerprint,
     protectedMethods = DEFAULTS.protectedMethods,
     required = DEFAULTS.required,
@@ -245,7 +251,7 @@ export function checkedOptions(options) {
     ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }),
   };
   return {
-    source: ledgerSource(/** @type {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} */ ({ ledger, tenant, tenantShards })),
+    source: ledgerSource(/** @type {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown; jurisdiction?: unknown }} */ ({ ledger, tenant, tenantShards, jurisdiction })),
     key: typeof key === "string" ? key.toLowerCase() : key, fingerprint,
     methods, windows, required, fingerprintHeaders, storedHeaders, maxStoredBodyBytes, maxBodyBytes, waitSeconds, maxWaitSeconds,
     leaseSeconds, retentionSeconds, shouldStore, failurePolicy, problemBase,

@@ -112,6 +112,9 @@ import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
  *   `tenant`; or a `LedgerClient`).
  * @property {string | PerMessage<Body, Env, string | null | undefined>} [tenant] With a binding or a namespace.
  * @property {TenantShardsValue | PerMessage<Body, Env, TenantShardsValue | null | undefined>} [tenantShards] With a namespace.
+ * @property {string | PerMessage<Body, Env, string | null | undefined>} [jurisdiction] With a namespace: the tenant's
+ *   TENANT_JURISDICTIONS value (`"eu"`, `"fedramp"`, `"fedramp-high"`, `"us"`), so its objects are
+ *   `namespace.jurisdiction(J)`'s, as the gateway's ([clients.md](../docs/clients.md#tenants-kept-in-a-jurisdiction)).
  * @property {PerMessage<Body, Env, LedgerStub | null | undefined>} [object] The Durable Object shape, instead of
  *   `handler` and `ledger`: the object the message goes to, e.g.
  *   `(message, env) => env.PAYMENTS.get(env.PAYMENTS.idFromName(message.body.account))`; its fetch answers with
@@ -132,12 +135,12 @@ import { forwardOnce, runOnce, MAX_RETRY_DELAY_SECONDS } from "./consumer.js";
  */
 
 const OPTIONS = Object.freeze([
-  "handler", "ledger", "tenant", "tenantShards", "object", "key", "leaseSeconds", "timeoutSeconds",
+  "handler", "ledger", "tenant", "tenantShards", "jurisdiction", "object", "key", "leaseSeconds", "timeoutSeconds",
   "retentionSeconds", "waitSeconds", "concurrency", "onReplayed", "onSettled",
 ]);
 const WHO = "idempotency-ledger/queues";
 /** External-shape options: refused with `object`. */
-const EXTERNAL_ONLY = Object.freeze(["ledger", "tenant", "tenantShards", "leaseSeconds", "retentionSeconds", "waitSeconds"]);
+const EXTERNAL_ONLY = Object.freeze(["ledger", "tenant", "tenantShards", "jurisdiction", "leaseSeconds", "retentionSeconds", "waitSeconds"]);
 
 /** @param {unknown} e */
 const messageOf = (e) => (e instanceof Error ? e.message : String(e));
@@ -213,7 +216,7 @@ export function queueConsumer(options) {
   if (o.tenant !== undefined && typeof o.tenant !== "function" && !isTenantId(o.tenant)) {
     throw new TypeError(`${WHO}: options.tenant must be ${TENANT_RULE}, or a function of the message returning one`);
   }
-  const source = external ? ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards }) : null;
+  const source = external ? ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards, jurisdiction: o.jurisdiction }) : null;
 
   /**
    * The message's key, or why there is none.

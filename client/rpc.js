@@ -1,7 +1,7 @@
 // @ts-check
 // Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
 // docs/rpc-v1.md), and the types of that protocol.
-import { isObjectName, isTenantId, tenantObjectName } from "./tenant.js";
+import { inJurisdiction, isObjectName, isTenantId, tenantObjectName } from "./tenant.js";
 /** @import { Fingerprint } from "./fingerprint.js" */
 /** @import { Problem } from "./problems.js" */
 /** @import { StoredResponse } from "./stored.js" */
@@ -191,6 +191,8 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  * @typedef {object} LedgerNamespace
  * @property {(name: string) => unknown} idFromName
  * @property {(id: any) => LedgerStub} get
+ * @property {(jurisdiction: any) => LedgerNamespace} [jurisdiction] The namespace of the objects kept in a
+ *   jurisdiction (`eu`, `fedramp`, `fedramp-high`, `us`), for tenants TENANT_JURISDICTIONS names.
  */
 
 /**
@@ -280,16 +282,23 @@ export class LedgerClient {
    * For a sharded tenant use `TenantLedgers` (./shards.js: `new TenantLedgers(env.LEDGER,
    * env.TENANT_SHARDS).claim(tenant, call)`), or give the middleware the namespace with `tenant` and
    * `tenantShards`; or name a shard's object yourself (`shardObjectName`).
+   * A tenant that TENANT_JURISDICTIONS keeps in a jurisdiction needs `{ jurisdiction }` (the same value):
+   * its object is then `namespace.jurisdiction(J)`'s; a bad value is a TypeError, and a runtime that keeps
+   * no jurisdictions (local workerd) throws — never the unrestricted object instead.
    * @param {LedgerNamespace} namespace
    * @param {string} tenant
+   * @param {{ jurisdiction?: string | null }} [options]
    * @returns {LedgerClient}
    */
-  static forTenant(namespace, tenant) {
+  static forTenant(namespace, tenant, options = {}) {
     if (typeof tenant !== "string" || !(isObjectName(tenant) || isTenantId(tenant))) {
       throw new TypeError("LedgerClient.forTenant needs a tenant id (1-256 bytes of UTF-8 without control characters) or a shard's object name");
     }
+    const unknown = Object.keys(options ?? {}).find((k) => k !== "jurisdiction");
+    if (unknown !== undefined) throw new TypeError(`LedgerClient.forTenant: unknown option ${JSON.stringify(unknown)} (known: jurisdiction)`);
     const name = isObjectName(tenant) ? tenant : tenantObjectName(tenant);
-    return new LedgerClient(namespace.get(namespace.idFromName(name)));
+    const objects = inJurisdiction(namespace, options?.jurisdiction);
+    return new LedgerClient(objects.get(objects.idFromName(name)));
   }
 
   /**

@@ -6,7 +6,7 @@
 import { encoder, sha256 } from "./bytes.js";
 import { TRENDED } from "./generated/trended.js";
 import { LedgerClient, LedgerError } from "./rpc.js";
-import { TENANT_RULE, isTenantId, tenantObjectName } from "./tenant.js";
+import { TENANT_RULE, inJurisdiction, isTenantId, parseTenantJurisdictions, tenantObjectName } from "./tenant.js";
 
 export { TENANT_RULE, isTenantId };
 /**
@@ -275,18 +275,33 @@ export class TenantLedgers {
   #namespace;
   /** @type {Map<string, ShardLayout>} */
   #layouts;
+  /** @type {Map<string, string>} */
+  #jurisdictions;
 
   /**
    * @param {LedgerNamespace} namespace the TenantLedger Durable Object namespace
    * @param {string | Map<string, ShardLayout> | null} [tenantShards] TENANT_SHARDS (raw, or parsed by
    *   `parseTenantShards`); absent: every tenant is one object. A TypeError when invalid.
+   * @param {string | Map<string, string> | null} [tenantJurisdictions] TENANT_JURISDICTIONS (raw JSON, or
+   *   tenant → jurisdiction, each checked when used): every object of such a tenant is `namespace.jurisdiction(J)`'s. A TypeError when
+   *   invalid; absent: every tenant unrestricted.
    */
-  constructor(namespace, tenantShards) {
+  constructor(namespace, tenantShards, tenantJurisdictions) {
     if (namespace === null || typeof namespace !== "object" || typeof namespace.get !== "function" || typeof namespace.idFromName !== "function") {
       throw new TypeError("TenantLedgers needs a TenantLedger Durable Object namespace");
     }
     this.#namespace = namespace;
     this.#layouts = tenantShards instanceof Map ? tenantShards : parseTenantShards(tenantShards);
+    this.#jurisdictions = tenantJurisdictions instanceof Map ? tenantJurisdictions : parseTenantJurisdictions(tenantJurisdictions);
+  }
+
+  /**
+   * The namespace of the tenant's objects: its jurisdiction's, if TENANT_JURISDICTIONS names one.
+   * @param {string} tenant
+   * @returns {LedgerNamespace}
+   */
+  #objectsOf(tenant) {
+    return inJurisdiction(this.#namespace, this.#jurisdictions.get(tenant));
   }
 
   /**
@@ -306,7 +321,7 @@ export class TenantLedgers {
    * @returns {Promise<KeyHomes>}
    */
   #homes(tenant, key) {
-    return keyHomes(this.#namespace, tenant, key, this.layout(tenant));
+    return keyHomes(this.#objectsOf(tenant), tenant, key, this.layout(tenant));
   }
 
   /** @param {string} tenant @param {ClaimCall} call @returns {Promise<ClaimOutcome & WaitedAnswer>} */
@@ -337,16 +352,16 @@ export class TenantLedgers {
    */
   async list(tenant, call = {}) {
     const objects = this.#objects(tenant);
-    if (objects.length === 1) return this.#object(objects[0].name).list(call);
-    const pages = await Promise.all(objects.map(async ({ name, current }) => ({ page: await this.#object(name).list(call), current })));
+    if (objects.length === 1) return this.#object(tenant, objects[0].name).list(call);
+    const pages = await Promise.all(objects.map(async ({ name, current }) => ({ page: await this.#object(tenant, name).list(call), current })));
     return mergeListPages(pages, call.limit ?? LIST_DEFAULT_LIMIT, call.state === "in_flight" ? "oldest_first" : "newest_first");
   }
 
   /** @param {string} tenant @returns {Promise<LedgerStats>} */
   async stats(tenant) {
     const objects = this.#objects(tenant);
-    if (objects.length === 1) return this.#object(objects[0].name).stats();
-    return sumStats(await Promise.all(objects.map(({ name }) => this.#object(name).stats())));
+    if (objects.length === 1) return this.#object(tenant, objects[0].name).stats();
+    return sumStats(await Promise.all(objects.map(({ name }) => this.#object(tenant, name).stats())));
   }
 
   /**
@@ -374,11 +389,11 @@ export class TenantLedgers {
     if (shards > 1 || previous !== null) {
       throw new TypeError("execute is not available for a sharded tenant (its orders must commit with one ledger)");
     }
-    return this.#object(tenant).execute(call);
+    return this.#object(tenant, tenant).execute(call);
   }
 
-  /** @param {string} name an object name */
-  #object(name) {
-    return LedgerClient.forTenant(this.#namespace, name);
+  /** @param {string} tenant @param {string} name one of its objects' names (or the tenant id) */
+  #object(tenant, name) {
+    return LedgerClient.forTenant(this.#objectsOf(tenant), name);
   }
 }

@@ -18,6 +18,7 @@
 //   FAILURE_POLICY=open to run a request unprotected.
 import { LedgerClient, LedgerError } from "./rpc.js";
 import { TENANT_RULE, TenantLedgers, isTenantId, parseTenantShards } from "./shards.js";
+import { inJurisdiction, jurisdictionProblem } from "./tenant.js";
 /**
  * @import { LedgerNamespace, ClaimCall, CompleteCall, ReleaseCall,
  *   ClaimOutcome, CompleteOutcome, ReleaseOutcome, WaitedAnswer } from "./rpc.js"
@@ -96,11 +97,40 @@ const takesTenant = (kind, withTenant) => kind === "binding" || kind === "servic
  * @param {boolean} withShards
  * @returns {string | null}
  */
-function mismatch(kind, withTenant, withShards) {
+function mismatch(kind, withTenant, withShards, withJurisdiction = false) {
   if (kind === "client" && withTenant) return "options.tenant is for a LedgerService binding or a namespace; a LedgerClient is already one tenant's object";
   if (takesTenant(kind, withTenant) && !withTenant) return "a LedgerService binding or a TenantLedger namespace needs options.tenant";
   if (withShards && kind !== "namespace") return "options.tenantShards routes a TenantLedger namespace; a LedgerService binding routes with its own TENANT_SHARDS";
+  if (withJurisdiction && kind !== "namespace") {
+    return "options.jurisdiction routes a TenantLedger namespace; a LedgerService binding routes with its own TENANT_JURISDICTIONS, and a LedgerClient is already one object (LedgerClient.forTenant(namespace, tenant, { jurisdiction }))";
+  }
   return null;
+}
+
+/**
+ * The namespace of one request's tenant: `namespace.jurisdiction(J)` for the `jurisdiction` option (a value, or
+ * a function asked per request; null or undefined from it: unrestricted), or `{ misconfigured, variable }` —
+ * a bad value, a function that throws, or a runtime that keeps no jurisdictions (local workerd) — never the
+ * unrestricted namespace for a jurisdiction asked.
+ * @template {unknown[]} A
+ * @param {LedgerNamespace} namespace
+ * @param {unknown} jurisdiction
+ * @param {A} args
+ * @returns {Promise<LedgerNamespace | { misconfigured: string; variable: string }>}
+ */
+async function namespaceIn(namespace, jurisdiction, args) {
+  let j = jurisdiction;
+  try {
+    if (typeof jurisdiction === "function") j = await jurisdiction(...args);
+    if (j !== undefined && j !== null && jurisdictionProblem(j) !== null) {
+      return { misconfigured: `options.jurisdiction gave ${jurisdictionProblem(j)}`, variable: "TENANT_JURISDICTIONS" };
+    }
+    return inJurisdiction(namespace, /** @type {string | null | undefined} */ (j));
+  } catch (e) {
+    // Its message may carry internals: logged, never answered.
+    console.error(JSON.stringify({ event: "idempotency.jurisdiction_failed", error: e instanceof Error ? e.message : String(e) }));
+    return { misconfigured: "the tenant's jurisdiction could not be used (the error is in the Worker's log, idempotency.jurisdiction_failed)", variable: "TENANT_JURISDICTIONS" };
+  }
 }
 
 /**
@@ -197,23 +227,27 @@ function shardLayouts(tenantShards) {
 }
 
 /**
- * The `ledger`, `tenant` and `tenantShards` options, checked once (a
+ * The `ledger`, `tenant`, `tenantShards` and `jurisdiction` options, checked once (a
  * TypeError naming what is wrong); `resolve(args)` gives one request's ledger.
  * @template {unknown[]} A
- * @param {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown }} options
+ * @param {{ ledger?: unknown; tenant?: unknown; tenantShards?: unknown; jurisdiction?: unknown }} options
  * @returns {{ resolve: (args: A) => Promise<Resolved> }}
  */
-export function ledgerSource({ ledger, tenant, tenantShards }) {
+export function ledgerSource({ ledger, tenant, tenantShards, jurisdiction }) {
   if (ledger === undefined || ledger === null) throw new TypeError("idempotency middleware needs options.ledger: a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
   if (tenant !== undefined && typeof tenant !== "function" && !isTenantId(tenant)) {
     throw new TypeError(`idempotency middleware: options.tenant must be ${TENANT_RULE}, or a function returning one`);
   }
+  if (jurisdiction !== undefined && typeof jurisdiction !== "function" && jurisdictionProblem(jurisdiction) !== null) {
+    throw new TypeError(`idempotency middleware: options.jurisdiction: ${jurisdictionProblem(jurisdiction)}, or a function returning one`);
+  }
+  const withJurisdiction = jurisdiction !== undefined;
   const layoutsFor = shardLayouts(/** @type {TenantShardsValue | ((...args: A) => unknown) | undefined} */ (tenantShards));
   const withTenant = tenant !== undefined;
   if (typeof ledger !== "function") {
     const kind = kindOf(ledger);
     if (kind === null) throw new TypeError("idempotency middleware: options.ledger must be a LedgerClient, a LedgerService binding, a TenantLedger namespace, or a function returning one");
-    const wrong = mismatch(kind, withTenant, tenantShards !== undefined);
+    const wrong = mismatch(kind, withTenant, tenantShards !== undefined, withJurisdiction);
     if (wrong !== null) throw new TypeError(`idempotency middleware: ${wrong}`);
   }
 
@@ -232,7 +266,7 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
       }
       const kind = kindOf(source);
       if (kind === null) return { misconfigured: "options.ledger gave something that is not a LedgerClient, a LedgerService binding or a TenantLedger namespace" };
-      const wrong = mismatch(kind, withTenant, tenantShards !== undefined);
+      const wrong = mismatch(kind, withTenant, tenantShards !== undefined, withJurisdiction);
       if (wrong !== null) return { misconfigured: `options.ledger gave a source that does not fit: ${wrong}` };
       if (!takesTenant(kind, withTenant)) return { ledger: /** @type {TenantLedgerCalls} */ (source), tenant: null };
       let name = tenant;
@@ -249,7 +283,9 @@ export function ledgerSource({ ledger, tenant, tenantShards }) {
       if (kind === "namespace") {
         const routed = await layoutsFor(args);
         if (routed !== undefined && !(routed instanceof Map)) return routed;
-        return { ledger: boundTo(new TenantLedgers(/** @type {LedgerNamespace} */ (source), routed ?? null), name, false), tenant: name };
+        const objects = await namespaceIn(/** @type {LedgerNamespace} */ (source), jurisdiction, args);
+        if ("misconfigured" in objects) return objects;
+        return { ledger: boundTo(new TenantLedgers(objects, routed ?? null), name, false), tenant: name };
       }
       return { ledger: boundTo(/** @type {LedgerServiceCalls} */ (source), name, kind === "binding"), tenant: name };
     },

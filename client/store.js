@@ -66,6 +66,8 @@ import { ledgerSource } from "./sources.js";
  *   TenantLedger Durable Object namespace with `tenant`.
  * @property {string} [tenant] The tenant, with a binding or a namespace.
  * @property {string | Map<string, import("./shards.js").ShardLayout>} [tenantShards] TENANT_SHARDS, with a namespace.
+ * @property {string} [jurisdiction] The tenant's jurisdiction (`"eu"`, `"fedramp"`, `"fedramp-high"`, `"us"`: its
+ *   TENANT_JURISDICTIONS value), with a namespace: its objects are `namespace.jurisdiction(J)`'s.
  */
 
 /** The store could not answer: the ledger unreachable or refusing, or a call it cannot take. */
@@ -139,11 +141,11 @@ const messageOf = (e) => (e instanceof Error ? e.message : String(e));
  * @returns {IdempotencyStore}
  */
 export function ledgerStore(options) {
-  const { ledger, tenant, tenantShards } = knownOptions("idempotency-ledger/store", options, ["ledger", "tenant", "tenantShards"]);
-  if (typeof ledger === "function" || typeof tenant === "function" || typeof tenantShards === "function") {
-    throw new TypeError("idempotency-ledger/store: ledger, tenant and tenantShards are values here (make a store per request for per-request values)");
+  const { ledger, tenant, tenantShards, jurisdiction } = knownOptions("idempotency-ledger/store", options, ["ledger", "tenant", "tenantShards", "jurisdiction"]);
+  if ([ledger, tenant, tenantShards, jurisdiction].some((v) => typeof v === "function")) {
+    throw new TypeError("idempotency-ledger/store: ledger, tenant, tenantShards and jurisdiction are values here (make a store per request for per-request values)");
   }
-  const source = ledgerSource({ ledger, tenant, tenantShards });
+  const source = ledgerSource({ ledger, tenant, tenantShards, jurisdiction });
   /** @returns {Promise<import("./sources.js").TenantLedgerCalls | { ok: false; error: IdempotencyStoreError }>} */
   const resolve = async () => {
     const resolved = await source.resolve([]);

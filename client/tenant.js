@@ -53,3 +53,59 @@ export function isObjectName(name) {
   const base = /^(.*)\/shard-[0-9]+-of-[0-9]+$/.exec(name)?.[1] ?? name;
   return V13_TENANT_ID.test(base) || /^~(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/.test(base);
 }
+
+/**
+ * The jurisdictions a tenant's objects may be kept in (TENANT_JURISDICTIONS, the `jurisdiction` option;
+ * src/config/jurisdictions.rs): `DurableObjectNamespace.jurisdiction(J)`'s names.
+ */
+export const JURISDICTIONS = Object.freeze(["eu", "fedramp", "fedramp-high", "us"]);
+
+/**
+ * What is wrong with `value` as a jurisdiction, or null when it is one (`eu`, `fedramp`, `fedramp-high`, `us`).
+ * @param {unknown} value
+ * @returns {string | null}
+ */
+export function jurisdictionProblem(value) {
+  if (typeof value === "string" && JURISDICTIONS.includes(value)) return null;
+  return `${JSON.stringify(value) ?? String(value)} is not a jurisdiction (one of ${JURISDICTIONS.join(", ")})`;
+}
+
+/**
+ * Parses TENANT_JURISDICTIONS exactly as the gateway does (`{"acme-eu": "eu"}`) into tenant → jurisdiction;
+ * throws a TypeError naming the tenant and the value.
+ * @param {string | null | undefined} raw
+ * @returns {Map<string, string>}
+ */
+export function parseTenantJurisdictions(raw) {
+  /** @type {Map<string, string>} */
+  const out = new Map();
+  if (raw === undefined || raw === null || String(raw).trim() === "") return out;
+  let value;
+  try { value = JSON.parse(String(raw)); } catch (e) { throw new TypeError(`TENANT_JURISDICTIONS is not valid JSON: ${/** @type {Error} */ (e).message}`); }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError("TENANT_JURISDICTIONS must be a JSON object of tenant → jurisdiction");
+  for (const [tenant, j] of Object.entries(value)) {
+    if (!isTenantId(tenant)) throw new TypeError(`TENANT_JURISDICTIONS: ${JSON.stringify(tenant)} is not a valid tenant id (${TENANT_RULE})`);
+    const wrong = jurisdictionProblem(j);
+    if (wrong !== null) throw new TypeError(`TENANT_JURISDICTIONS: ${JSON.stringify(tenant)}: ${wrong}`);
+    out.set(tenant, j);
+  }
+  return out;
+}
+
+/**
+ * The namespace whose objects are in `jurisdiction` (`namespace.jurisdiction(J)`), or `namespace` itself when
+ * none is given. Throws (a TypeError for a bad value; the runtime's own error where it keeps no jurisdictions —
+ * local workerd: "Jurisdiction restrictions are not implemented in workerd"): never the unrestricted namespace
+ * for a jurisdiction asked.
+ * @template {{ jurisdiction?: unknown }} N
+ * @param {N} namespace
+ * @param {string | null | undefined} jurisdiction
+ * @returns {N}
+ */
+export function inJurisdiction(namespace, jurisdiction) {
+  if (jurisdiction === undefined || jurisdiction === null) return namespace;
+  const wrong = jurisdictionProblem(jurisdiction);
+  if (wrong !== null) throw new TypeError(wrong);
+  if (typeof namespace.jurisdiction !== "function") throw new TypeError("this namespace has no jurisdiction() (not a Durable Object namespace?)");
+  return /** @type {N} */ (/** @type {(j: string) => unknown} */ (namespace.jurisdiction).call(namespace, jurisdiction));
+}

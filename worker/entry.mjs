@@ -39,6 +39,7 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import RustGateway, { TenantLedger as RustTenantLedger } from "../build/index.js";
 import { TenantLedgers, parseTenantShards } from "../client/index.js";
+import { parseTenantJurisdictions } from "../client/tenant.js";
 import { consoleResponse, isConsoleUrl } from "./console.mjs";
 
 const rustFetch = RustGateway.prototype.fetch;
@@ -121,15 +122,18 @@ function servesConsole(env, url) {
 export default { fetch: fetchGateway };
 
 let shardMap = null; // parsed once per isolate (variables never change within one)
+let jurisdictionMap = null;
+
+/** A variable's text: a TOML table (`TENANT_SHARDS = { acme = 8 }`) arrives as an object, read as its JSON text, as the Rust gateway reads it. */
+const variableText = (raw) => (raw !== null && typeof raw === "object" ? JSON.stringify(raw) : raw);
 
 /** JS RPC over RPC v1: `env.LEDGER.claim("acme", { key, fingerprint })`. */
 export class LedgerService extends WorkerEntrypoint {
   get #ledgers() {
-    // A TOML table (`TENANT_SHARDS = { acme = 8 }`) arrives as an object:
-    // read as its JSON text, as the Rust gateway reads it.
-    const raw = this.env.TENANT_SHARDS;
-    shardMap ??= parseTenantShards(raw !== null && typeof raw === "object" ? JSON.stringify(raw) : raw);
-    return new TenantLedgers(this.env.TENANT_LEDGER, shardMap);
+    shardMap ??= parseTenantShards(variableText(this.env.TENANT_SHARDS));
+    // TENANT_JURISDICTIONS: each such tenant's objects in its jurisdiction, as the gateway's.
+    jurisdictionMap ??= parseTenantJurisdictions(variableText(this.env.TENANT_JURISDICTIONS));
+    return new TenantLedgers(this.env.TENANT_LEDGER, shardMap, jurisdictionMap);
   }
 
   /** RPC v1 `claim` (with `wait_ms`, the answer carries `waited_ms` if it waited). */

@@ -17,6 +17,7 @@ pub mod console;
 pub mod defaults {
     include!(concat!(env!("OUT_DIR"), "/defaults.rs"));
 }
+pub mod jurisdictions;
 pub mod reshard;
 pub mod shards;
 pub mod vars;
@@ -26,6 +27,7 @@ use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::CapturePolicy;
 use crate::rpc::{check_claim_windows, MAX_WINDOW_SECONDS};
 pub use console::ConsoleSettings;
+pub use jurisdictions::{Jurisdiction, JurisdictionMap};
 pub use shards::ShardMap;
 use vars::{boolean, choice, err, header_list, number, secret, token_list};
 pub use vars::{ConfigError, SecretString};
@@ -98,6 +100,9 @@ pub struct Config {
     pub tenant_shards: ShardMap,
     /// Where the operator console is served (`CONSOLE`, `CONSOLE_HOST`).
     pub console: ConsoleSettings,
+    /// Tenants whose objects are created in a jurisdiction
+    /// (`TENANT_JURISDICTIONS`).
+    pub tenant_jurisdictions: JurisdictionMap,
 }
 
 /// `REPLAY_CACHE_BYTES` by default: 8 MiB of a 128 MB isolate.
@@ -339,6 +344,13 @@ impl Config {
                 Some(s) => ShardMap::parse(&s).map_err(|m| err("TENANT_SHARDS", m))?,
             },
             console: ConsoleSettings::from_lookup(get)?,
+            tenant_jurisdictions: match get("TENANT_JURISDICTIONS").map(|s| s.trim().to_string()) {
+                None => JurisdictionMap::default(),
+                Some(s) if s.is_empty() => JurisdictionMap::default(),
+                Some(s) => {
+                    JurisdictionMap::parse(&s).map_err(|m| err("TENANT_JURISDICTIONS", m))?
+                }
+            },
         })
     }
 

@@ -6,7 +6,9 @@
 //! ([`Config::errors`], the same parsers as [`Config::from_lookup`]),
 //! `API_TOKENS` and `OPERATOR_TOKENS` ([`Tokens::parse`]), `TENANT_SHARDS` and the proxy mode
 //! sharding needs ([`sharding_needs_origin`], also the gateway's rule at
-//! admission), the `ANALYTICS` binding ([`analytics::binding`]) — and
+//! admission), `TENANT_JURISDICTIONS` (its values; a change of a tenant's
+//! jurisdiction needs the tenant's data, so the Worker refuses it and the
+//! check only reminds, [`JURISDICTIONS_STAY`]), the `ANALYTICS` binding ([`analytics::binding`]) — and
 //! reports every problem instead of stopping at the first. Exported to
 //! JavaScript as `checkConfiguration(env)`, which
 //! `scripts/check-config/entry.mjs` calls in workerd (through Miniflare,
@@ -48,6 +50,11 @@ pub fn sharding_needs_origin(config: &Config, has_origin: bool) -> Result<(), Co
     }
 }
 
+/// The check's reminder beside a valid `TENANT_JURISDICTIONS`: what it
+/// cannot see offline (where each tenant's keys already are) the Worker
+/// refuses at the tenant's first keyed request.
+pub const JURISDICTIONS_STAY: &str = "TENANT_JURISDICTIONS: a tenant's jurisdiction cannot change once it has keys (added to a tenant with keys, removed or changed, its requests are refused 500 misconfigured); to move a tenant see docs/migrating.md";
+
 /// What the Worker would make of an environment.
 #[derive(Debug, Default)]
 pub struct Inspection {
@@ -70,6 +77,9 @@ pub fn inspect(env: &Env) -> Inspection {
     };
     if let Ok(config) = Config::from_lookup(&get) {
         report.warnings = config.warnings();
+        if !config.tenant_jurisdictions.is_empty() {
+            report.warnings.push(JURISDICTIONS_STAY.into());
+        }
         let has_origin = Origin::from_env(env, &config).is_some();
         if let Err(e) = sharding_needs_origin(&config, has_origin) {
             report.errors.push(e);

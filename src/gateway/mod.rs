@@ -123,15 +123,15 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
         GatewayRoute::Health => (http::json(200, &serde_json::json!({"status": "ok"})), None),
         GatewayRoute::OpenApi => (http::app(admission::openapi()), None),
         GatewayRoute::KeyIntrospection(encoded) => match admit() {
-            Ok(who) => (reads::introspect(env, &who, encoded).await, None),
+            Ok(who) => (reads::introspect(&who, encoded).await, None),
             Err(refused) => (refused, None),
         },
         GatewayRoute::KeyList => match admit() {
-            Ok(who) => (reads::list(env, &who, query_of(&target)).await, None),
+            Ok(who) => (reads::list(&who, query_of(&target)).await, None),
             Err(refused) => (refused, None),
         },
         GatewayRoute::Stats => match admit() {
-            Ok(who) => (reads::stats(env, &who).await, None),
+            Ok(who) => (reads::stats(&who).await, None),
             Err(refused) => (refused, None),
         },
         // The console's own host (CONSOLE_HOST) shares its origin with no application.
@@ -139,7 +139,7 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
             (http::problem(&console::not_on_console_host()), None)
         }
         GatewayRoute::Application => match admit() {
-            Ok(who) => application(&req, env, ctx, &who, &method, &target).await,
+            Ok(who) => application(&req, ctx, &who, &method, &target).await,
             Err(refused) => (refused, None),
         },
     }
@@ -154,7 +154,6 @@ fn query_of(target: &str) -> &str {
 /// unprotected or under its key.
 async fn application(
     req: &web_sys::Request,
-    env: &Env,
     ctx: &Context,
     who: &Tenancy,
     method: &str,
@@ -224,7 +223,7 @@ async fn application(
         let response = run_unprotected(who, &forward).await;
         return (response, unprotected_line(who, &protection));
     };
-    let (response, outcome) = protect(req, env, ctx, who, &key, &forward).await;
+    let (response, outcome) = protect(req, ctx, who, &key, &forward).await;
     let line = RequestLog {
         outcome,
         tenant: who.tenant.clone(),
@@ -289,7 +288,6 @@ fn unprotected_line(who: &Tenancy, protection: &Protection) -> Option<RequestLog
 /// ledger that failed, whatever it did.
 async fn protect(
     req: &web_sys::Request,
-    env: &Env,
     ctx: &Context,
     who: &Tenancy,
     key: &str,
@@ -322,7 +320,7 @@ async fn protect(
     let prefer = header(req, "prefer");
     let wait = WaitPlan::new(prefer_wait(prefer.as_deref()), &config.wait);
     // The key's object (and, while resharding, its object in the previous layout).
-    let step = match key_homes(env, who.base(), &who.objects, who.layout, key) {
+    let step = match key_homes(who, key) {
         Err(e) => Err(e),
         Ok((client, previous)) => {
             let protected = Protected {

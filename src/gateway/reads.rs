@@ -13,17 +13,16 @@
 //! - A listing's parameters are read before anything is asked or counted:
 //!   a bad one changes nothing.
 
-use worker::{Env, Response};
+use worker::Response;
 
 use super::replays::count_replays;
 use super::settings::Tenancy;
-use crate::config::shards::Layout;
 use crate::contract::listing::{self, ListRequest};
 use crate::contract::{admission, answer};
 use crate::fields;
 use crate::ledger::{ListPage, ObjectPage, Stats, Walk};
 use crate::platform::client::{LedgerClient, LedgerError};
-use crate::platform::{http, log, LEDGER_BINDING};
+use crate::platform::{http, log};
 use crate::rpc::LookupCall;
 
 /// A failed read: logged, and answered as the object answered it (a
@@ -38,15 +37,12 @@ pub fn store_unavailable(error: &LedgerError) -> Response {
 
 /// The client of `key`'s object and, while the tenant is resharded, of its
 /// object in the previous layout. An unsharded tenant's key lives in the
-/// tenant's one object (`base`). `objects` is the tenant's object name
-/// (`protocol::object_base`), on which its layouts' names are built.
+/// tenant's one object (its base). Both in the tenant's jurisdiction.
 pub fn key_homes(
-    env: &Env,
-    base: Result<&LedgerClient, &LedgerError>,
-    objects: &str,
-    layout: Layout,
+    who: &Tenancy,
     key: &str,
 ) -> Result<(LedgerClient, Option<LedgerClient>), LedgerError> {
+    let (base, layout) = (who.base(), who.layout);
     if !layout.is_sharded() {
         return base.cloned().map_err(Clone::clone).map(|c| (c, None));
     }
@@ -54,25 +50,21 @@ pub fn key_homes(
         Ok(base) => client.metered_like(base),
         Err(_) => client,
     };
-    let current = like(LedgerClient::for_object(
-        env,
-        LEDGER_BINDING,
-        &layout.home(objects, key),
-    )?);
+    let current = like(who.object(&layout.home(&who.objects, key))?);
     let previous = layout
-        .previous_home(objects, key)
-        .map(|name| LedgerClient::for_object(env, LEDGER_BINDING, &name).map(like))
+        .previous_home(&who.objects, key)
+        .map(|name| who.object(&name).map(like))
         .transpose()?;
     Ok((current, previous))
 }
 
 /// `GET /v1/idempotency-keys/{key}`. Replays answered by this isolate are
 /// counted before any read.
-pub async fn introspect(env: &Env, who: &Tenancy, encoded: &str) -> Response {
+pub async fn introspect(who: &Tenancy, encoded: &str) -> Response {
     match who.base() {
         Ok(base) => {
             count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
-            introspect_at(env, base, who, encoded).await
+            introspect_at(who, encoded).await
         }
         Err(e) => store_unavailable(e),
     }
@@ -80,11 +72,11 @@ pub async fn introspect(env: &Env, who: &Tenancy, encoded: &str) -> Response {
 
 /// `GET /v1/idempotency/stats`, after the replays this isolate answered
 /// are counted.
-pub async fn stats(env: &Env, who: &Tenancy) -> Response {
+pub async fn stats(who: &Tenancy) -> Response {
     match who.base() {
         Ok(base) => {
             count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
-            stats_at(env, base, who).await
+            stats_at(base, who).await
         }
         Err(e) => store_unavailable(e),
     }
@@ -92,7 +84,7 @@ pub async fn stats(env: &Env, who: &Tenancy) -> Response {
 
 /// `GET /v1/idempotency-keys?state=&limit=&cursor=`: one page of the
 /// tenant's keys, after the replays this isolate answered are counted.
-pub async fn list(env: &Env, who: &Tenancy, query: &str) -> Response {
+pub async fn list(who: &Tenancy, query: &str) -> Response {
     let seal = listing::CursorSeal::new(&who.settings.cursor_secret, &who.tenant);
     let request = match listing::parse_list_query(query, &seal) {
         Ok(r) => r,
@@ -101,7 +93,7 @@ pub async fn list(env: &Env, who: &Tenancy, query: &str) -> Response {
     match who.base() {
         Ok(base) => {
             count_replays(base, &who.tenant, who.config().replay_cache_bytes).await;
-            match list_at(env, base, who, &request).await {
+            match list_at(base, who, &request).await {
                 Ok(page) => http::app(listing::list_answer(request.state, &page, &seal)),
                 Err(e) => store_unavailable(&e),
             }
@@ -113,7 +105,6 @@ pub async fn list(env: &Env, who: &Tenancy, query: &str) -> Response {
 /// A page from the tenant's one object, or merged from every object of
 /// its current (and previous) layout, each asked after the same position.
 async fn list_at(
-    env: &Env,
     base: &LedgerClient,
     who: &Tenancy,
     request: &ListRequest,
@@ -126,10 +117,7 @@ async fn list_at(
     // The current layout's objects come first in `objects`.
     for (i, name) in who.layout.objects(&who.objects).iter().enumerate() {
         let current = i < who.layout.shards as usize;
-        clients.push((
-            LedgerClient::for_object(env, LEDGER_BINDING, name)?,
-            current,
-        ));
+        clients.push((who.object(name)?, current));
     }
     let answers = futures_util::future::join_all(clients.iter().map(|(c, _)| c.list(&call))).await;
     let mut pages = Vec::new();
@@ -147,12 +135,12 @@ async fn list_at(
 }
 
 /// The record, or `404`.
-async fn introspect_at(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &str) -> Response {
+async fn introspect_at(who: &Tenancy, encoded: &str) -> Response {
     let key = match admission::introspection_key(encoded) {
         Ok(k) => k,
         Err(p) => return http::problem(&p),
     };
-    let (current, previous) = match key_homes(env, Ok(base), &who.objects, who.layout, &key) {
+    let (current, previous) = match key_homes(who, &key) {
         Ok(homes) => homes,
         Err(e) => return store_unavailable(&e),
     };
@@ -171,7 +159,7 @@ async fn introspect_at(env: &Env, base: &LedgerClient, who: &Tenancy, encoded: &
 
 /// A tenant's stats: its one object's, or the sum over every object of its
 /// current (and previous) layout.
-async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
+async fn stats_at(base: &LedgerClient, who: &Tenancy) -> Response {
     let limits = answer::Limits::of(who.config());
     if !who.layout.is_sharded() {
         return match base.stats().await {
@@ -181,7 +169,7 @@ async fn stats_at(env: &Env, base: &LedgerClient, who: &Tenancy) -> Response {
     }
     let mut clients = Vec::new();
     for name in who.layout.objects(&who.objects) {
-        match LedgerClient::for_object(env, LEDGER_BINDING, &name) {
+        match who.object(&name) {
             Ok(c) => clients.push(c),
             Err(e) => return store_unavailable(&e),
         }

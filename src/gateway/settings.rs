@@ -4,8 +4,9 @@
 //! Role: parse the variables, `API_TOKENS` and `OPERATOR_TOKENS` once per
 //! isolate (variables never change within one), authenticate each request
 //! and hold its token's kind to the route's rule, and gather what every
-//! later phase needs about its tenant — its object layout, its origin
-//! (proxy mode), and the client of its base object.
+//! later phase needs about its tenant — its object layout, its
+//! jurisdiction, its origin (proxy mode), and the client of its base
+//! object.
 //!
 //! What must stay true here:
 //! - The tenant comes only from the bearer token (via `API_TOKENS` or
@@ -16,6 +17,9 @@
 //! - An unusable configuration answers `500 misconfigured` naming the
 //!   variable, for every request but `/health` and `/openapi.json`. The
 //!   metrics binding is never part of it: metrics only observe.
+//! - Every object of a tenant is reached through [`Tenancy::object`], in
+//!   the tenant's jurisdiction (`TENANT_JURISDICTIONS`): no read or call
+//!   names an object of the tenant any other way.
 //! - What is checked here is what `npm run check:config` checks
 //!   ([`super::check`]): one set of rules, run by the Worker and offline.
 
@@ -28,7 +32,7 @@ use worker::{Env, Response};
 use super::check::SHARDING_NEEDS_ORIGIN;
 use super::origin::Origin;
 use crate::config::shards::{object_name, Layout};
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Jurisdiction};
 use crate::contract::admission::Access;
 use crate::contract::auth::{self, TokenMap, Tokens, OPERATOR_TOKENS};
 use crate::contract::listing::CursorSeal;
@@ -112,6 +116,9 @@ pub struct Tenancy {
     pub origin: Option<Origin>,
     /// The tenant's objects: one, or a shard layout (`TENANT_SHARDS`).
     pub layout: Layout,
+    /// The jurisdiction every object of the tenant is in
+    /// (`TENANT_JURISDICTIONS`; `None`: unrestricted).
+    pub jurisdiction: Option<Jurisdiction>,
     /// The object that takes the tenant's counts (its only object, or shard
     /// 0), made on first use ([`Tenancy::base`]): a replay this isolate
     /// answers from its cache needs no stub.
@@ -131,7 +138,7 @@ impl Tenancy {
     pub fn base(&self) -> Result<&LedgerClient, &LedgerError> {
         self.base
             .get_or_init(|| {
-                let base = LedgerClient::for_object(&self.env, LEDGER_BINDING, &self.base_name);
+                let base = self.object(&self.base_name);
                 if self.settings.analytics {
                     base.map(LedgerClient::metered)
                 } else {
@@ -139,6 +146,12 @@ impl Tenancy {
                 }
             })
             .as_ref()
+    }
+
+    /// The client of the tenant's object named `name` (one of its layouts'
+    /// objects), in the tenant's jurisdiction.
+    pub fn object(&self, name: &str) -> Result<LedgerClient, LedgerError> {
+        LedgerClient::for_object_in(&self.env, LEDGER_BINDING, name, self.jurisdiction)
     }
 
     /// Authenticates `req`, holds its token to the route's `access`, and
@@ -169,12 +182,14 @@ impl Tenancy {
             return Err(misconfigured("TENANT_SHARDS", SHARDING_NEEDS_ORIGIN));
         }
         let base_name = object_name(&objects, 0, layout.shards);
+        let jurisdiction = config.tenant_jurisdictions.of(&objects);
         Ok(Tenancy {
             settings: settings.clone(),
             tenant,
             objects,
             origin,
             layout,
+            jurisdiction,
             base: OnceCell::new(),
             base_name,
             env: env.clone(),

@@ -45,7 +45,7 @@ impl<S: SqlStore> Ledger<S> {
             &format!(
                 "SELECT generation_floor, recounted_at, object_name, layout_shards,
                         layout_previous, layout_since, layout_window, expires_by,
-                        v1_upgraded_at, trend, {}
+                        v1_upgraded_at, trend, jurisdiction, {}
                  FROM ledger_state WHERE id = 1",
                 names.join(", ")
             ),
@@ -72,10 +72,11 @@ impl<S: SqlStore> Ledger<S> {
             expires_by: row.int(7)?,
             v1_upgraded_at: row.opt_int(8)?,
             trend: trend::from_json(&row.text(9)?)?,
+            jurisdiction: row.opt_text(10)?,
             ..Stored::default()
         };
         for (i, c) in Counter::ALL.iter().enumerate() {
-            stored.counters.insert(*c, row.int(i + 10)?);
+            stored.counters.insert(*c, row.int(i + 11)?);
         }
         Ok(stored)
     }
@@ -121,6 +122,25 @@ impl<S: SqlStore> Ledger<S> {
         )?;
         if let Some(stored) = self.stored.borrow_mut().as_mut() {
             stored.layout = Some(*record);
+        }
+        Ok(())
+    }
+
+    /// The jurisdiction the tenant's keys live in, as its unrestricted
+    /// object recorded it (`crate::config::jurisdictions`); `None`: none
+    /// recorded. Read with the state row: no row of its own.
+    pub fn recorded_jurisdiction(&self) -> Result<Option<String>, StoreError> {
+        self.with_stored(|s| s.jurisdiction.clone())
+    }
+
+    /// Records where the tenant's keys live (one row, once per tenant).
+    pub fn record_jurisdiction(&self, jurisdiction: &str) -> Result<(), StoreError> {
+        self.store.execute(
+            "UPDATE ledger_state SET jurisdiction = ? WHERE id = 1",
+            &[jurisdiction.into()],
+        )?;
+        if let Some(stored) = self.stored.borrow_mut().as_mut() {
+            stored.jurisdiction = Some(jurisdiction.to_string());
         }
         Ok(())
     }

@@ -138,6 +138,9 @@ pub(crate) struct Stored {
     pub v1_upgraded_at: Option<Millis>,
     /// The per-minute trend as written (see [`trend`]).
     pub trend: trend::Trend,
+    /// Where the tenant's keys live, when this is its unrestricted object
+    /// and recorded one (see [`Ledger::recorded_jurisdiction`]).
+    pub jurisdiction: Option<String>,
 }
 
 /// A tenant's layout as its registry records it (see `config::reshard`,

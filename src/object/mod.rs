@@ -13,6 +13,8 @@
 //!   recorded once so it never depends on the runtime handing it over.
 //! - [`reshard`] — the tenant's registry accepting (or refusing) the
 //!   configured layout before an object's first keyed call.
+//! - [`jurisdiction`] — a tenant kept in a jurisdiction: its objects'
+//!   calls to each other go through it, and a change of it is refused.
 //! - [`waiting`] — requests parked on an in-flight key: the registry and
 //!   the loop that claims again when they wake.
 //! - [`meter`] — the rows one call's own statements wrote, however its
@@ -44,6 +46,8 @@ pub mod do_store;
 pub mod alarm;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 mod calls;
+#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
+pub mod jurisdiction;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod place;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]

@@ -21,6 +21,7 @@ use super::LedgerObject;
 use crate::config::shards::{parse_object_name, Role};
 use crate::config::Config;
 use crate::fields;
+use crate::platform::client::namespace_in;
 use crate::platform::{log, LEDGER_BINDING};
 use crate::protocol::{Problem, ProblemKind};
 
@@ -35,6 +36,8 @@ pub struct Place {
     /// by the tenant alone); `None` for an unnamed object of a deployment
     /// that shards no tenant.
     pub tenant: Option<(String, bool)>,
+    /// Its name, when known.
+    pub name: Option<String>,
 }
 
 impl Place {
@@ -44,6 +47,7 @@ impl Place {
             shards: parsed.shards,
             retired: config.tenant_shards.role_of(name) == Role::Retired,
             tenant: Some((parsed.tenant.clone(), parsed.tenant == name)),
+            name: Some(name.to_string()),
         }
     }
 }
@@ -61,7 +65,7 @@ impl LedgerObject {
         let name = match (self.state.id().name(), recorded) {
             (Some(given), recorded) => {
                 if recorded.as_deref() != Some(given.as_str()) {
-                    self.verify_name(&given);
+                    self.verify_name(&given, config);
                     if let Err(e) = self.ledger.record_name(&given) {
                         log::warn(
                             "idempotency.name_not_recorded",
@@ -80,6 +84,7 @@ impl LedgerObject {
                 shards: 1,
                 retired: false,
                 tenant: None,
+                name: None,
             },
             None => {
                 log::error("idempotency.object_unnamed", serde_json::Map::new());
@@ -103,10 +108,12 @@ impl LedgerObject {
     /// an `idFromName` id carries one), so a binding that names another
     /// class (a proxy in front of the ledger) cannot refute it: that is
     /// logged, and the runtime's name stands.
-    fn verify_name(&self, name: &str) {
-        let expected = self
-            .env
-            .durable_object(LEDGER_BINDING)
+    /// (In the tenant's jurisdiction, `TENANT_JURISDICTIONS`: an object of
+    /// a jurisdiction has the id that jurisdiction's namespace makes.)
+    fn verify_name(&self, name: &str, config: &Config) {
+        let jurisdiction = config.tenant_jurisdictions.of_object(name);
+        let expected = namespace_in(&self.env, LEDGER_BINDING, jurisdiction)
+            .map_err(|e| worker::Error::RustError(e.to_string()))
             .and_then(|ns| ns.id_from_name(name).map(|id| id.to_string()));
         match expected {
             Ok(id) if id == self.state.id().to_string() => {}

@@ -32,8 +32,8 @@ use crate::config::shards::{object_name, shard_of, Layout};
 use crate::config::Config;
 use crate::fields;
 use crate::object::waiting::WaitReport;
-use crate::platform::client::{LedgerClient, LedgerError};
-use crate::platform::{log, now_ms, LEDGER_BINDING};
+use crate::platform::client::LedgerError;
+use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::protocol::ProblemKind;
 use crate::rpc::{Call, HorizonCall, LayoutCall};
@@ -89,6 +89,7 @@ impl LedgerObject {
             self.layout_accepted.set(true);
             return Ok(());
         };
+        self.check_in_jurisdiction(config, &tenant, place.name.as_deref().unwrap_or(&tenant))?;
         let asked = config.tenant_shards.layout(&tenant);
         let upgraded_from_v1 = self
             .ledger
@@ -102,9 +103,11 @@ impl LedgerObject {
             upgraded_from_v1,
         };
         let kept = if is_registry {
-            self.decide_layout(&tenant, &call).await?
+            self.registry_jurisdiction(config, &tenant).await?;
+            self.decide_layout(config, &tenant, &call).await?
         } else {
-            let registry = LedgerClient::for_object(&self.env, LEDGER_BINDING, &tenant)
+            let registry = self
+                .tenant_object(config, &tenant)
                 .map_err(|e| self.registry_failed(&e))?;
             let answer = registry
                 .call(&call)
@@ -177,7 +180,8 @@ impl LedgerObject {
             return Ok(None);
         };
         let name = object_name(tenant, shard_of(key, m), m);
-        let object = LedgerClient::for_object(&self.env, LEDGER_BINDING, &name)
+        let object = self
+            .tenant_object(config, &name)
             .map_err(|e| store_unavailable(&e))?;
         match object.call(call).await {
             Ok(answer) => Ok(Some((
@@ -193,17 +197,24 @@ impl LedgerObject {
         }
     }
 
+    /// The registry refused (`500 misconfigured`): its problem, passed on
+    /// as it names the variable it refused under (`TENANT_SHARDS`, or
+    /// `TENANT_JURISDICTIONS` for a tenant whose keys live elsewhere; the
+    /// reason is in the registry's own log line).
     fn registry_failed(&self, error: &LedgerError) -> Problem {
         match error {
             LedgerError::Refused {
                 status: 500,
                 problem,
                 ..
-            } => refused(
-                problem["detail"]
-                    .as_str()
-                    .unwrap_or("refused by the tenant's registry"),
-            ),
+            } => {
+                let passed = passed_on(problem);
+                log::error(
+                    "idempotency.misconfigured",
+                    fields! {"error" => format!("refused by the tenant's registry: {}", passed.detail)},
+                );
+                passed
+            }
             other => store_unavailable(other),
         }
     }
@@ -215,6 +226,7 @@ impl LedgerObject {
     /// too early and the recorded previous layout stays in force.
     pub(super) async fn decide_layout(
         &self,
+        config: &Config,
         tenant: &str,
         call: &LayoutCall,
     ) -> Result<Option<(u32, String)>, Problem> {
@@ -274,7 +286,10 @@ impl LedgerObject {
                 }
                 LayoutDecision::AskPrevious(m) => match previous_expires_by {
                     Some((asked_of, _)) if asked_of == m => break,
-                    _ => previous_expires_by = Some((m, self.previous_horizon(tenant, m).await?)),
+                    _ => {
+                        let latest = self.previous_horizon(config, tenant, m).await?;
+                        previous_expires_by = Some((m, latest));
+                    }
                 },
             }
         }
@@ -286,14 +301,20 @@ impl LedgerObject {
     /// The latest expiry horizon among the `m` objects of the tenant's
     /// previous layout (one `horizon` call each; the registry's own when it
     /// is that layout).
-    async fn previous_horizon(&self, tenant: &str, m: u32) -> Result<i64, Problem> {
+    async fn previous_horizon(
+        &self,
+        config: &Config,
+        tenant: &str,
+        m: u32,
+    ) -> Result<i64, Problem> {
         let mut latest = 0;
         for i in 0..m {
             let name = object_name(tenant, i, m);
             let horizon = if name == tenant {
                 self.ledger.horizon().map_err(|e| store_unavailable(&e))?
             } else {
-                let object = LedgerClient::for_object(&self.env, LEDGER_BINDING, &name)
+                let object = self
+                    .tenant_object(config, &name)
                     .map_err(|e| store_unavailable(&e))?;
                 object
                     .call(&HorizonCall {})

@@ -154,6 +154,8 @@ impl LedgerObject {
                     Found::V3 => Some(3),
                     Found::V4 => Some(4),
                     Found::V5 => Some(5),
+                    Found::V6 => Some(6),
+                    Found::V7 => Some(7),
                     _ => None,
                 };
                 if let Some(from) = from {

@@ -15,6 +15,12 @@
 //! with the same grant, or the replay of the run (docs/contract.md §3,
 //! "A claim's lost answer").
 //!
+//! Jurisdictions (`TENANT_JURISDICTIONS`): worker 0.8.7's `ObjectNamespace`
+//! has no `jurisdiction` method; it wraps the JS `DurableObjectNamespace`
+//! (`AsRef<JsValue>`, `JsCast` checked by constructor name), so
+//! [`namespace_in`] calls the JS method on that value and wraps its answer
+//! back ([`LedgerClient::for_object_in`]).
+//!
 //! Speed (measured with `npm run bench:profile`): worker 0.8.7's
 //! `Stub::fetch_with_request` turns the answer into a `worker::Response`
 //! (reading its headers, `cf` and websocket), and `Response::bytes()` then
@@ -32,6 +38,7 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Env, Headers, ObjectNamespace, Stub};
 
+use crate::config::Jurisdiction;
 use crate::fields;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
@@ -91,6 +98,59 @@ pub fn new_attempt() -> Option<String> {
     uuid.call0(&crypto).ok()?.as_string()
 }
 
+/// The namespace bound as `binding`, in `jurisdiction` if one is given.
+///
+/// worker 0.8.7's `ObjectNamespace` has no `jurisdiction` method: it is a
+/// `#[repr(transparent)]` wrapper of the JS `DurableObjectNamespace`
+/// (`AsRef<JsValue>`, `JsCast` by constructor name), so the JS method is
+/// called on that value (`Reflect`), and its answer — another namespace —
+/// wrapped back with `unchecked_into`. A runtime that refuses it (local
+/// workerd throws "Jurisdiction restrictions are not implemented in
+/// workerd") is a configuration it cannot serve: `500 misconfigured`
+/// naming `TENANT_JURISDICTIONS`, never an object made unrestricted, and
+/// never `NotReached` (which `FAILURE_POLICY=open` would run unprotected).
+pub fn namespace_in(
+    env: &Env,
+    binding: &str,
+    jurisdiction: Option<Jurisdiction>,
+) -> Result<ObjectNamespace, LedgerError> {
+    let namespace: ObjectNamespace = env
+        .durable_object(binding)
+        .map_err(|e| LedgerError::NotReached(format!("binding {binding}: {e}")))?;
+    let Some(jurisdiction) = jurisdiction else {
+        return Ok(namespace);
+    };
+    let raw: &JsValue = namespace.as_ref();
+    let restricted = Reflect::get(raw, &JsValue::from_str("jurisdiction"))
+        .and_then(|f| f.dyn_into::<Function>())
+        .and_then(|f| f.call1(raw, &JsValue::from_str(jurisdiction.as_str())))
+        .and_then(|ns| {
+            if ns.is_object() {
+                Ok(ns)
+            } else {
+                Err(JsValue::from_str("jurisdiction() answered no namespace"))
+            }
+        });
+    match restricted {
+        Ok(ns) => Ok(ns.unchecked_into::<ObjectNamespace>()),
+        Err(e) => {
+            let message = format!(
+                "the runtime cannot create objects in jurisdiction \"{jurisdiction}\": {}",
+                js_message(&e)
+            );
+            log::error(
+                "idempotency.misconfigured",
+                fields! {"variable" => "TENANT_JURISDICTIONS", "error" => message},
+            );
+            Err(LedgerError::Refused {
+                status: 500,
+                problem: crate::protocol::Problem::misconfigured("TENANT_JURISDICTIONS").to_json(),
+                retry_after: None,
+            })
+        }
+    }
+}
+
 /// A failure before the request left: the object was certainly not reached.
 fn not_reached(e: JsValue) -> LedgerError {
     LedgerError::NotReached(js_message(&e))
@@ -116,9 +176,18 @@ impl LedgerClient {
     /// tenant's single object is named by `protocol::object_base(tenant)`,
     /// a shard by `config::shards::object_name` (`{base}/shard-{i}-of-{n}`).
     pub fn for_object(env: &Env, binding: &str, object: &str) -> Result<LedgerClient, LedgerError> {
-        let namespace: ObjectNamespace = env
-            .durable_object(binding)
-            .map_err(|e| LedgerError::NotReached(format!("binding {binding}: {e}")))?;
+        LedgerClient::for_object_in(env, binding, object, None)
+    }
+
+    /// [`LedgerClient::for_object`] in `jurisdiction` (`TENANT_JURISDICTIONS`:
+    /// the jurisdiction of the object's tenant, `None`: unrestricted).
+    pub fn for_object_in(
+        env: &Env,
+        binding: &str,
+        object: &str,
+        jurisdiction: Option<Jurisdiction>,
+    ) -> Result<LedgerClient, LedgerError> {
+        let namespace = namespace_in(env, binding, jurisdiction)?;
         let stub = namespace
             .id_from_name(object)
             .and_then(|id| id.get_stub())

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Call, Route};
 use crate::config::shards::MAX_SHARDS;
+use crate::config::Jurisdiction;
 
 /// The longest window a caller may name (ten years).
 pub const MAX_LAYOUT_WINDOW_MS: i64 = 315_360_000_000;
@@ -114,5 +115,41 @@ impl Call for HorizonCall {
 
     fn parse(_body: &[u8]) -> Result<HorizonCall, String> {
         Ok(HorizonCall {})
+    }
+}
+
+/// `jurisdiction`: the registry of a tenant kept in a jurisdiction
+/// (`TENANT_JURISDICTIONS`), before it first accepts a keyed call, asks
+/// the tenant's *unrestricted* object — the one object every configuration
+/// of the tenant reaches — whether the tenant's keys may live there
+/// (`config::jurisdictions::decide`). Answer: `{"outcome": "accepted"}`
+/// (recorded there on a new tenant's first use), or `500 misconfigured`
+/// naming `TENANT_JURISDICTIONS` with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JurisdictionCall {
+    /// The configured jurisdiction (`eu`, `fedramp`, `fedramp-high`, `us`).
+    pub jurisdiction: String,
+}
+
+/// The answer to `jurisdiction`: always `{"outcome": "accepted"}` (a
+/// refusal is a `500` problem).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JurisdictionOutcome {
+    pub outcome: String,
+}
+
+impl Call for JurisdictionCall {
+    const ROUTE: Route = Route::Jurisdiction;
+    type Answer = JurisdictionOutcome;
+
+    fn validate(&self) -> Result<(), String> {
+        match Jurisdiction::parse(&self.jurisdiction) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "jurisdiction must be one of {}",
+                Jurisdiction::ALL.map(Jurisdiction::as_str).join(", ")
+            )),
+        }
     }
 }

@@ -33,7 +33,9 @@ use crate::protocol::validate_key;
 pub use claim::{check_attempt, check_claim_windows, ClaimCall, MAX_ATTEMPT_CHARS};
 pub use complete::CompleteCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
-pub use layout::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
+pub use layout::{
+    HorizonAnswer, HorizonCall, JurisdictionCall, JurisdictionOutcome, LayoutCall, LayoutOutcome,
+};
 pub use list::ListCall;
 pub use lookup::{LookupAnswer, LookupCall};
 pub use release::ReleaseCall;
@@ -190,6 +192,7 @@ macro_rules! rpc_v1_calls {
             Replayed => "/rpc/v1/replayed", $crate::rpc::ReplayedCall;
             Layout => "/rpc/v1/layout", $crate::rpc::LayoutCall;
             Horizon => "/rpc/v1/horizon", $crate::rpc::HorizonCall;
+            Jurisdiction => "/rpc/v1/jurisdiction", $crate::rpc::JurisdictionCall;
         }
     };
 }

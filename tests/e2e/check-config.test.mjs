@@ -183,3 +183,14 @@ test("the Worker reads a number or a table variable as the check does: a bad unq
     assert.match(r.text, /TENANT_SHARDS/, "a sharded tenant in embedded mode, read from a table");
   } finally { await shards.dispose(); }
 });
+
+test("TENANT_JURISDICTIONS: an unknown jurisdiction or a bad tenant is refused naming both; a valid map passes with the reminder that a tenant's jurisdiction cannot change once it has keys", async () => {
+  const bad = problems(await check(toml(`TENANT_JURISDICTIONS = '{"acme-eu": "europe"}'`)));
+  assert.match(bad.TENANT_JURISDICTIONS, /"acme-eu": "europe" is not a jurisdiction \(one of eu, fedramp, fedramp-high, us\)/);
+  const table = problems(await check(toml('TENANT_JURISDICTIONS = { acme = "EU" }')));
+  assert.match(table.TENANT_JURISDICTIONS, /"acme": "EU" is not a jurisdiction/);
+  assert.match(problems(await check(toml(`TENANT_JURISDICTIONS = '{"": "eu"}'`))).TENANT_JURISDICTIONS, /not a valid tenant id/);
+  const good = await check(toml(`TENANT_JURISDICTIONS = '{"acme-eu": "eu", "gov": "fedramp-high"}'`), "--secrets", tokens);
+  assert.equal(good.code, 0, good.stderr);
+  assert.match(good.stderr, /^warning: TENANT_JURISDICTIONS: a tenant's jurisdiction cannot change once it has keys .* docs\/migrating\.md/m);
+});

@@ -12,7 +12,7 @@ import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harne
 import { fingerprint } from "../../client/fingerprint.js";
 
 /** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
-const SCHEMA_VERSION = 7;
+const SCHEMA_VERSION = 8;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */
 function sqliteFiles(dir) {

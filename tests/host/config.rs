@@ -430,3 +430,99 @@ fn a_request_host_is_read_from_its_url() {
     assert_eq!(host_of("http://u:p@gateway.test/console"), "gateway.test");
     assert_eq!(host_of("/console"), "");
 }
+
+/// `TENANT_JURISDICTIONS`: each tenant's objects, by the one naming rule,
+/// in the jurisdiction it names; shards find it from their own name.
+#[test]
+fn tenant_jurisdictions_map_each_tenants_objects_to_their_jurisdiction() {
+    let c = parse(&[(
+        "TENANT_JURISDICTIONS",
+        r#"{"acme-eu": "eu", "org/team": "fedramp-high", "gov": "fedramp", "us1": "us"}"#,
+    )])
+    .unwrap();
+    let j = &c.tenant_jurisdictions;
+    assert_eq!(j.of("acme-eu"), Some(Jurisdiction::Eu));
+    assert_eq!(j.of_object("acme-eu/shard-3-of-8"), Some(Jurisdiction::Eu));
+    // Keyed by the tenant's object name: an escaped id finds its own.
+    let base = idempotency_ledger::protocol::object_base("org/team");
+    assert_eq!(j.of(&base), Some(Jurisdiction::FedrampHigh));
+    assert_eq!(
+        j.of_object(&format!("{base}/shard-0-of-2")),
+        Some(Jurisdiction::FedrampHigh)
+    );
+    assert_eq!(j.of("gov"), Some(Jurisdiction::Fedramp));
+    assert_eq!(j.of("us1").map(Jurisdiction::as_str), Some("us"));
+    // Another tenant, or a name that only starts like one, is unrestricted.
+    assert_eq!(j.of("acme"), None);
+    assert_eq!(j.of_object("acme-eu-2"), None);
+    // Unset or empty: nobody is restricted.
+    assert!(parse(&[]).unwrap().tenant_jurisdictions.is_empty());
+    assert!(parse(&[("TENANT_JURISDICTIONS", " ")])
+        .unwrap()
+        .tenant_jurisdictions
+        .is_empty());
+}
+
+/// A jurisdiction the platform does not know, or a bad tenant, is refused
+/// naming the variable, the tenant and the value: never an object created
+/// unrestricted.
+#[test]
+fn an_unknown_jurisdiction_or_tenant_is_refused_naming_both() {
+    for (raw, says) in [
+        (
+            r#"{"acme-eu": "mars"}"#,
+            r#""acme-eu": "mars" is not a jurisdiction"#,
+        ),
+        (r#"{"acme-eu": "EU"}"#, r#""EU" is not a jurisdiction"#),
+        (r#"{"acme-eu": ""}"#, r#""" is not a jurisdiction"#),
+        (r#"{"acme-eu": 1}"#, "1 is not a jurisdiction"),
+        (r#"{"acme-eu": null}"#, "null is not a jurisdiction"),
+        (r#"{"": "eu"}"#, "not a valid tenant id"),
+        (r#"{"a\u0001b": "eu"}"#, "not a valid tenant id"),
+        (r#"["eu"]"#, "JSON object"),
+        ("eu", "not valid JSON"),
+    ] {
+        let e = parse(&[("TENANT_JURISDICTIONS", raw)]).unwrap_err();
+        assert_eq!(e.variable, "TENANT_JURISDICTIONS", "{raw}");
+        assert!(e.message.contains(says), "{raw}: {}", e.message);
+    }
+    let e = parse(&[("TENANT_JURISDICTIONS", r#"{"x": "moon"}"#)]).unwrap_err();
+    assert!(
+        e.message.contains("eu, fedramp, fedramp-high, us"),
+        "{}",
+        e.message
+    );
+}
+
+/// A tenant's jurisdiction may be set while it has no unrestricted key;
+/// once recorded, removing or changing it is refused, never served from an
+/// empty ledger elsewhere.
+#[test]
+fn a_changed_jurisdiction_is_refused_where_both_configurations_meet() {
+    use idempotency_ledger::config::jurisdictions::{decide, JurisdictionDecision as D};
+    let eu = Some(Jurisdiction::Eu);
+    let us = Some(Jurisdiction::Us);
+    // Unrestricted, as before jurisdictions: nothing changes.
+    assert_eq!(decide(None, None, true), D::Accept);
+    assert_eq!(decide(None, None, false), D::Accept);
+    // A new tenant's first use records it; then it is accepted.
+    assert_eq!(decide(None, eu, false), D::Record(Jurisdiction::Eu));
+    assert_eq!(decide(Some("eu"), eu, true), D::Accept);
+    assert_eq!(decide(Some("eu"), eu, false), D::Accept);
+    // Adding a jurisdiction to a tenant with unrestricted keys, removing
+    // it, or changing it: refused, saying where the keys are and how to move.
+    for (recorded, asked, holds, says) in [
+        (None, eu, true, "keys outside any jurisdiction"),
+        (Some("eu"), None, false, "no longer names it"),
+        (Some("eu"), None, true, "no longer names it"),
+        (Some("eu"), us, false, "names \"us\""),
+    ] {
+        match decide(recorded, asked, holds) {
+            D::Refuse(why) => {
+                assert!(why.contains(says), "{why}");
+                assert!(why.contains("docs/migrating.md"), "{why}");
+            }
+            other => panic!("{recorded:?} -> {asked:?}: {other:?}"),
+        }
+    }
+}

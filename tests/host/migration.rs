@@ -1,7 +1,7 @@
-//! The in-place upgrades from schema v1, v2, v3, v4, v5 and v6, from
+//! The in-place upgrades from schema v1, v2, v3, v4, v5, v6 and v7, from
 //! databases those versions wrote (tests/fixtures/ledger-v1.sqlite,
-//! ledger-v2.sqlite, ledger-v3.sqlite, ledger-v4.sqlite, ledger-v5.sqlite
-//! and ledger-v6.sqlite:
+//! ledger-v2.sqlite, ledger-v3.sqlite, ledger-v4.sqlite, ledger-v5.sqlite,
+//! ledger-v6.sqlite and ledger-v7.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -876,4 +876,55 @@ fn a_v6_database_upgrades_in_place_with_an_index_of_its_records_in_flight() {
     );
     l.release("later", 1, T0 + 2_800).unwrap();
     assert_eq!(list(&l), ["new"]);
+}
+
+#[test]
+fn a_v7_database_upgrades_in_place_with_no_recorded_jurisdiction_keeping_every_record_and_counter()
+{
+    let l = fixture_ledger("ledger-v7.sqlite");
+    assert_eq!(version_of(&l), 7, "the fixture is v7");
+    let state_columns = |l: &Ledger<RusqliteStore>| -> Vec<String> {
+        let conn = l.store().connection();
+        let mut stmt = conn
+            .prepare("SELECT name FROM pragma_table_info('ledger_state')")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert!(!state_columns(&l).contains(&"jurisdiction".to_string()));
+    let records = sql_of(&l, "idempotency_records");
+    let index = indexes(&l);
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V7);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    assert!(state_columns(&l).contains(&"jurisdiction".to_string()));
+    // The records table and its indexes are untouched; nothing is
+    // recorded: the tenant's keys are where schema 7 kept them
+    // (unrestricted).
+    assert_eq!(sql_of(&l, "idempotency_records"), records);
+    assert_eq!(indexes(&l), index);
+    assert_eq!(l.recorded_jurisdiction().unwrap(), None);
+    assert_eq!(count(&l, "idempotency_records"), 4);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    let s = l.stats(T0 + 3_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use),
+        (4, 1, 1, 1),
+        "every counter kept"
+    );
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (4, 2, 1, 1)
+    );
+    // A claim's named attempt is still answered its grant.
+    let attempt = Some("0b6c1f4e-6a2b-4d1e-9b7a-3f2d8c5e1a90");
+    let again = l
+        .claim_as("busy", &fp("c"), attempt, &policy(), T0 + 2_500)
+        .unwrap();
+    assert!(again.repeated, "{again:?}");
+    // The new column records, and reads back.
+    l.record_jurisdiction("eu").unwrap();
+    assert_eq!(l.recorded_jurisdiction().unwrap().as_deref(), Some("eu"));
 }

@@ -244,6 +244,9 @@ test("middleware options are checked when the middleware is made: each wrong one
     [{ ledger: namespace, tenant: "acme", tenantShards: '{"acme": 0}' }, /tenantShards: TENANT_SHARDS: acme must be/],
     [{ ledger: namespace, tenant: "acme", tenantShards: 8 }, /tenantShards must be/],
     [{ ledger: client, tenantShards: '{"acme": 2}' }, /tenantShards routes a TenantLedger namespace/],
+    [{ ledger: namespace, tenant: "acme", jurisdiction: "mars" }, /options\.jurisdiction: "mars" is not a jurisdiction \(one of eu, fedramp, fedramp-high, us\)/],
+    [{ ledger: namespace, tenant: "acme", jurisdiction: "EU" }, /"EU" is not a jurisdiction/],
+    [{ ledger: client, jurisdiction: "eu" }, /jurisdiction routes a TenantLedger namespace/],
     [{ ledger: client, leaseSeconds: 0 }, /leaseSeconds must be a whole number 1\.\.31536000/],
     [{ ledger: client, retentionSeconds: 1.5 }, /retentionSeconds must be a whole number/],
     [{ ledger: client, leaseSeconds: 120, retentionSeconds: 60 }, /shorter than leaseSeconds/],
@@ -266,6 +269,8 @@ test("middleware options are checked when the middleware is made: each wrong one
   // What is valid is accepted, with every source kind.
   make({ ledger: client })();
   make({ ledger: namespace, tenant: "acme", tenantShards: '{"acme": 4}' })();
+  make({ ledger: namespace, tenant: "acme", jurisdiction: "eu" })();
+  make({ ledger: namespace, tenant: "acme", jurisdiction: () => null })();
   make({ ledger: namespace, tenant: (request) => request.headers.get("x-tenant"), tenantShards: (_r, env) => env.TENANT_SHARDS })();
   make({ ledger: new TenantLedgers(namespace), tenant: "acme", leaseSeconds: 30, retentionSeconds: 30, problemBase: "https://errors.example.com/" })();
   make({ ledger: () => client, failurePolicy: "open", maxBodyBytes: 0 })();
@@ -366,4 +371,48 @@ test("tenant ids and their objects' names follow the one rule both languages pin
   // v1.3 ids keep their objects: the name is the id.
   for (const t of ["acme", "globex", "a.b-c_D9"]) assert.equal(tenantObjectName(t), t);
   assert.equal(isTenantId("\ud800"), false, "a lone surrogate is not UTF-8");
+});
+
+test("a tenant's jurisdiction: TENANT_JURISDICTIONS parsed as the gateway does, and every path to its objects asks namespace.jurisdiction(J) for it", async () => {
+  const { JURISDICTIONS, parseTenantJurisdictions, inJurisdiction } = await import("../../client/tenant.js");
+  const { LedgerClient, TenantLedgers } = await import("../../client/index.js");
+  const { ledgerStore } = await import("../../client/store.js");
+  assert.deepEqual([...JURISDICTIONS], ["eu", "fedramp", "fedramp-high", "us"]);
+  assert.deepEqual([...parseTenantJurisdictions('{"acme-eu": "eu", "org/team": "fedramp-high"}')], [["acme-eu", "eu"], ["org/team", "fedramp-high"]]);
+  assert.equal(parseTenantJurisdictions(undefined).size, 0);
+  assert.equal(parseTenantJurisdictions(" ").size, 0);
+  // The same refusals as the gateway (tests/host/config.rs): the tenant and the value named.
+  for (const [raw, message] of [
+    ['{"acme-eu": "mars"}', /TENANT_JURISDICTIONS: "acme-eu": "mars" is not a jurisdiction/],
+    ['{"acme-eu": 1}', /1 is not a jurisdiction/],
+    ['{"": "eu"}', /"" is not a valid tenant id/],
+    ['["eu"]', /JSON object/],
+    ["eu", /not valid JSON/],
+  ]) assert.throws(() => parseTenantJurisdictions(raw), (e) => e instanceof TypeError && message.test(e.message), raw);
+  // A namespace stand-in that records the jurisdiction asked for and the names asked of each namespace.
+  const asked = [];
+  const namespaceOf = (jurisdiction) => ({
+    idFromName: (name) => { asked.push({ jurisdiction, name }); return name; },
+    get: () => ({ fetch: async () => Response.json({ outcome: "claimed", generation: 1, takeover: false }) }),
+    jurisdiction: (j) => namespaceOf(j),
+  });
+  const ns = namespaceOf(null);
+  assert.equal(inJurisdiction(ns, undefined), ns);
+  assert.throws(() => inJurisdiction(ns, "mars"), TypeError);
+  assert.throws(() => inJurisdiction({ idFromName() {}, get() {} }, "eu"), /no jurisdiction\(\)/);
+  const claim = { key: "k", fingerprint: { digest: "sha256:" + "0".repeat(64), components: [] } };
+  await LedgerClient.forTenant(ns, "acme-eu", { jurisdiction: "eu" }).claim(claim).catch(() => {});
+  assert.throws(() => LedgerClient.forTenant(ns, "acme", { region: "eu" }), /unknown option "region"/);
+  const ledgers = new TenantLedgers(ns, '{"acme-eu": 2}', '{"acme-eu": "eu"}');
+  await ledgers.claim("acme-eu", claim).catch(() => {});
+  await ledgers.claim("acme", claim).catch(() => {});
+  const store = ledgerStore({ ledger: ns, tenant: "org/team", jurisdiction: "fedramp-high" });
+  await store.claim({ id: "k", fingerprint: null, now: 0, leaseMs: 1000, expiresAt: 60_000 });
+  assert.throws(() => ledgerStore({ ledger: ns, tenant: "acme", jurisdiction: "mars" }), /"mars" is not a jurisdiction/);
+  assert.deepEqual(asked, [
+    { jurisdiction: "eu", name: "acme-eu" },
+    { jurisdiction: "eu", name: "acme-eu/shard-0-of-2" }, // shardOf("k", 2)
+    { jurisdiction: null, name: "acme" },
+    { jurisdiction: "fedramp-high", name: "~org%2Fteam" },
+  ]);
 });

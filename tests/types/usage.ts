@@ -125,6 +125,11 @@ export const fromNamespace = idempotency<HonoEnv>({
 export const fromStaticShards = (ns: LedgerNamespace) => idempotency({ ledger: ns, tenant: "acme", tenantShards: '{"acme": 4}' });
 export const fromTenantLedgers = (ns: LedgerNamespace) => idempotency({ ledger: new TenantLedgers(ns), tenant: "acme" });
 export const fromStaticClient = (ns: LedgerNamespace) => idempotency({ ledger: LedgerClient.forTenant(ns, "acme") });
+// A tenant kept in a jurisdiction (TENANT_JURISDICTIONS): the same value, on every path to its objects.
+export const fromJurisdiction = (ns: LedgerNamespace) => idempotency({ ledger: ns, tenant: "acme-eu", jurisdiction: "eu" });
+export const fromJurisdictionPerRequest = idempotency<HonoEnv>({ ledger: (c) => c.env.NS, tenant: (c) => c.var.tenant, jurisdiction: (c) => (c.var.tenant.endsWith("-eu") ? "eu" : null) });
+export const clientInJurisdiction = (ns: LedgerNamespace) => LedgerClient.forTenant(ns, "acme-eu", { jurisdiction: "eu" });
+export const ledgersInJurisdictions = (ns: LedgerNamespace) => new TenantLedgers(ns, null, '{"acme-eu": "eu"}');
 
 // Every option, each callback and hook given c.
 export const everything = idempotency<HonoEnv>({
@@ -207,6 +212,7 @@ export const badMethods: LedgerOptions = { protectedMethods: "POST" };
 import { ledgerStore, IdempotencyStoreError, type IdempotencyStore, type ClaimOutcome as StoreClaimOutcome } from "idempotency-ledger/store";
 declare const storeNs: LedgerNamespace;
 const store: IdempotencyStore = ledgerStore({ ledger: storeNs, tenant: "acme" });
+export const storeInJurisdiction: IdempotencyStore = ledgerStore({ ledger: storeNs, tenant: "acme-eu", jurisdiction: "eu" });
 export async function storeUse(): Promise<string> {
   const claimed = await store.claim({ id: "k", fingerprint: null, now: 0, leaseMs: 60_000, expiresAt: 86_400_000 });
   if (!claimed.ok) return claimed.error instanceof IdempotencyStoreError ? claimed.error.message : "never";

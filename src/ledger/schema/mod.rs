@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 7), and the in-place upgrade of an
-//! object written by an earlier version (1, 2, 3, 4, 5 or 6).
+//! The ledger's tables (schema version 8), and the in-place upgrade of an
+//! object written by an earlier version (1, 2, 3, 4, 5, 6 or 7).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -39,7 +39,11 @@
 //!   one more index entry, and so does a takeover (it moves `sweep_at`);
 //!   its settlement (completion or release) removes the entry, which the
 //!   platform does not bill (bench/cost.mjs measures both). A key new to
-//!   `execute` is written already completed: no entry.
+//!   `execute` is written already completed: no entry;
+//! - the jurisdiction a tenant's keys live in (`jurisdiction`, schema 8:
+//!   see `crate::config::jurisdictions`), recorded by the tenant's
+//!   unrestricted object, is one column of the state row, read with it:
+//!   checking it costs no row.
 //!
 //! What must stay true here:
 //! - One row per key; the tenant scope is the Durable Object itself, so no
@@ -64,7 +68,7 @@ pub use v1::{
 };
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -115,7 +119,9 @@ const RECORD_COLUMNS: &str = "key, state, generation, fingerprint, components, c
 /// horizon (schema 3, see the module doc), when the object's ledger was
 /// upgraded from schema 1 (NULL: created by schema 2 or later) — schema 1
 /// kept no layout history, so from then on it is unknown (`config::reshard`)
-/// — and the per-minute trend (schema 4, JSON, see `trend`).
+/// — the per-minute trend (schema 4, JSON, see `trend`), and, in a
+/// tenant's unrestricted object, the jurisdiction its keys live in
+/// (schema 8, NULL: none recorded).
 fn state_table() -> String {
     let counters: String = Counter::ALL
         .iter()
@@ -134,6 +140,7 @@ fn state_table() -> String {
         layout_window    INTEGER,  -- layout it replaced may hold live keys
         expires_by       INTEGER NOT NULL DEFAULT 0,
         v1_upgraded_at   INTEGER,
+        jurisdiction     TEXT,     -- where the tenant's keys live (schema 8)
         trend            TEXT NOT NULL DEFAULT '{{}}'{counters}
     )"
     )
@@ -164,6 +171,8 @@ pub enum Found {
     V5,
     /// Schema version 6 (no index of the records in flight).
     V6,
+    /// Schema version 7 (no recorded jurisdiction).
+    V7,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -183,6 +192,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             4 => Found::V4,
             5 => Found::V5,
             6 => Found::V6,
+            7 => Found::V7,
             _ => Found::V1,
         });
     }
@@ -211,24 +221,32 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
         Found::V4 => {
             upgrade_v4(store)?;
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
         Found::V5 => {
             upgrade_v5(store)?;
-            upgrade_v6(store)?
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
         }
-        Found::V6 => upgrade_v6(store)?,
+        Found::V6 => {
+            upgrade_v6(store)?;
+            upgrade_v7(store)?
+        }
+        Found::V7 => upgrade_v7(store)?,
     }
     Ok(was)
 }
@@ -324,6 +342,18 @@ fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
 /// second run a no-op. Self-contained: it needs only schema 6's table.
 fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(IN_FLIGHT_INDEX, &[])?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = 7 WHERE id = 1",
+        &[],
+    )
+}
+
+/// Schema 7 → 8: the state row gains the jurisdiction the tenant's keys
+/// live in, NULL (schema 7 knew none: every tenant was unrestricted, so
+/// its keys are where they were). One statement on one row, whatever the
+/// object holds; then the version.
+fn upgrade_v7(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute("ALTER TABLE ledger_state ADD COLUMN jurisdiction TEXT", &[])?;
     store.execute(
         "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
         &[SCHEMA_VERSION.into()],

@@ -2,16 +2,21 @@
 //! refusing) a configured layout, and an object's expiry horizon (wire
 //! shape: `rpc/layout.rs`; the registry's rule: [`crate::object::reshard`]).
 //!
+//! And `jurisdiction`: the tenant's unrestricted object deciding where the
+//! tenant's keys live ([`crate::object::jurisdiction`]).
+//!
 //! What must stay true here: only the tenant's registry (the object named
-//! by the tenant alone) keeps a layout history; any other object refuses
-//! `layout` as `400 invalid-rpc`.
+//! by the tenant alone) keeps a layout history and a jurisdiction; any
+//! other object refuses `layout` and `jurisdiction` as `400 invalid-rpc`.
 
 use super::{answered, bad_call, store_unavailable, Apply};
-use crate::config::Config;
+use crate::config::{Config, Jurisdiction};
 use crate::object::waiting::WaitReport;
 use crate::object::LedgerObject;
 use crate::protocol::Problem;
-use crate::rpc::{HorizonAnswer, HorizonCall, LayoutCall, LayoutOutcome};
+use crate::rpc::{
+    HorizonAnswer, HorizonCall, JurisdictionCall, JurisdictionOutcome, LayoutCall, LayoutOutcome,
+};
 
 impl Apply<LayoutCall> for LedgerObject {
     async fn apply(
@@ -27,9 +32,33 @@ impl Apply<LayoutCall> for LedgerObject {
             ));
         }
         let tenant = place.tenant.clone().map(|(t, _)| t).unwrap_or_default();
-        Ok(answered(match self.decide_layout(&tenant, &call).await? {
-            None => LayoutOutcome::accepted(),
-            Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
+        self.registry_jurisdiction(config, &tenant).await?;
+        Ok(answered(
+            match self.decide_layout(config, &tenant, &call).await? {
+                None => LayoutOutcome::accepted(),
+                Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
+            },
+        ))
+    }
+}
+
+impl Apply<JurisdictionCall> for LedgerObject {
+    async fn apply(
+        &self,
+        config: &Config,
+        call: JurisdictionCall,
+    ) -> Result<(JurisdictionOutcome, WaitReport), Problem> {
+        // Only the tenant's unrestricted object (named by the tenant alone)
+        // records where its keys live.
+        let place = self.place(config)?;
+        if !place.tenant.as_ref().is_some_and(|(_, registry)| *registry) {
+            return Err(bad_call(
+                "jurisdiction goes to the tenant's unrestricted object: the object named by the tenant",
+            ));
+        }
+        self.decide_jurisdiction(Jurisdiction::parse(&call.jurisdiction))?;
+        Ok(answered(JurisdictionOutcome {
+            outcome: "accepted".into(),
         }))
     }
 }
