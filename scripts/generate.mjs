@@ -8,8 +8,9 @@
 // tests/node/generated.test.mjs fails when one differs from what this
 // script writes: edit the JSON, then `node scripts/generate.mjs`.
 //
-// Usage: node scripts/generate.mjs [OUT_DIR]   (default client/generated)
+// Usage: node scripts/generate.mjs [ROOT]   (writes under ROOT, default the checkout)
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -103,13 +104,19 @@ ${props} */
 `;
 }
 
-/** Every generated file by name: what it holds. */
+/** Every generated file by its path in the repository: what it holds. */
 export function generated() {
-  return { "problems.js": problems(), "defaults.js": defaults(), "trended.js": trended() };
+  return {
+    "client/generated/problems.js": problems(),
+    "client/generated/defaults.js": defaults(),
+    "client/generated/trended.js": trended(),
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const out = process.argv[2] ?? `${ROOT}client/generated`;
-  mkdirSync(out, { recursive: true });
-  for (const [name, text] of Object.entries(generated())) writeFileSync(`${out}/${name}`, text);
+  const root = process.argv[2] === undefined ? ROOT : `${process.argv[2]}/`;
+  for (const [path, text] of Object.entries(generated())) {
+    mkdirSync(dirname(`${root}${path}`), { recursive: true });
+    writeFileSync(`${root}${path}`, text);
+  }
 }
