@@ -62,6 +62,16 @@ const BOUNDS = {
   "queue message redelivered (replay, not run)": { written: 1.05, read: 2.05 },
   "queue message, handler threw (claim + release)": { written: 4.05, read: 3.05 },
   "lookup": { written: 0.05, read: 1.05 },
+  // An eviction deletes the record (one statement, reading its row and
+  // index entry) and writes the counters' row (the generation floor and the
+  // counts) in its transaction; a refusal's delete matches nothing and the
+  // record is read once more to say why.
+  "evict (a completed key)": { written: 2.05, read: 3.05 },
+  "evict refused (in flight, 409)": { written: 0.05, read: 3.05 },
+  "evict, unknown key (404)": { written: 0.05, read: 1.05 },
+  // An in-flight record's eviction (its lease ended) removes its entry in
+  // the in-flight index too: a removal, not billed (measured), so the same.
+  "evict (in flight, its lease ended)": { written: 2.05, read: 3.05 },
   "stats": { written: 0.05, read: 2.05 },
   // A backlog of expired records the alarm has not swept yet: the next
   // sweep's read scans at most DUE_SCAN (32) of them, whatever their number.
@@ -266,6 +276,36 @@ const settle = () => new Promise((r) => setTimeout(r, 2_500));
   for (let i = 0; i < N; i++) await p.ledger.lookup("fresh-0");
   await settle();
   record("lookup", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) {
+    const e = await p.ledger.evict(`proxy-${i}`);
+    if (e.outcome !== "evicted") throw new Error(`expected an eviction, got ${JSON.stringify(e)}`);
+  }
+  await settle();
+  record("evict (a completed key)", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) {
+    const e = await p.ledger.evict("busy");
+    if (e.outcome !== "in_flight") throw new Error(`expected in_flight, got ${JSON.stringify(e)}`);
+  }
+  await settle();
+  record("evict refused (in flight, 409)", await p.meter(), N);
+
+  for (let i = 0; i < N; i++) {
+    const e = await p.ledger.evict(`never-${i}`);
+    if (e.outcome !== "not_found") throw new Error(`expected not_found, got ${JSON.stringify(e)}`);
+  }
+  await settle();
+  record("evict, unknown key (404)", await p.meter(), N);
+
+  // The keys taken over above are in flight, their 1 s leases long ended:
+  // each eviction also removes the record's entry in the in-flight index.
+  for (let i = 0; i < N; i++) {
+    const e = await p.ledger.evict(`takeover-${i}`);
+    if (e.outcome !== "evicted" || e.record?.state !== "in_flight") throw new Error(`expected an in-flight eviction, got ${JSON.stringify(e)}`);
+  }
+  await settle();
+  record("evict (in flight, its lease ended)", await p.meter(), N);
 
   for (let i = 0; i < N; i++) await p.ledger.stats();
   await settle();

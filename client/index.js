@@ -59,6 +59,7 @@ export { withIdempotency, idempotencyContract } from "./contract.js";
  * @typedef {import("./rpc.js").CompleteOutcome} CompleteOutcome
  * @typedef {import("./rpc.js").ReleaseCall} ReleaseCall
  * @typedef {import("./rpc.js").ReleaseOutcome} ReleaseOutcome
+ * @typedef {import("./rpc.js").EvictOutcome} EvictOutcome
  * @typedef {import("./rpc.js").RecordView} RecordView
  * @typedef {import("./rpc.js").LedgerStats} LedgerStats
  * @typedef {import("./rpc.js").TrendMinute} TrendMinute

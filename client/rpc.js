@@ -74,6 +74,14 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  */
 
 /** @typedef {{ outcome: "released" } | { outcome: "fenced_out"; current: RecordState | null }} ReleaseOutcome */
+/**
+ * What `evict` came to (docs/contract.md §2.11): `evicted` with the record as it stood when it was
+ * removed (the next claim of the key runs again, above its generation); `in_flight` while an owner's
+ * lease is live (nothing changed; try after `retry_after_ms`); `not_found` (nothing changed).
+ * @typedef {{ outcome: "evicted"; record: RecordView }
+ *   | { outcome: "in_flight"; generation: number; retry_after_ms: number }
+ *   | { outcome: "not_found" }} EvictOutcome
+ */
 
 /**
  * @typedef {object} RecordView
@@ -135,6 +143,7 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  * @property {number} waited_replayed Waiters answered with the replay of the run they waited for.
  * @property {number} waited_timed_out Waiters whose budget ran out (409).
  * @property {number} quota_tombstones Completions stored as tombstones because the byte quota (MAX_DB_BYTES_PER_OBJECT) had no room for their body.
+ * @property {number} [evicted] Records removed by an eviction (absent from objects older than it).
  * @property {number} waiting Requests parked on in-flight keys right now (this object instance).
  * @property {number} db_bytes The object's SQLite database size in bytes (summed for a sharded tenant).
  * @property {number} unwritten_counts Counts kept in memory, not yet written: what a restart of the object right now would lose.
@@ -209,6 +218,7 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  * @property {(tenant: string, call: CompleteCall) => Promise<CompleteOutcome>} complete
  * @property {(tenant: string, call: ReleaseCall) => Promise<ReleaseOutcome>} release
  * @property {(tenant: string, key: string) => Promise<RecordView | null>} lookup
+ * @property {(tenant: string, key: string) => Promise<EvictOutcome>} evict
  * @property {(tenant: string, call?: ListCall) => Promise<ListPage>} list
  * @property {(tenant: string) => Promise<LedgerStats>} stats
  * @property {(tenant: string, call: ExecuteCall) => Promise<ExecuteOutcome & WaitedAnswer>} execute
@@ -375,6 +385,11 @@ export class LedgerClient {
   release(call) { return this.#call("release", call); }
   /** @param {string} key @returns {Promise<RecordView | null>} */
   async lookup(key) { return (await this.#call("lookup", { key })).record; }
+  /**
+   * Removes the key's record so its next claim runs again (docs/contract.md §2.11).
+   * @param {string} key @returns {Promise<EvictOutcome>}
+   */
+  evict(key) { return this.#call("evict", { key }); }
   /**
    * One page of the object's keys; pass its `next` as `after` for the next page.
    * @param {ListCall} [call]

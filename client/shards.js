@@ -11,7 +11,7 @@ import { TENANT_RULE, inJurisdiction, isTenantId, parseTenantJurisdictions, tena
 export { TENANT_RULE, isTenantId };
 /**
  * @import { LedgerNamespace, LedgerServiceRpc, LedgerStats, ClaimCall, CompleteCall, ReleaseCall,
- *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, ExecuteOutcome, RecordView, WaitedAnswer,
+ *   ExecuteCall, ClaimOutcome, CompleteOutcome, ReleaseOutcome, EvictOutcome, ExecuteOutcome, RecordView, WaitedAnswer,
  *   ListCall, ListPage, ListPosition, ListedRecord, TrendMinute } from "./rpc.js"
  */
 
@@ -266,7 +266,7 @@ export function mergeListPages(pages, limit, walk) {
  * TENANT_SHARDS is one object named by the tenant. Every method checks
  * the tenant id (a TypeError otherwise); keyed calls follow
  * {@link routeKeyed}; `lookup` answers the previous layout's record if it
- * has one, else the current's; `stats` is summed over every object of both
+ * has one, else the current's, and `evict` removes it where it is; `stats` is summed over every object of both
  * layouts; `list` merges every object's page ({@link mergeListPages}). `LedgerService` of the deployed script is this class over RPC.
  * @implements {LedgerServiceRpc}
  */
@@ -343,6 +343,21 @@ export class TenantLedgers {
   async lookup(tenant, key) {
     const { current, previous } = await this.#homes(tenant, key);
     return (previous === null ? null : await previous.lookup(key)) ?? current.lookup(key);
+  }
+
+  /**
+   * Removes the key's record so its next claim runs again (docs/contract.md §2.11): while the
+   * tenant is resharded, from the key's object in the previous layout if it holds it, else from
+   * its current one (as the gateway does).
+   * @param {string} tenant @param {string} key @returns {Promise<EvictOutcome>}
+   */
+  async evict(tenant, key) {
+    const { current, previous } = await this.#homes(tenant, key);
+    if (previous !== null) {
+      const out = await previous.evict(key);
+      if (out.outcome !== "not_found") return out;
+    }
+    return current.evict(key);
   }
 
   /**

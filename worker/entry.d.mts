@@ -8,7 +8,7 @@
 import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 import type {
   ClaimCall, ClaimOutcome, WaitedAnswer, CompleteCall, CompleteOutcome, ReleaseCall, ReleaseOutcome,
-  RecordView, LedgerStats, ExecuteCall, ExecuteOutcome, ListCall, ListPage,
+  RecordView, LedgerStats, ExecuteCall, ExecuteOutcome, ListCall, ListPage, EvictOutcome,
 } from "../client/rpc.js";
 
 /** The bindings the gateway and LedgerService read (docs/configuration.md). */
@@ -28,6 +28,7 @@ export declare class LedgerService extends WorkerEntrypoint<LedgerEnv> {
   complete(tenant: string, call: CompleteCall): Promise<CompleteOutcome>;
   release(tenant: string, call: ReleaseCall): Promise<ReleaseOutcome>;
   lookup(tenant: string, key: string): Promise<RecordView | null>;
+  evict(tenant: string, key: string): Promise<EvictOutcome>;
   list(tenant: string, call?: ListCall): Promise<ListPage>;
   stats(tenant: string): Promise<LedgerStats>;
   execute(tenant: string, call: ExecuteCall): Promise<ExecuteOutcome & WaitedAnswer>;

@@ -144,6 +144,8 @@ export class LedgerService extends WorkerEntrypoint {
   async release(tenant, call) { return this.#ledgers.release(tenant, call); }
   /** RPC v1 `lookup`: the record, or null. */
   async lookup(tenant, key) { return this.#ledgers.lookup(tenant, key); }
+  /** RPC v1 `evict`: remove the key's record (its previous layout's object first while resharding). */
+  async evict(tenant, key) { return this.#ledgers.evict(tenant, key); }
   /** RPC v1 `list`: one page of the tenant's keys (merged over a sharded tenant's objects). */
   async list(tenant, call) { return this.#ledgers.list(tenant, call); }
   /** RPC v1 `stats` (summed over a sharded tenant's objects). */

@@ -28,7 +28,7 @@ export const PROBLEM_CATALOG = deepFreeze({
       "status": 403,
       "final": true,
       "title": "This token may not make this request",
-      "detail": "an operator token reads its tenant's stats and keys only; this request needs the tenant's API token"
+      "detail": "an operator token reads its tenant's stats and keys and evicts a key, nothing else; this request needs the tenant's API token"
     },
     "misconfigured": {
       "status": 500,

@@ -6,7 +6,7 @@
  * The outcomes the per-minute trend follows, in the order a stored minute
  * holds them (docs/contract.md §2.7).
  */
-export const TRENDED = Object.freeze(/** @type {const} */ (["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"]));
+export const TRENDED = Object.freeze(/** @type {const} */ (["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"]));
 
 /**
  * One minute of the trend: the outcomes counted in it (replays a gateway's cache answered count in the
@@ -20,4 +20,5 @@ export const TRENDED = Object.freeze(/** @type {const} */ (["claims", "replays",
  * @property {number} takeovers
  * @property {number} fenced_out
  * @property {number} swept
+ * @property {number} [evicted] (absent from objects older than schema 9)
  */

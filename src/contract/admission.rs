@@ -29,6 +29,9 @@ pub enum GatewayRoute<'a> {
     Health,
     /// `GET /v1/idempotency-keys/{percent-encoded key}` (the raw segment).
     KeyIntrospection(&'a str),
+    /// `DELETE /v1/idempotency-keys/{percent-encoded key}`: evict the key
+    /// (docs/contract.md §2.11).
+    KeyEviction(&'a str),
     /// `GET /v1/idempotency-keys` (the query string is read by
     /// `contract::listing`).
     KeyList,
@@ -46,8 +49,9 @@ pub enum Access {
     /// No token: `/health`, `/openapi.json`.
     Anyone,
     /// A tenant's token (`API_TOKENS`) or its operator's
-    /// (`OPERATOR_TOKENS`): the tenant's stats, key listing and key
-    /// lookup, none of which carries a stored body or stored headers.
+    /// (`OPERATOR_TOKENS`): the tenant's stats, key listing, key lookup
+    /// and a key's eviction, none of which carries a stored body or stored
+    /// headers.
     TenantOrOperator,
     /// A tenant's token only: the application — every protected request,
     /// every replay (a stored body), everything forwarded to the origin.
@@ -78,9 +82,10 @@ impl GatewayRoute<'_> {
     pub fn access(&self) -> Access {
         match self {
             GatewayRoute::Health | GatewayRoute::OpenApi => Access::Anyone,
-            GatewayRoute::KeyIntrospection(_) | GatewayRoute::KeyList | GatewayRoute::Stats => {
-                Access::TenantOrOperator
-            }
+            GatewayRoute::KeyIntrospection(_)
+            | GatewayRoute::KeyEviction(_)
+            | GatewayRoute::KeyList
+            | GatewayRoute::Stats => Access::TenantOrOperator,
             GatewayRoute::Application => Access::TenantOnly,
         }
     }
@@ -95,6 +100,10 @@ pub fn route<'a>(method: &str, path: &'a str) -> GatewayRoute<'a> {
             Some(encoded) => GatewayRoute::KeyIntrospection(encoded),
             None if path == "/v1/idempotency-keys" => GatewayRoute::KeyList,
             None if path == "/v1/idempotency/stats" => GatewayRoute::Stats,
+            None => GatewayRoute::Application,
+        },
+        "DELETE" => match path.strip_prefix("/v1/idempotency-keys/") {
+            Some(encoded) => GatewayRoute::KeyEviction(encoded),
             None => GatewayRoute::Application,
         },
         _ => GatewayRoute::Application,

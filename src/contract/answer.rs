@@ -17,7 +17,7 @@
 
 use super::Disposition;
 use crate::config::FailurePolicy;
-use crate::ledger::{ExecuteOutcome, Refusal};
+use crate::ledger::{EvictOutcome, ExecuteOutcome, Refusal};
 use crate::protocol::{
     AppResponse, Problem, ProblemKind, StoredResponse, PROBLEM_CONTENT_TYPE, SHOULD_RETRY_HEADER,
 };
@@ -170,6 +170,28 @@ pub fn read_failure(error: &LedgerError) -> AppResponse {
 }
 
 /// The answer to a key lookup: the record, or `404`.
+/// The answer to `DELETE /v1/idempotency-keys/{key}` (docs/contract.md
+/// §2.11): `200` with the record as it stood when it was removed; `409
+/// idempotency-key-in-use` while an owner's lease is live, with
+/// `Retry-After` the seconds it has left (the eviction can succeed only
+/// then); `404` when no record is held for the key.
+pub fn evict_answer(outcome: EvictOutcome) -> AppResponse {
+    match outcome {
+        EvictOutcome::Evicted { record } => AppResponse::json(200, &record),
+        EvictOutcome::InFlight { retry_after_ms, .. } => Problem::new(
+            ProblemKind::KeyInUse,
+            "the key is in flight: it can be evicted once its lease has ended",
+        )
+        .with("lease_remaining_ms", retry_after_ms)
+        .with_header(
+            "Retry-After",
+            retry_after_seconds(retry_after_ms).max(1).to_string(),
+        )
+        .into(),
+        EvictOutcome::NotFound => lookup_answer(None),
+    }
+}
+
 pub fn lookup_answer(record: Option<crate::ledger::RecordView>) -> AppResponse {
     match record {
         Some(record) => AppResponse::json(200, &record),

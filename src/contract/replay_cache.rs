@@ -8,7 +8,10 @@
 //!
 //! What must stay true here:
 //! - An entry is served only while `now < expires_at − 1 s` (the margin
-//!   covers clock skew between the gateway and the object), and only for the
+//!   covers clock skew between the gateway and the object) and for at most
+//!   [`MAX_ENTRY_AGE_MS`] after the object answered it (a record an
+//!   operator evicts, docs/contract.md §2.11, is gone from every isolate's
+//!   cache within that; the evicting isolate forgets it at once), and only for the
 //!   same tenant, the same key and the exact same fingerprint digest; a miss
 //!   or a mismatch goes to the object, so `422 differs` and counters stay
 //!   right.
@@ -26,6 +29,12 @@ use crate::protocol::StoredResponse;
 
 /// How long before `expires_at` an entry stops being served.
 pub const EXPIRY_MARGIN_MS: Millis = 1_000;
+
+/// How long after the object answered `completed` an entry is served: a
+/// completed record is immutable until it expires or is evicted, and an
+/// eviction reaches the isolates that did not send it only this way. A
+/// replayed key then costs each isolate one hop to its object a minute.
+pub const MAX_ENTRY_AGE_MS: Millis = 60_000;
 
 /// Replays counted for one tenant before they are due to be written.
 pub const FLUSH_AFTER_REPLAYS: i64 = 32;
@@ -45,7 +54,10 @@ struct Entry {
     digest: String,
     generation: i64,
     response: StoredResponse,
+    /// Served until the earlier of the record's expiry (less the margin)
+    /// and [`MAX_ENTRY_AGE_MS`] after it was inserted.
     expires_at: Millis,
+    serve_until: Millis,
     size: usize,
 }
 
@@ -155,7 +167,7 @@ impl ReplayCache {
     ) -> Option<StoredResponse> {
         let k = (tenant.to_string(), key.to_string());
         let entry = self.entries.get(&k)?;
-        if now >= entry.expires_at - EXPIRY_MARGIN_MS {
+        if now >= entry.expires_at - EXPIRY_MARGIN_MS || now >= entry.serve_until {
             self.remove(&k);
             return None;
         }
@@ -219,9 +231,15 @@ impl ReplayCache {
                 generation,
                 response: response.clone(),
                 expires_at,
+                serve_until: now.saturating_add(MAX_ENTRY_AGE_MS),
                 size,
             },
         );
+    }
+
+    /// Drops (tenant, key)'s entry, if any: its record was evicted.
+    pub fn forget(&mut self, tenant: &str, key: &str) {
+        self.remove(&(tenant.to_string(), key.to_string()));
     }
 
     /// Are this tenant's served replays due to be written?

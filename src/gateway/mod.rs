@@ -126,6 +126,10 @@ async fn handle(req: web_sys::Request, env: &Env, ctx: &Context) -> Answered {
             Ok(who) => (reads::introspect(&who, encoded).await, None),
             Err(refused) => (refused, None),
         },
+        GatewayRoute::KeyEviction(encoded) => match admit() {
+            Ok(who) => (reads::evict(&who, encoded).await, None),
+            Err(refused) => (refused, None),
+        },
         GatewayRoute::KeyList => match admit() {
             Ok(who) => (reads::list(&who, query_of(&target)).await, None),
             Err(refused) => (refused, None),

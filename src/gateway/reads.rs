@@ -1,12 +1,17 @@
 //! The tenant-scoped reads: key introspection, the key listing and stats
-//! (docs/contract.md §2.7), and where a tenant's keys live.
+//! (docs/contract.md §2.7), and where a tenant's keys live; and the one
+//! operator write beside them, evicting a key (§2.11), which finds its
+//! record as introspection does.
 //!
 //! Role: find the object (or objects) that answer for a key or for the
 //! whole tenant, and render what they say.
 //!
 //! What must stay true here:
 //! - While a tenant is resharded, the previous layout answers first for the
-//!   keys it holds (docs/contract.md §8).
+//!   keys it holds (docs/contract.md §8); an eviction goes there first too,
+//!   then to the key's current object.
+//! - An eviction drops the key from this isolate's replay cache before it
+//!   asks: this isolate never replays an evicted answer.
 //! - A sharded tenant's stats are the sum over every object of its current
 //!   and previous layouts; its listing merges every such object's page
 //!   into one order (`ListPage::merge`).
@@ -15,15 +20,16 @@
 
 use worker::Response;
 
-use super::replays::count_replays;
+use super::replays::{count_replays, with_replays};
 use super::settings::Tenancy;
 use crate::contract::listing::{self, ListRequest};
 use crate::contract::{admission, answer};
 use crate::fields;
+use crate::ledger::EvictOutcome;
 use crate::ledger::{ListPage, ObjectPage, Stats, Walk};
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::{http, log};
-use crate::rpc::LookupCall;
+use crate::rpc::{EvictCall, LookupCall};
 
 /// A failed read: logged, and answered as the object answered it (a
 /// problem it rendered) or `503`.
@@ -155,6 +161,37 @@ async fn introspect_at(who: &Tenancy, encoded: &str) -> Response {
         }
     }
     http::app(answer::lookup_answer(None))
+}
+
+/// `DELETE /v1/idempotency-keys/{key}`: evicts the key where it is held
+/// (docs/contract.md §2.11), after the replays this isolate answered are
+/// counted and its cached answer for the key dropped.
+pub async fn evict(who: &Tenancy, encoded: &str) -> Response {
+    let key = match admission::introspection_key(encoded) {
+        Ok(k) => k,
+        Err(p) => return http::problem(&p),
+    };
+    let base = match who.base() {
+        Ok(base) => base,
+        Err(e) => return store_unavailable(e),
+    };
+    let cache = who.config().replay_cache_bytes;
+    count_replays(base, &who.tenant, cache).await;
+    with_replays(cache, |c| c.forget(&who.tenant, &key));
+    let (current, previous) = match key_homes(who, &key) {
+        Ok(homes) => homes,
+        Err(e) => return store_unavailable(&e),
+    };
+    // While resharding, the previous layout holds the keys it granted; a
+    // key it does not hold is the current object's.
+    for client in previous.iter().chain(std::iter::once(&current)) {
+        match client.evict(&EvictCall { key: key.clone() }).await {
+            Ok(EvictOutcome::NotFound) => {}
+            Ok(outcome) => return http::app(answer::evict_answer(outcome)),
+            Err(e) => return store_unavailable(&e),
+        }
+    }
+    http::app(answer::evict_answer(EvictOutcome::NotFound))
 }
 
 /// A tenant's stats: its one object's, or the sum over every object of its

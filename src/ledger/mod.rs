@@ -1,4 +1,5 @@
-//! The ledger state machine: claim, complete, release, lookup, list, stats, sweep.
+//! The ledger state machine: claim, complete, release, lookup, list, stats,
+//! sweep, evict.
 //!
 //! Role: the product's heart. Runs on any [`SqlStore`] (Durable Object SQLite
 //! in workerd, rusqlite on the host) and knows nothing of HTTP or workers-rs.
@@ -13,9 +14,11 @@
 //!   an owner from an earlier generation can never complete a later claim.
 //! - `complete` and `release` succeed only while the record is in flight at
 //!   the caller's generation. A completed record's response is never replaced.
-//! - A record is deleted only by the sweep, and only once `expires_at <= now`.
-//! - A new record starts above every generation the object has swept (the
-//!   generation floor), so a zombie owner of a swept record stays fenced out.
+//! - A record is deleted only by the sweep, once `expires_at <= now`, or by
+//!   an operator's eviction (`evict`), never while its lease is live.
+//! - A new record starts above every generation the object has swept or
+//!   evicted (the generation floor), so a zombie owner of a swept or
+//!   evicted record stays fenced out.
 //! - Time is always the caller-supplied `now` of the *object's* clock.
 //! - No operation writes a counter row of its own: counts are gathered per
 //!   transaction, merged into [`pending`] once it commits, and written in
@@ -23,6 +26,7 @@
 
 mod claim;
 mod counters;
+mod evict;
 mod execute;
 mod horizon;
 pub mod list;
@@ -44,6 +48,7 @@ pub mod rusqlite_store;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+pub use evict::EvictOutcome;
 pub use list::{ListPage, ListQuery, ListedKey, ObjectPage, Position, Walk};
 pub use outcome::{
     Claim, ClaimOutcome, CompleteOutcome, Counter, ExecuteOutcome, KeyState, RecordState, Refusal,

@@ -52,7 +52,8 @@ pub struct Pending {
     pub replays: HashMap<(String, i64), i64>,
     /// The trended outcomes' deltas by minute (see `ledger::trend`).
     pub trend: Trend,
-    /// The highest generation the sweep deleted since the last flush.
+    /// The highest generation the sweep or an eviction deleted since the
+    /// last flush.
     pub swept_generation: Option<i64>,
     /// A raised expiry horizon (`Ledger::expires_by`): written in the
     /// transaction of the grant that raised it, never left pending.
@@ -71,7 +72,7 @@ impl Pending {
     }
 
     /// Did the operations counted here write a record (claimed, completed,
-    /// released, took over or swept one)? Counts of outcomes that wrote
+    /// released, took over, swept or evicted one)? Counts of outcomes that wrote
     /// nothing (a replay, a 409, a 422) do not.
     pub fn follows_a_write(&self) -> bool {
         self.swept_generation.is_some()
@@ -82,6 +83,7 @@ impl Pending {
                 Counter::Claims,
                 Counter::Takeovers,
                 Counter::Swept,
+                Counter::Evicted,
             ]
             .iter()
             .any(|c| self.delta(*c) != 0)
@@ -117,7 +119,8 @@ impl Pending {
         self.add_to_record(key, generation, n);
     }
 
-    /// The sweep deleted a record of `generation`: new records start above it.
+    /// The sweep (or an eviction) deleted a record of `generation`: new
+    /// records start above it.
     pub fn swept(&mut self, generation: i64, now: Millis) {
         self.swept_generation = Some(
             self.swept_generation

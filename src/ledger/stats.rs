@@ -44,6 +44,10 @@ pub struct Stats {
     /// for their body (docs/contract.md §4; absent from older objects).
     #[serde(default)]
     pub quota_tombstones: i64,
+    /// Records removed by an operator's eviction (docs/contract.md §2.7;
+    /// absent from older objects).
+    #[serde(default)]
+    pub evicted: i64,
     /// Requests parked on in-flight keys right now (not a counter: filled
     /// in by the object from its memory; 0 from the ledger alone).
     #[serde(default)]
@@ -92,6 +96,7 @@ impl Stats {
             (&mut self.waited_replayed, other.waited_replayed),
             (&mut self.waited_timed_out, other.waited_timed_out),
             (&mut self.quota_tombstones, other.quota_tombstones),
+            (&mut self.evicted, other.evicted),
             (&mut self.waiting, other.waiting),
             (&mut self.db_bytes, other.db_bytes),
             (&mut self.sql_rows_written, other.sql_rows_written),
@@ -124,6 +129,7 @@ impl Stats {
             Counter::WaitedReplayed => &mut self.waited_replayed,
             Counter::WaitedTimedOut => &mut self.waited_timed_out,
             Counter::QuotaTombstones => &mut self.quota_tombstones,
+            Counter::Evicted => &mut self.evicted,
         }
     }
 }

@@ -2,11 +2,15 @@
 //! (docs/contract.md §2.7), at no row written of its own.
 //!
 //! Role: [`Counter::TRENDED`] (`claims`, `replays`, `in_use`, `reused`,
-//! `takeovers`, `fenced_out`, `swept`) are also counted per minute of the
-//! object's clock, in memory with every other count (`pending`), and
-//! written in the same `ledger_state` row write as the counters, into its
-//! `trend` column (schema 4): compact JSON, `{"<epoch minute>": [claims,
-//! replays, in_use, reused, takeovers, fenced_out, swept], ...}`. A write
+//! `takeovers`, `fenced_out`, `swept`, `evicted`) are also counted per
+//! minute of the object's clock, in memory with every other count
+//! (`pending`), and written in the same `ledger_state` row write as the
+//! counters, into its `trend` column (schema 4): compact JSON, `{"<epoch
+//! minute>": [claims, replays, in_use, reused, takeovers, fenced_out,
+//! swept, evicted], ...}`. Schemas 4 to 7 wrote seven counts a minute (no
+//! `evicted`): a shorter stored minute reads as zeros in its missing
+//! slots, and the next write of that minute adds to it in SQL
+//! (`COALESCE(json_extract(...), 0)`), making it whole. A write
 //! adds its minutes to the stored ones in SQL (as every counter is added,
 //! never overwritten), so a count is written once even when an enclosing
 //! transaction rolls back (the embedded ledger), and drops the minutes
@@ -19,6 +23,7 @@
 //!   last the current minute, zeros where nothing happened: stored plus
 //!   pending, like every other count.
 
+use serde::de::Error as _;
 use serde::{Deserialize, Serialize};
 
 use super::outcome::Counter;
@@ -31,11 +36,14 @@ pub const TREND_MINUTES: i64 = 60;
 
 const MINUTE_MS: Millis = 60_000;
 
+/// Counts per minute: one per [`Counter::TRENDED`].
+const SLOTS: usize = Counter::TRENDED.len();
+
 /// Counts per minute (epoch minutes), in [`Counter::TRENDED`] order: a
 /// few dozen minutes at most, kept as a vector sorted by minute (a
 /// `BTreeMap` here was ~15 KB of b-tree code in each wasm).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Trend(Vec<(i64, [i64; 7])>);
+pub struct Trend(Vec<(i64, [i64; SLOTS])>);
 
 impl Trend {
     pub fn new() -> Trend {
@@ -43,18 +51,18 @@ impl Trend {
     }
 
     /// The counts of `minute`, made zero if it had none.
-    fn entry(&mut self, minute: i64) -> &mut [i64; 7] {
+    fn entry(&mut self, minute: i64) -> &mut [i64; SLOTS] {
         let i = match self.0.binary_search_by_key(&minute, |(m, _)| *m) {
             Ok(i) => i,
             Err(i) => {
-                self.0.insert(i, (minute, [0; 7]));
+                self.0.insert(i, (minute, [0; SLOTS]));
                 i
             }
         };
         &mut self.0[i].1
     }
 
-    fn get(&self, minute: i64) -> Option<&[i64; 7]> {
+    fn get(&self, minute: i64) -> Option<&[i64; SLOTS]> {
         self.0
             .binary_search_by_key(&minute, |(m, _)| *m)
             .ok()
@@ -62,7 +70,7 @@ impl Trend {
     }
 
     /// Its minutes, oldest first.
-    fn iter(&self) -> impl Iterator<Item = &(i64, [i64; 7])> {
+    fn iter(&self) -> impl Iterator<Item = &(i64, [i64; SLOTS])> {
         self.0.iter()
     }
 }
@@ -103,7 +111,9 @@ pub fn trim(trend: &mut Trend, from: i64) {
 }
 
 /// Reads the `trend` column: `{"<epoch minute>": [claims, replays, in_use,
-/// reused, takeovers, fenced_out, swept], ...}`.
+/// reused, takeovers, fenced_out, swept, evicted], ...}`; a minute of
+/// fewer counts (schemas 4 to 7 wrote seven) reads as zeros where it has
+/// none, a minute of more is refused.
 pub fn from_json(text: &str) -> Result<Trend, StoreError> {
     let rows: Minutes = serde_json::from_slice(text.as_bytes())
         .map_err(|e| StoreError::Decode(format!("ledger_state.trend: {e}")))?;
@@ -121,8 +131,9 @@ pub fn from_json(text: &str) -> Result<Trend, StoreError> {
 }
 
 /// The stored JSON object's entries in their order (read into a vector:
-/// no map type of its own in the wasm).
-struct Minutes(Vec<(String, [i64; 7])>);
+/// no map type of its own in the wasm), each minute's counts as stored
+/// (seven before schema 9, [`SLOTS`] since).
+struct Minutes(Vec<(String, Vec<i64>)>);
 
 impl<'de> Deserialize<'de> for Minutes {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Minutes, D::Error> {
@@ -130,15 +141,18 @@ impl<'de> Deserialize<'de> for Minutes {
         impl<'de> serde::de::Visitor<'de> for Visit {
             type Value = Minutes;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of minute -> 7 counts")
+                f.write_str("an object of minute -> at most 8 counts")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
             ) -> Result<Minutes, A::Error> {
                 let mut out = Vec::new();
-                while let Some(entry) = map.next_entry::<String, [i64; 7]>()? {
-                    out.push(entry);
+                while let Some((minute, counts)) = map.next_entry::<String, Vec<i64>>()? {
+                    if counts.len() > SLOTS {
+                        return Err(A::Error::invalid_length(counts.len(), &self));
+                    }
+                    out.push((minute, counts));
                 }
                 Ok(Minutes(out))
             }
@@ -196,10 +210,13 @@ pub struct TrendMinute {
     pub takeovers: i64,
     pub fenced_out: i64,
     pub swept: i64,
+    /// Records evicted (absent from older objects' trends).
+    #[serde(default)]
+    pub evicted: i64,
 }
 
 impl TrendMinute {
-    fn of(minute: i64, c: [i64; 7]) -> TrendMinute {
+    fn of(minute: i64, c: [i64; SLOTS]) -> TrendMinute {
         TrendMinute {
             minute: rfc3339(minute.saturating_mul(MINUTE_MS)),
             claims: c[0],
@@ -209,6 +226,7 @@ impl TrendMinute {
             takeovers: c[4],
             fenced_out: c[5],
             swept: c[6],
+            evicted: c[7],
         }
     }
 
@@ -220,6 +238,7 @@ impl TrendMinute {
         self.takeovers += other.takeovers;
         self.fenced_out += other.fenced_out;
         self.swept += other.swept;
+        self.evicted += other.evicted;
     }
 }
 
@@ -229,7 +248,7 @@ pub fn window(parts: &[&Trend], now: Millis) -> Vec<TrendMinute> {
     let last = minute_of(now);
     (last - (TREND_MINUTES - 1)..=last)
         .map(|minute| {
-            let mut counts = [0i64; 7];
+            let mut counts = [0i64; SLOTS];
             for part in parts {
                 if let Some(c) = part.get(minute) {
                     for (sum, n) in counts.iter_mut().zip(c) {

@@ -156,6 +156,7 @@ impl LedgerObject {
                     Found::V5 => Some(5),
                     Found::V6 => Some(6),
                     Found::V7 => Some(7),
+                    Found::V8 => Some(8),
                     _ => None,
                 };
                 if let Some(from) = from {

@@ -41,15 +41,15 @@ use worker::{Env, Headers, ObjectNamespace, Stub};
 use crate::config::Jurisdiction;
 use crate::fields;
 use crate::ledger::{
-    ClaimOutcome, CompleteOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
+    ClaimOutcome, CompleteOutcome, EvictOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
 };
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::env::js_message;
 use crate::platform::log;
 use crate::rpc::{
-    Call, ClaimCall, CompleteCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer, LookupCall,
-    ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall, LOST_ANSWER_RETRY_DELAYS_MS,
-    WAITED_HEADER,
+    Call, ClaimCall, CompleteCall, EvictCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer,
+    LookupCall, ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall,
+    LOST_ANSWER_RETRY_DELAYS_MS, WAITED_HEADER,
 };
 
 pub use crate::rpc::{LedgerError, APP_PATH, APP_TARGET_HEADER};
@@ -392,6 +392,12 @@ impl LedgerClient {
     }
 
     pub async fn lookup(&self, call: &LookupCall) -> Result<LookupAnswer, LedgerError> {
+        self.answer(call).await
+    }
+
+    /// Removes one key's record (docs/contract.md §2.11): `evicted` with the
+    /// record as it stood, `in_flight` while a lease is live, `not_found`.
+    pub async fn evict(&self, call: &EvictCall) -> Result<EvictOutcome, LedgerError> {
         self.answer(call).await
     }
 

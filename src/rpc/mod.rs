@@ -18,6 +18,7 @@
 
 pub mod claim;
 pub mod complete;
+pub mod evict;
 pub mod execute;
 pub mod layout;
 pub mod list;
@@ -32,6 +33,7 @@ use serde::Serialize;
 use crate::protocol::validate_key;
 pub use claim::{check_attempt, check_claim_windows, ClaimCall, MAX_ATTEMPT_CHARS};
 pub use complete::CompleteCall;
+pub use evict::EvictCall;
 pub use execute::{AppRequest, AppRequestRef, ExecuteCall, ExecuteCallRef};
 pub use layout::{
     HorizonAnswer, HorizonCall, JurisdictionCall, JurisdictionOutcome, LayoutCall, LayoutOutcome,
@@ -193,6 +195,7 @@ macro_rules! rpc_v1_calls {
             Layout => "/rpc/v1/layout", $crate::rpc::LayoutCall;
             Horizon => "/rpc/v1/horizon", $crate::rpc::HorizonCall;
             Jurisdiction => "/rpc/v1/jurisdiction", $crate::rpc::JurisdictionCall;
+            Evict => "/rpc/v1/evict", $crate::rpc::EvictCall;
         }
     };
 }

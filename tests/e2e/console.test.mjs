@@ -94,7 +94,8 @@ before(async () => {
     if (m.type() !== "error" && m.type() !== "warn") return;
     const url = m.location()?.url ?? "";
     // The API's own refusals the page asked for (a 401 for a wrong token, a 404 while the list API is absent) are answers, not faults.
-    if (/^Failed to load resource: the server responded with a status of (401|404)\b/.test(m.text()) && new URL(url, base).pathname.startsWith("/v1/")) return;
+    // So is the 409 of an eviction refused while its key is in flight.
+    if (/^Failed to load resource: the server responded with a status of (401|404|409)\b/.test(m.text()) && new URL(url, base).pathname.startsWith("/v1/")) return;
     problems.push(`console ${m.type()}: ${m.text()} (${url})`);
   });
   page.on("response", async (res) => {
@@ -228,7 +229,7 @@ test("an operator token shows the numbers the API returns", async () => {
   // And the counts no read changes equal a stats read of our own.
   const stats = (await api("/v1/idempotency/stats")).json;
   const got = await shownStats();
-  for (const name of ["records", "in_flight", "completed", "released", "claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"]) {
+  for (const name of ["records", "in_flight", "completed", "released", "claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"]) {
     assert.equal(got[name], String(stats[name]), name);
   }
   assert.equal(got.records, String(PLAIN.length + HOSTILE.length + 1));
@@ -241,7 +242,7 @@ test("an operator token shows the numbers the API returns", async () => {
   assert.match(await text("quota-records"), new RegExp(`^${stats.records} of ${stats.limits.max_keys} `));
   assert.match(await text("quota-db-bytes"), new RegExp(`^\\d+ of ${stats.limits.max_db_bytes} `));
   assert.equal(stats.trend.length, 60);
-  for (const name of ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"]) {
+  for (const name of ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"]) {
     const total = stats.trend.reduce((sum, m) => sum + m[name], 0);
     assert.equal(await text(`trend-total-${name}`), String(total), name);
     assert.ok(await page.$(`${tid("trend-chart")} ${tid(`trend-line-${name}`)}`), name);
@@ -372,6 +373,56 @@ test("a screenshot of the console is kept as a test artifact", async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: `${ARTIFACTS}/console.png`, fullPage: true });
   assert.ok(existsSync(`${ARTIFACTS}/console.png`));
+});
+
+/** Looks `key` up on the page and waits for its record. */
+async function lookUp(key) {
+  await page.$eval(tid("lookup-input"), (e) => { e.value = ""; });
+  await page.type(tid("lookup-input"), key);
+  await page.click(tid("lookup-submit"));
+  await page.waitForFunction((sel, k) => document.querySelector(sel)?.textContent === k, WAIT, tid("lookup-key"), key);
+}
+
+test("Evict on a key's lookup (the operator token) asks for confirmation, removes the key, and its retry runs again", async () => {
+  const key = PLAIN[1];
+  await useToken(OPERATOR);
+  const runs = origin.requests.length;
+  assert.equal((await post(key)).headers["idempotent-replayed"], "true", "completed: a retry replays");
+  await lookUp(key);
+  // The first click only asks; cancelling sends nothing.
+  await page.click(tid("lookup-evict"));
+  await visible("evict-confirmation");
+  assert.match(await text("evict-confirmation"), /runs again/);
+  await page.click(tid("evict-cancel"));
+  await page.waitForFunction((sel) => document.querySelector(sel) === null, WAIT, tid("evict-confirmation"));
+  assert.equal((await api(`/v1/idempotency-keys/${encodeURIComponent(key)}`)).status, 200, "cancel changed nothing");
+  // Confirmed: the key is evicted and the page says what was removed.
+  await page.click(tid("lookup-evict"));
+  await page.click(tid("evict-confirm"));
+  await page.waitForSelector(tid("evict-done"), WAIT);
+  assert.ok((await text("evict-done")).startsWith(`evicted ${key} (was completed, status 201, generation 1)`), await text("evict-done"));
+  assert.equal((await api(`/v1/idempotency-keys/${encodeURIComponent(key)}`)).status, 404);
+  // The retry runs again: the origin sees it, nothing is replayed.
+  const again = await post(key);
+  assert.equal(again.status, 201);
+  assert.equal(again.headers["idempotent-replayed"], undefined);
+  assert.equal(origin.requests.length, runs + 1);
+  // Counted, and the page shows it.
+  assert.equal((await api("/v1/idempotency/stats")).json.evicted, 1);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "1", WAIT, tid("stat-evicted"));
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === "1", WAIT, tid("trend-total-evicted"));
+
+  // A key in flight is refused (409): the page shows why, and the key stays.
+  await lookUp(HELD_KEY);
+  await page.click(tid("lookup-evict"));
+  await page.click(tid("evict-confirm"));
+  await page.waitForSelector(tid("evict-problem"), WAIT);
+  assert.match(await text("evict-problem"), /in flight/);
+  assert.equal((await api(`/v1/idempotency-keys/${encodeURIComponent(HELD_KEY)}`)).json.state, "in_flight");
+  assert.equal((await api("/v1/idempotency/stats")).json.evicted, 1);
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(await violations(), []);
+  assert.deepEqual(problems, []);
 });
 
 test("switching to a wrong token leaves nothing of the previous tenant on the page", async () => {

@@ -77,6 +77,12 @@ test("a tenant kept in a jurisdiction: each of its shards and its registry is cr
     assert.equal(stats.completed, 16);
     const intro = await read(await gw.request("/v1/idempotency-keys/eu-3", { headers: { authorization: ACME } }));
     assert.equal(intro.status, 200);
+    // An eviction reaches the key's shard in eu (recorded below: only ever through "eu").
+    const gone = await json(await gw.request("/v1/idempotency-keys/eu-3", { method: "DELETE", headers: { authorization: ACME } }));
+    assert.equal(gone.status, 200, JSON.stringify(gone.json));
+    assert.equal(gone.json.state, "completed");
+    const euHome = shardObjectName("acme", await shardOf("eu-3", 4), 4);
+    assert.equal(await lookupIn(gw, "TENANT_LEDGER_EU", euHome, "eu-3"), null, "evicted from its shard in eu");
 
     const asked = await (await gw.request("/__names")).json();
     const of = (name) => new Set(asked.filter((a) => a.name === name).map((a) => a.jurisdiction));

@@ -2,7 +2,8 @@
 // database was written by the v1 code (tests/fixtures/ledger-v1.sqlite, the
 // same file the host migration tests use) starts under this version and
 // keeps every record, generation, lease, stored response and counter; so
-// do objects the v3 and v5 code wrote (ledger-v3.sqlite, ledger-v5.sqlite).
+// do objects the v3, v5 and v8 code wrote (ledger-v3.sqlite, ledger-v5.sqlite,
+// ledger-v8.sqlite).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -12,7 +13,7 @@ import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harne
 import { fingerprint } from "../../client/fingerprint.js";
 
 /** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
-const SCHEMA_VERSION = 8;
+const SCHEMA_VERSION = 9;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */
 function sqliteFiles(dir) {
@@ -146,6 +147,54 @@ test("an object written by the v5 code gains the claim attempt on its first star
       assert.deepEqual(await claim(), granted, "the repeat is answered the same grant");
       const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
       assert.equal(after.replays, 2);
+    } finally { await gw.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test("an object written by the v8 code gains the evicted counter on its first start, keeping its recorded jurisdiction; its keys are evicted", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-v8-"));
+  const opts = { shared: { resourcePersistencePath: dir } };
+  const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } });
+  try {
+    const first = await startGateway(opts);
+    assert.equal((await get(first, "/v1/idempotency/stats")).status, 200);
+    await first.dispose();
+    const files = sqliteFiles(dir).filter((f) => !f.includes("metadata"));
+    assert.equal(files.length, 1, `one object database: ${files}`);
+    rmSync(`${files[0]}-wal`, { force: true });
+    rmSync(`${files[0]}-shm`, { force: true });
+    // The v8 fixture is an eu tenant's registry (it recorded jurisdiction "eu"); here it is
+    // started as the tenant's object with no TENANT_JURISDICTIONS entry.
+    copyFileSync(`${ROOT}tests/fixtures/ledger-v8.sqlite`, files[0]);
+
+    const gw = await startGateway(opts);
+    try {
+      const s = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.deepEqual(
+        [s.records, s.in_flight, s.completed, s.released, s.claims, s.replays, s.evicted],
+        [3, 1, 1, 1, 4, 1, 0],
+        JSON.stringify(s),
+      );
+      assert.equal(s.trend.reduce((n, m) => n + m.evicted, 0), 0, "the v8 trend's minutes of seven counts read as none evicted");
+      assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 8)?.to, SCHEMA_VERSION);
+      // Schema 7's index of the records in flight is kept: the in-flight listing finds its key.
+      const inFlight = (await json(await get(gw, "/v1/idempotency-keys?state=in_flight"))).json;
+      assert.deepEqual(inFlight.keys.map((k) => k.key), ["busy"], JSON.stringify(inFlight));
+      // Schema 8's recorded jurisdiction is kept: with TENANT_JURISDICTIONS no longer naming the
+      // tenant, a claim is refused rather than run outside it.
+      const stub = await gw.ledger("acme");
+      const fp = await fingerprint({ method: "POST", target: "/x", headers: new Headers(), fingerprintHeaders: [], body: new Uint8Array() });
+      const refused = await json(await stub.fetch("https://ledger/rpc/v1/claim", { method: "POST", body: JSON.stringify({ key: "done", fingerprint: fp }) }));
+      assert.equal(refused.status, 500, JSON.stringify(refused.json));
+      assert.match(JSON.stringify(refused.json), /TENANT_JURISDICTIONS/);
+      // Eviction creates no key, so it is not refused: the completed key is removed.
+      const gone = await json(await gw.request("/v1/idempotency-keys/done", { method: "DELETE", headers: { authorization: ACME } }));
+      assert.equal(gone.status, 200, JSON.stringify(gone.json));
+      assert.deepEqual([gone.json.state, gone.json.generation, gone.json.response_status], ["completed", 1, 201]);
+      assert.equal((await get(gw, "/v1/idempotency-keys/done")).status, 404);
+      const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+      assert.equal(after.evicted, 1);
+      assert.equal(after.trend.reduce((n, m) => n + m.evicted, 0), 1);
     } finally { await gw.dispose(); }
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });

@@ -1,9 +1,9 @@
 // Least privilege for operators, on the wire (docs/contract.md §2.1,
 // docs/operations.md#console): an operator's token (OPERATOR_TOKENS) reads
-// its tenant's stats, key listing and key lookup, and is refused (`403
-// forbidden`) on the application — the embedded orders here, a real origin
-// in proxy mode — so it never sends a protected request and never gets a
-// stored body; and where the console is served (CONSOLE, CONSOLE_HOST): off
+// its tenant's stats, key listing and key lookup and evicts a key, and is
+// refused (`403 forbidden`) on the application — the embedded orders here,
+// a real origin in proxy mode — so it never sends a protected request and
+// never gets a stored body; and where the console is served (CONSOLE, CONSOLE_HOST): off
 // in proxy mode unless turned on, only on its own host when one is named,
 // that host serving no application. Bad values are `500 misconfigured`
 // naming the variable. The console in a browser: console.test.mjs.
@@ -72,6 +72,28 @@ test("embedded mode: an operator token reads stats, keys and a lookup, and every
   // The tenant's own token keeps every power.
   const replay = await read(await gw.request("/v1/orders", orderInit({ key: "op-order-1" })));
   assert.equal(replay.headers["idempotent-replayed"], "true");
+});
+
+test("an operator token evicts a key (contract §2.11), answered its metadata only, and is still refused the application", async () => {
+  const gw = await gateway({ OPERATOR_TOKENS });
+  const created = await json(await gw.request("/v1/orders", orderInit({ key: "op-evict-1" })));
+  assert.equal(created.status, 201);
+  const evicted = await json(await gw.request("/v1/idempotency-keys/op-evict-1", { method: "DELETE", headers: { authorization: OPERATOR } }));
+  assert.equal(evicted.status, 200, evicted.text);
+  assert.deepEqual([evicted.json.key, evicted.json.state, evicted.json.generation, evicted.json.response_status], ["op-evict-1", "completed", 1, 201]);
+  assert.deepEqual(Object.keys(evicted.json).filter((k) => !LOOKUP_MEMBERS.includes(k)), [], "only the record's metadata");
+  assert.ok(!evicted.text.includes(created.json.id), "no stored body");
+  assert.equal((await gw.request("/v1/idempotency-keys/op-evict-1", { headers: { authorization: ACME } })).status, 404, "the key is gone");
+  assert.equal((await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: OPERATOR } }))).json.evicted, 1);
+  // The same token still cannot send the order, whose key now runs again.
+  const refused = await json(await gw.request("/v1/orders", orderInit({ key: "op-evict-1", auth: OPERATOR })));
+  assert.equal(refused.status, 403);
+  assert.equal(slug(refused.json), "forbidden");
+  assert.equal((await gw.request("/v1/idempotency-keys/op-evict-1", { headers: { authorization: ACME } })).status, 404, "nothing claimed");
+  // With the tenant's token the key runs again, as a new key.
+  const again = await read(await gw.request("/v1/orders", orderInit({ key: "op-evict-1" })));
+  assert.equal(again.status, 201);
+  assert.equal(again.headers["idempotent-replayed"], undefined);
 });
 
 test("proxy mode: /console is the origin's path unless CONSOLE=on", async () => {

@@ -120,6 +120,27 @@ test("typed Rust client: release, reclaim, and fencing of a stale generation", a
   assert.equal(refused.status, 400);
 });
 
+test("typed Rust client: evict a completed key; the next claim runs again above its generation", async () => {
+  assert.equal((await op("claim", { key: "r-3", body: "x" })).generation, 1);
+  assert.deepEqual(await op("complete", { key: "r-3", generation: 1, response_text: "failed" }), { outcome: "stored" });
+  // While an owner holds the key, nothing is evicted.
+  assert.equal((await op("claim", { key: "r-4", body: "x" })).outcome, "claimed");
+  const busy = await op("evict", { key: "r-4" });
+  assert.equal(busy.outcome, "in_flight");
+  assert.ok(busy.retry_after_ms > 0);
+  const gone = await op("evict", { key: "r-3" });
+  assert.equal(gone.outcome, "evicted");
+  assert.equal(gone.record.key, "r-3");
+  assert.equal(gone.record.state, "completed");
+  assert.equal(gone.record.response_status, 200);
+  assert.deepEqual(await op("evict", { key: "r-3" }), { outcome: "not_found" });
+  assert.deepEqual(await op("claim", { key: "r-3", body: "x" }), { outcome: "claimed", generation: 2, takeover: false });
+  // The owner of generation 1 stays fenced out.
+  assert.equal((await op("complete", { key: "r-3", generation: 1, response_text: "late" })).outcome, "fenced_out");
+  assert.equal((await op("stats", {})).evicted, 1);
+  assert.equal((await op("evict", { key: "" })).status, 400);
+});
+
 test("Rust Queue consumer: each payment is made once per key across failures, redeliveries and duplicate messages; nothing is left in flight", async () => {
   const payments = await gw.mf.getWorker("payments");
   const send = async (jobs) => assert.equal(await (await payments.fetch("https://payments/send", { method: "POST", body: JSON.stringify(jobs) })).text(), "sent");

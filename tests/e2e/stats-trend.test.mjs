@@ -33,9 +33,9 @@ test("the trend: 60 minutes ending with the current one, each outcome counted, k
       assert.equal(last % MINUTE, 0, "a minute's start");
       assert.ok(last >= Math.floor(before / MINUTE) * MINUTE && last <= after, s.trend[59].minute);
       for (let i = 1; i < 60; i++) assert.equal(Date.parse(s.trend[i].minute) - Date.parse(s.trend[i - 1].minute), MINUTE);
-      assert.deepEqual(Object.keys(s.trend[0]), ["minute", "claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"]);
+      assert.deepEqual(Object.keys(s.trend[0]), ["minute", "claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"]);
       // Everything happened within the hour: the trend adds up to the counters.
-      for (const name of ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept"]) {
+      for (const name of ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"]) {
         assert.equal(total(s.trend, name), s[name], name);
       }
       assert.deepEqual([s.claims, s.replays, s.reused], [5, 6, 1]);

@@ -7,6 +7,7 @@ mod attempt;
 mod config;
 mod contract;
 mod eager;
+mod evict;
 mod execute;
 mod fencing;
 mod fuzz;

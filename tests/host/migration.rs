@@ -1,7 +1,7 @@
-//! The in-place upgrades from schema v1, v2, v3, v4, v5, v6 and v7, from
-//! databases those versions wrote (tests/fixtures/ledger-v1.sqlite,
+//! The in-place upgrades from schema v1, v2, v3, v4, v5, v6, v7 and v8,
+//! from databases those versions wrote (tests/fixtures/ledger-v1.sqlite,
 //! ledger-v2.sqlite, ledger-v3.sqlite, ledger-v4.sqlite, ledger-v5.sqlite,
-//! ledger-v6.sqlite and ledger-v7.sqlite:
+//! ledger-v6.sqlite, ledger-v7.sqlite and ledger-v8.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -927,4 +927,89 @@ fn a_v7_database_upgrades_in_place_with_no_recorded_jurisdiction_keeping_every_r
     // The new column records, and reads back.
     l.record_jurisdiction("eu").unwrap();
     assert_eq!(l.recorded_jurisdiction().unwrap().as_deref(), Some("eu"));
+}
+
+#[test]
+fn a_v8_database_upgrades_in_place_with_no_evictions_keeping_every_record_counter_jurisdiction_and_trend(
+) {
+    let l = fixture_ledger("ledger-v8.sqlite");
+    assert_eq!(version_of(&l), 8, "the fixture is v8");
+    let has_column = |l: &Ledger<RusqliteStore>| -> bool {
+        l.store()
+            .connection()
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('ledger_state') WHERE name = 'evicted'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+            == 1
+    };
+    assert!(!has_column(&l));
+    let trend_of = |l: &Ledger<RusqliteStore>| -> String {
+        l.store()
+            .connection()
+            .query_row("SELECT trend FROM ledger_state", [], |r| r.get(0))
+            .unwrap()
+    };
+    // Schema 8 wrote seven counts a minute.
+    let stored: serde_json::Value = serde_json::from_str(&trend_of(&l)).unwrap();
+    let (minute, counts) = stored.as_object().unwrap().iter().next().unwrap();
+    assert_eq!(counts.as_array().unwrap().len(), 7);
+    let minute: i64 = minute.parse().unwrap();
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V8);
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    assert!(has_column(&l));
+    // The in-flight index is kept: it holds the key in flight.
+    assert_eq!(
+        indexes(&l),
+        [
+            "idempotency_records_in_flight",
+            "idempotency_records_sweep_at"
+        ]
+    );
+    assert_eq!(count(&l, "idempotency_records"), 3);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    // The jurisdiction schema 8 recorded is kept.
+    assert_eq!(l.recorded_jurisdiction().unwrap().as_deref(), Some("eu"));
+    let s = l.stats(T0 + 2_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use, s.evicted),
+        (4, 1, 1, 1, 0),
+        "every counter kept, the new one at 0"
+    );
+    assert_eq!(
+        (s.records, s.in_flight, s.completed, s.released),
+        (3, 1, 1, 1)
+    );
+    // The seven-count minute reads as it was, with no evictions.
+    let now = &s.trend[59];
+    assert_eq!(
+        (now.claims, now.replays, now.in_use, now.reused, now.evicted),
+        (4, 1, 1, 1, 0)
+    );
+    // The released key (generation 2) is evicted and comes back above it;
+    // the minute written again holds eight counts, its old ones kept.
+    match l.evict("freed", 0, T0 + 3_000).unwrap() {
+        idempotency_ledger::ledger::EvictOutcome::Evicted { record } => {
+            assert_eq!(record.generation, 2)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        l.claim("freed", &fp("e"), &policy(), T0 + 3_100).unwrap(),
+        ClaimOutcome::Claimed { generation: 3, .. }
+    ));
+    l.flush_pending().unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&trend_of(&l)).unwrap();
+    assert_eq!(
+        stored[minute.to_string()],
+        serde_json::json!([5, 1, 1, 1, 0, 0, 0, 1])
+    );
+    let reopened = Ledger::new(RusqliteStore::new(
+        rusqlite::Connection::open(l.store().connection().path().unwrap()).unwrap(),
+    ));
+    let s = reopened.stats(T0 + 3_200).unwrap();
+    assert_eq!((s.evicted, s.claims, s.trend[59].evicted), (1, 5, 1));
 }

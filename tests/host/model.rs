@@ -1,8 +1,10 @@
 //! Model-based test: thousands of random interleavings of claim / complete /
-//! release / clock advance / sweep against a plain in-memory reference model.
-//! After every step the ledger must answer exactly as the model does, and the
-//! invariants must hold: generations never go back, a completed response is
-//! never replaced, the quota counter equals the rows held. Claims come from
+//! release / clock advance / sweep / evict against a plain in-memory
+//! reference model. After every step the ledger must answer exactly as the
+//! model does, and the invariants must hold: generations never go back (a
+//! key's every new grant is above all it was granted before, through sweeps
+//! and evictions), a completed response is never replaced, the quota
+//! counter equals the rows held. Claims come from
 //! named and unnamed attempts: only the attempt holding a live lease is
 //! answered its grant again.
 
@@ -10,7 +12,7 @@ use std::collections::HashMap;
 
 use crate::support::*;
 use idempotency_ledger::ledger::{
-    ClaimOutcome, ClaimPolicy, CompleteOutcome, Refusal, ReleaseOutcome,
+    ClaimOutcome, ClaimPolicy, CompleteOutcome, EvictOutcome, Refusal, ReleaseOutcome,
 };
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -39,7 +41,7 @@ struct Rec {
 #[derive(Default)]
 struct Model {
     recs: HashMap<String, Rec>,
-    /// The highest generation swept: a new key starts above it.
+    /// The highest generation swept or evicted: a new key starts above it.
     floor: i64,
 }
 
@@ -194,6 +196,18 @@ impl Model {
         }
     }
 
+    /// Evicts `key`: the generation and state removed, `Err` with the
+    /// lease's time left while it is live, `None` when absent or expired.
+    fn evict(&mut self, key: &str, now: i64) -> Option<Result<(i64, St), i64>> {
+        let r = self.recs.get(key).filter(|r| r.expires_at > now)?;
+        if r.state == St::InFlight && r.lease_end > now {
+            return Some(Err(r.lease_end - now));
+        }
+        let r = self.recs.remove(key)?;
+        self.floor = self.floor.max(r.generation);
+        Some(Ok((r.generation, r.state)))
+    }
+
     fn sweep(&mut self, now: i64) {
         let floor = &mut self.floor;
         self.recs.retain(|_, r| {
@@ -221,6 +235,7 @@ fn run_one_seed(seed: u64, steps: usize) {
     let mut owners: Vec<(String, i64)> = Vec::new();
     let mut now = 0i64;
     let mut last_generation: HashMap<String, i64> = HashMap::new();
+    let mut highest_granted: HashMap<String, i64> = HashMap::new();
     let mut completions = 0u32;
 
     for step in 0..steps {
@@ -241,6 +256,12 @@ fn run_one_seed(seed: u64, steps: usize) {
                 );
                 if let ClaimOutcome::Claimed { generation, .. } = got.outcome {
                     owners.push((key.to_string(), generation));
+                    let highest = highest_granted.entry(key.to_string()).or_insert(0);
+                    assert!(
+                        generation > *highest || (got.repeated && generation == *highest),
+                        "seed {seed} step {step}: {key} granted {generation} after {highest}"
+                    );
+                    *highest = generation;
                 }
             }
             40..=64 => {
@@ -276,7 +297,24 @@ fn run_one_seed(seed: u64, steps: usize) {
                 );
             }
             // Coarse steps land exactly on lease and retention boundaries.
-            80..=95 => now += 250 * rng.gen_range(0..6),
+            80..=92 => now += 250 * rng.gen_range(0..6),
+            93..=95 => {
+                let expected = model.evict(key, now);
+                let got = l.evict(key, 0, now).unwrap();
+                let got = match got {
+                    EvictOutcome::Evicted { record } => {
+                        let state = match record.state.as_str() {
+                            "in_flight" => St::InFlight,
+                            "completed" => St::Completed,
+                            _ => St::Released,
+                        };
+                        Some(Ok((record.generation, state)))
+                    }
+                    EvictOutcome::InFlight { retry_after_ms, .. } => Some(Err(retry_after_ms)),
+                    EvictOutcome::NotFound => None,
+                };
+                assert_eq!(got, expected, "seed {seed} step {step}: evict {key}");
+            }
             _ => {
                 let batch = rng.gen_range(1..4);
                 while l.sweep(now, batch).unwrap().batch_full {}

@@ -1,9 +1,11 @@
 //! The gateway's replay cache: it never serves an expired record, another
-//! tenant's record, or a replay for a different fingerprint, stays within
-//! its byte budget, and hands back every replay it served.
+//! tenant's record, a replay for a different fingerprint, an entry older
+//! than a minute or one whose key was evicted, stays within its byte
+//! budget, and hands back every replay it served.
 
 use idempotency_ledger::contract::replay_cache::{
     ReplayCache, Replayable, EXPIRY_MARGIN_MS, FLUSH_AFTER_MS, FLUSH_AFTER_REPLAYS,
+    MAX_ENTRY_AGE_MS,
 };
 use idempotency_ledger::protocol::StoredResponse;
 
@@ -72,7 +74,15 @@ fn never_serves_another_tenant_another_key_or_another_fingerprint() {
 
 #[test]
 fn never_serves_within_a_second_of_expiry_or_after() {
-    let mut c = cache_with("acme", "k", "d1", b"x");
+    let mut c = ReplayCache::new(1 << 20);
+    let response = stored(b"x");
+    let record = Replayable {
+        generation: 1,
+        response: &response,
+        expires_at: EXPIRES,
+    };
+    // Inserted within its last minute: its expiry ends it, not its age.
+    c.insert("acme", "k", "d1", record, EXPIRES - MAX_ENTRY_AGE_MS / 2);
     let last = EXPIRES - EXPIRY_MARGIN_MS - 1;
     assert!(c.serve("acme", "k", "d1", last).is_some());
     assert_eq!(c.serve("acme", "k", "d1", last + 1), None);
@@ -153,4 +163,29 @@ fn a_completion_given_up_on_is_due_at_once_and_handed_back() {
     c.restore_pending("acme", taken, 1_000);
     assert_eq!(c.take_pending("acme").complete_failed, 1);
     assert!(c.take_pending("acme").is_empty());
+}
+
+#[test]
+fn an_entry_is_served_at_most_a_minute_after_the_object_answered_it() {
+    // Inserted at 1 000: an eviction elsewhere is seen here by 61 000.
+    let mut c = cache_with("acme", "k", "d1", b"x");
+    assert!(c
+        .serve("acme", "k", "d1", 1_000 + MAX_ENTRY_AGE_MS - 1)
+        .is_some());
+    assert_eq!(c.serve("acme", "k", "d1", 1_000 + MAX_ENTRY_AGE_MS), None);
+    assert!(c.is_empty(), "an aged entry is dropped");
+    // The object answers `completed` again: served again for a minute.
+    put(&mut c, "k", &stored(b"x"), 70_000);
+    assert!(c.serve("acme", "k", "d", 70_001).is_some());
+}
+
+#[test]
+fn a_forgotten_key_is_never_served_again_and_others_stay() {
+    let mut c = cache_with("acme", "k", "d1", b"x");
+    put(&mut c, "other", &stored(b"y"), 1_000);
+    c.forget("acme", "k");
+    c.forget("globex", "other");
+    assert_eq!(c.serve("acme", "k", "d1", 2_000), None);
+    assert!(c.serve("acme", "other", "d", 2_000).is_some());
+    assert_eq!(c.len(), 1);
 }

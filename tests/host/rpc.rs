@@ -19,6 +19,7 @@ fn routes_resolve_only_under_v1() {
         Route::Stats,
         Route::Execute,
         Route::Replayed,
+        Route::Evict,
     ] {
         assert_eq!(Route::from_path(r.path()), Some(r));
     }
@@ -208,6 +209,22 @@ fn replayed_calls_are_bounded() {
     );
     assert!(serde_json::from_str::<ReplayedOutcome>(r#"{"outcome":"accepted"}"#).is_err());
     assert!(serde_json::from_str::<ReplayedOutcome>(r#"{}"#).is_err());
+}
+
+#[test]
+fn an_evict_call_names_one_valid_key_and_nothing_else() {
+    assert_eq!(Route::from_path("/rpc/v1/evict"), Some(Route::Evict));
+    let call: EvictCall = serde_json::from_str(r#"{"key":"k"}"#).unwrap();
+    assert!(call.validate().is_ok());
+    assert!(serde_json::from_str::<EvictCall>(r#"{"key":"k","generation":1}"#).is_err());
+    assert!(serde_json::from_str::<EvictCall>(r#"{}"#).is_err());
+    for bad in [r#"{"key":""}"#, r#"{"key":"a\u0000b"}"#] {
+        let call: EvictCall = serde_json::from_str(bad).unwrap();
+        assert!(call.validate().is_err(), "{bad}");
+    }
+    let long = format!(r#"{{"key":"{}"}}"#, "k".repeat(10_000));
+    let call: EvictCall = serde_json::from_str(&long).unwrap();
+    assert!(call.validate().is_err());
 }
 
 #[test]

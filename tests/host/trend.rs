@@ -141,7 +141,7 @@ fn the_trend_is_written_in_the_counters_row_write_and_kept_across_a_restart() {
         format!(
             "{{{}}}",
             (0..5)
-                .map(|i| format!("\"{}\":[1,0,0,0,0,0,0]", T0 / MINUTE + i))
+                .map(|i| format!("\"{}\":[1,0,0,0,0,0,0,0]", T0 / MINUTE + i))
                 .collect::<Vec<_>>()
                 .join(",")
         )
@@ -174,7 +174,7 @@ fn minutes_older_than_the_hour_fall_out_of_the_stored_trend() {
     l.flush_pending().unwrap();
     assert_eq!(
         trend_column(&l),
-        format!("{{\"{}\":[1,0,0,0,0,0,0]}}", T0 / MINUTE + 70)
+        format!("{{\"{}\":[1,0,0,0,0,0,0,0]}}", T0 / MINUTE + 70)
     );
     let s = l.stats(T0 + 70 * MINUTE).unwrap();
     assert_eq!(s.trend.iter().map(|m| m.claims).sum::<i64>(), 1);
@@ -223,7 +223,7 @@ fn an_enclosing_rollback_takes_the_trend_counts_it_wrote_with_it() {
     assert_eq!((at(&s, 0).claims, at(&s, 1).claims), (0, 1));
     assert_eq!(
         trend_column(&l),
-        format!("{{\"{}\":[1,0,0,0,0,0,0]}}", T0 / MINUTE + 1)
+        format!("{{\"{}\":[1,0,0,0,0,0,0,0]}}", T0 / MINUTE + 1)
     );
 }
 

@@ -88,11 +88,11 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   const shown = (v) => (v === null || v === undefined ? NONE : String(v));
   const unavailable = (testid) => el("p", { class: "unavailable", testid, text: NOT_AVAILABLE });
 
-  /** One API read with the operator's token: its status and its JSON (null if none). */
-  async function api(path) {
+  /** One API call with the console's token (a read unless method says otherwise): its status and its JSON (null if none). */
+  async function api(path, method) {
     const headers = new Headers({ accept: "application/json" });
     if (state.token) headers.set("authorization", "Bearer " + state.token);
-    const res = await fetch(path, { headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" });
+    const res = await fetch(path, { method: method || "GET", headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" });
     let body = null;
     try { body = await res.json(); } catch (e) { body = null; }
     return { status: res.status, body };
@@ -384,7 +384,53 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     const record = answer.body;
     const names = LOOKUP_FIELDS.filter((n) => Object.hasOwn(record, n))
       .concat(Object.keys(record).filter((n) => !LOOKUP_FIELDS.includes(n) && (record[n] === null || typeof record[n] !== "object")));
-    ui.lookupResult.replaceChildren(el("dl", { testid: "lookup-record" }, names.map((n) => pair("lookup-" + n, n, record[n]))));
+    const evict = el("button", { type: "button", class: "danger", testid: "lookup-evict", text: "Evict" });
+    evict.addEventListener("click", () => confirmEviction(key, evict));
+    ui.lookupResult.replaceChildren(
+      el("dl", { testid: "lookup-record" }, names.map((n) => pair("lookup-" + n, n, record[n]))),
+      evict,
+    );
+  }
+
+  /** The Evict action's confirmation step: nothing is sent until the operator confirms. */
+  function confirmEviction(key, button) {
+    button.hidden = true;
+    const yes = el("button", { type: "button", class: "danger", testid: "evict-confirm", text: "Evict this key" });
+    const no = el("button", { type: "button", testid: "evict-cancel", text: "Cancel" });
+    const box = el("div", { class: "confirm", testid: "evict-confirmation", role: "alertdialog" }, [
+      el("p", { text: "Evict " + key + "? Its stored answer is removed and the next request with this key runs again." }),
+      yes, no,
+    ]);
+    no.addEventListener("click", () => { box.remove(); button.hidden = false; });
+    yes.addEventListener("click", () => { yes.disabled = true; no.disabled = true; evictKey(key, box); });
+    ui.lookupResult.append(box);
+  }
+
+  /** DELETE /v1/idempotency-keys/{key}: the outcome replaces the lookup, then the panels refresh. */
+  async function evictKey(key, box) {
+    const seq = ++state.lookupSeq;
+    const epoch = state.epoch;
+    let answer;
+    try {
+      answer = await api("/v1/idempotency-keys/" + encodeURIComponent(key), "DELETE");
+    } catch (error) {
+      if (seq === state.lookupSeq && epoch === state.epoch) box.replaceChildren(el("p", { class: "problem", testid: "evict-problem", text: String(error && error.message) }));
+      return;
+    }
+    if (seq !== state.lookupSeq || epoch !== state.epoch) return;
+    if (answer.status === 401) {
+      state.stopped = true;
+      showProblem(detailOf(answer));
+      return;
+    }
+    if (answer.status === 200 && isObject(answer.body)) {
+      const r = answer.body;
+      ui.lookupResult.replaceChildren(el("p", { class: "done", testid: "evict-done",
+        text: "evicted " + shown(r.key) + " (was " + shown(r.state) + ", status " + shown(r.response_status) + ", generation " + shown(r.generation) + "): the next request with it runs again" }));
+      load();
+      return;
+    }
+    box.replaceChildren(el("p", { class: "problem", testid: "evict-problem", text: detailOf(answer) }));
   }
 
   /** A new token (or none): everything the previous one showed goes first. */

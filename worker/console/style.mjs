@@ -49,4 +49,8 @@ svg.trend polyline { fill: none; stroke: var(--series); stroke-width: 1.5; }
 .series-takeovers { --series: #0891b2; }
 .series-fenced_out { --series: #dc2626; }
 .series-swept { --series: #6b7280; }
+.series-evicted { --series: #be185d; }
+button.danger { border-color: var(--bad); color: var(--bad); margin-top: 0.5rem; }
+.confirm { border: 1px solid var(--bad); border-radius: 4px; padding: 0.5rem 1rem; margin-top: 0.5rem; }
+.confirm button { margin-right: 0.5rem; }
 `;

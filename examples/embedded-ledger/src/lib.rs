@@ -4,7 +4,7 @@
 //!   over its own SQLite (`DoSqlStore`), keeps its own `transfers` table, and
 //!   uses `Ledger::execute` so a transfer and its ledger completion commit in
 //!   one transaction: one key, one transfer, whatever the retries.
-//! - **Typed client**: `/ledger/{tenant}/{claim,complete,release,lookup,stats}`
+//! - **Typed client**: `/ledger/{tenant}/{claim,complete,release,lookup,evict,stats}`
 //!   calls a deployed `TenantLedger` through `LedgerClient`, getting the
 //!   core's closed outcome enums back, with no JSON written by hand.
 //! - **Queue consumer** (`queue.rs`): an `#[event(queue)]` whose effect (a
@@ -24,7 +24,7 @@ use idempotency_ledger::protocol::{
     parse_idempotency_key, AppResponse, CapturePolicy, Fingerprint, Problem, ProblemKind,
     RequestParts, StoredResponse,
 };
-use idempotency_ledger::rpc::{ClaimCall, CompleteCall, LookupCall, ReleaseCall};
+use idempotency_ledger::rpc::{ClaimCall, CompleteCall, EvictCall, LookupCall, ReleaseCall};
 use serde::Deserialize;
 use worker::{
     durable_object, event, wasm_bindgen, Context, DurableObject, Env, Request, Response, Result,
@@ -235,6 +235,7 @@ async fn ledger_route(env: &Env, tenant: &str, op: &str, call: LedgerCall) -> Re
                 .await,
         ),
         "lookup" => outcome_json(client.lookup(&LookupCall { key }).await),
+        "evict" => outcome_json(client.evict(&EvictCall { key }).await),
         "stats" => outcome_json(client.stats().await),
         _ => http::problem(&Problem::new(
             ProblemKind::NotFound,

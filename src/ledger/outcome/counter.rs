@@ -35,10 +35,13 @@ pub enum Counter {
     /// Completions stored as tombstones because the byte quota
     /// (`MAX_DB_BYTES_PER_OBJECT`) had no room for their body (schema 5).
     QuotaTombstones,
+    /// Records an operator evicted (`DELETE /v1/idempotency-keys/{key}`,
+    /// RPC `evict`; schema 9).
+    Evicted,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 15] = [
+    pub const ALL: [Counter; 16] = [
         Counter::InFlight,
         Counter::Completed,
         Counter::Released,
@@ -54,11 +57,14 @@ impl Counter {
         Counter::WaitedReplayed,
         Counter::WaitedTimedOut,
         Counter::QuotaTombstones,
+        Counter::Evicted,
     ];
 
     /// The outcomes the per-minute trend follows (`ledger::trend`), in the
     /// order its stored rows hold them: src/ledger/outcome/trended.json,
-    /// compiled in by build.rs (the JS package's copy is generated from it).
+    /// compiled in by build.rs (the JS package's copy is generated from it;
+    /// `evicted`, the eighth, since schema 9: a stored row of seven reads as
+    /// none evicted).
     pub const TRENDED: [Counter; generated::TRENDED.len()] = generated::TRENDED;
 
     /// This counter's place in a trend row, if the trend follows it.
@@ -84,6 +90,7 @@ impl Counter {
             Counter::WaitedReplayed => "waited_replayed",
             Counter::WaitedTimedOut => "waited_timed_out",
             Counter::QuotaTombstones => "quota_tombstones",
+            Counter::Evicted => "evicted",
         }
     }
 

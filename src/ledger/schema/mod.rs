@@ -26,7 +26,7 @@
 //!   outcome counts by minute, see `trend`), written in the counters' own
 //!   row write: it costs no row;
 //! - and so does every counter added since (`quota_tombstones`, schema
-//!   5): one column of that row, added in place;
+//!   5; `evicted`, schema 9): one column of that row, added in place;
 //! - the claim attempt that holds a record's lease (`lease_attempt`,
 //!   `lease_took_over`, schema 6: see `Ledger::claim_as`) is two columns
 //!   of the record's own row, written by the grant's own statement, and
@@ -68,7 +68,7 @@ pub use v1::{
 };
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The records table (also the target of the v1 → v2 copy).
 const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -173,6 +173,8 @@ pub enum Found {
     V6,
     /// Schema version 7 (no recorded jurisdiction).
     V7,
+    /// Schema version 8 (no `evicted` counter).
+    V8,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
@@ -193,6 +195,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             5 => Found::V5,
             6 => Found::V6,
             7 => Found::V7,
+            8 => Found::V8,
             _ => Found::V1,
         });
     }
@@ -222,31 +225,40 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v4(store)?;
             upgrade_v5(store)?;
             upgrade_v6(store)?;
-            upgrade_v7(store)?
+            upgrade_v7(store)?;
+            upgrade_v8(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
             upgrade_v4(store)?;
             upgrade_v5(store)?;
             upgrade_v6(store)?;
-            upgrade_v7(store)?
+            upgrade_v7(store)?;
+            upgrade_v8(store)?
         }
         Found::V4 => {
             upgrade_v4(store)?;
             upgrade_v5(store)?;
             upgrade_v6(store)?;
-            upgrade_v7(store)?
+            upgrade_v7(store)?;
+            upgrade_v8(store)?
         }
         Found::V5 => {
             upgrade_v5(store)?;
             upgrade_v6(store)?;
-            upgrade_v7(store)?
+            upgrade_v7(store)?;
+            upgrade_v8(store)?
         }
         Found::V6 => {
             upgrade_v6(store)?;
-            upgrade_v7(store)?
+            upgrade_v7(store)?;
+            upgrade_v8(store)?
         }
-        Found::V7 => upgrade_v7(store)?,
+        Found::V7 => {
+            upgrade_v7(store)?;
+            upgrade_v8(store)?
+        }
+        Found::V8 => upgrade_v8(store)?,
     }
     Ok(was)
 }
@@ -340,6 +352,7 @@ fn upgrade_v5(store: &impl SqlStore) -> Result<(), StoreError> {
 /// and writes one entry per record in flight (few: a lease is short) —
 /// then the version. No record is rewritten; `IF NOT EXISTS` makes a
 /// second run a no-op. Self-contained: it needs only schema 6's table.
+/// [`upgrade_v7`] follows.
 fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(IN_FLIGHT_INDEX, &[])?;
     store.execute(
@@ -351,9 +364,24 @@ fn upgrade_v6(store: &impl SqlStore) -> Result<(), StoreError> {
 /// Schema 7 → 8: the state row gains the jurisdiction the tenant's keys
 /// live in, NULL (schema 7 knew none: every tenant was unrestricted, so
 /// its keys are where they were). One statement on one row, whatever the
-/// object holds; then the version.
+/// object holds; then the version. [`upgrade_v8`] follows.
 fn upgrade_v7(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute("ALTER TABLE ledger_state ADD COLUMN jurisdiction TEXT", &[])?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = 8 WHERE id = 1",
+        &[],
+    )
+}
+
+/// Schema 8 → 9: the state row gains the `evicted` counter, at 0 (schema 8
+/// could not evict). One column of one row, whatever the object holds; the
+/// trend's stored minutes of seven counts are read as they are (see
+/// `trend`). Then the version.
+fn upgrade_v8(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE ledger_state ADD COLUMN evicted INTEGER NOT NULL DEFAULT 0",
+        &[],
+    )?;
     store.execute(
         "UPDATE ledger_state SET schema_version = ? WHERE id = 1",
         &[SCHEMA_VERSION.into()],

@@ -15,7 +15,7 @@ use super::*;
 /// is under way.
 pub const V1_RECORDS: &str = "idempotency_records_v1";
 
-/// Schema 1 → 7, its first step (one transaction, the caller's, bounded
+/// Schema 1 → 8, its first step (one transaction, the caller's, bounded
 /// whatever the object holds): the v1 records table is set aside (renamed,
 /// which rewrites no row), this version's tables are created, and the
 /// counters are moved from `ledger_counters` rows into the state row, with

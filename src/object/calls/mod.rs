@@ -23,6 +23,7 @@
 
 mod claim;
 mod complete;
+mod evict;
 mod execute;
 mod layout;
 mod list;

@@ -70,6 +70,13 @@ fn only_get_and_head_health_skip_authentication() {
         ("HEAD", "/v1/idempotency-keys", GatewayRoute::Application),
         ("GET", "/openapi.json", GatewayRoute::OpenApi),
         ("POST", "/openapi.json", GatewayRoute::Application),
+        (
+            "DELETE",
+            "/v1/idempotency-keys/a%20b",
+            GatewayRoute::KeyEviction("a%20b"),
+        ),
+        ("DELETE", "/v1/idempotency-keys", GatewayRoute::Application),
+        ("DELETE", "/v1/orders/1", GatewayRoute::Application),
     ] {
         assert_eq!(admission::route(method, path), expected, "{method} {path}");
     }
@@ -120,6 +127,14 @@ fn the_openapi_document_covers_every_gateway_route_status_and_slug() {
         "forbidden",
     ] {
         assert!(text.contains(&format!("`{slug}`")), "{slug} is documented");
+    }
+    // Evicting a key: every status it answers is documented.
+    let evict = &paths["/v1/idempotency-keys/{key}"]["delete"]["responses"];
+    for status in ["200", "400", "401", "404", "409", "500", "503"] {
+        assert!(
+            evict.get(status).is_some(),
+            "DELETE /v1/idempotency-keys/{{key}} documents {status}"
+        );
     }
     let served = admission::openapi();
     assert_eq!(served.status, 200);
@@ -297,12 +312,13 @@ fn a_token_names_its_tenant_and_its_kind() {
 }
 
 #[test]
-fn an_operator_token_reaches_the_reads_only_never_the_application() {
+fn an_operator_token_reaches_the_reads_and_an_eviction_only_never_the_application() {
     use admission::Access;
     let reads = [
         ("GET", "/v1/idempotency/stats"),
         ("GET", "/v1/idempotency-keys"),
         ("GET", "/v1/idempotency-keys/k-1"),
+        ("DELETE", "/v1/idempotency-keys/k-1"),
     ];
     for (method, path) in reads {
         let access = admission::route(method, path).access();
@@ -319,6 +335,7 @@ fn an_operator_token_reaches_the_reads_only_never_the_application() {
         ("POST", "/v1/idempotency/stats"),
         ("HEAD", "/v1/idempotency-keys"),
         ("DELETE", "/v1/orders/1"),
+        ("DELETE", "/v1/idempotency-keys"),
         ("PROPFIND", "/charges"),
         ("GET", "/console"),
     ] {
