@@ -15,9 +15,9 @@
 // under large answers (QUOTA); docs/development.md carries the latest
 // table.
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { fingerprint } from "../client/fingerprint.js";
-import { LedgerClient } from "../client/rpc.js";
-import { queueConsumer } from "../client/queues.js";
+import { fingerprint } from "../client/rules/fingerprint.js";
+import { LedgerClient } from "../client/rpc/client.js";
+import { queueConsumer } from "../client/consumers/queues.js";
 import { benchOptions } from "./lib.mjs";
 import { ACME, DEMO_TOKENS, ROOT, eventually, orderInit, startOrigin, wranglerVars } from "../scripts/workerd.mjs";
 

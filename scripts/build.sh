@@ -97,7 +97,7 @@ build_ledger() {
 generate_js() {
   local homes=(docs/problems.json src/config/defaults.json src/ledger/outcome/trended.json scripts/generate.mjs)
   local copy
-  for copy in client/generated/problems.js client/generated/defaults.js client/generated/trended.js; do
+  for copy in client/generated/problems.js client/generated/defaults.js client/generated/trended.js worker/console/browser/trended.js; do
     if [ ! -s "$copy" ] || [ -n "$(find "${homes[@]}" -newer "$copy" -print -quit)" ]; then
       echo "[build] client/generated/ from the shared rules' homes"
       node scripts/generate.mjs
@@ -109,6 +109,9 @@ generate_js() {
 generate_js
 build_gateway
 build_ledger
+# The console's browser modules, embedded as strings the Worker serves
+# (worker/console/files.mjs; tests/node/console.test.mjs pins the copy).
+node scripts/console-files.mjs
 # worker-build writes build/.gitignore as `*`, which also hides build/ledger/
 # from npm pack (package.json's files name the four files one by one). npm
 # reads a .npmignore instead of the .gitignore beside it; git still ignores

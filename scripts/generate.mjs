@@ -2,7 +2,8 @@
 // each from its one home (build.rs compiles the same files into the crate):
 //   problems.js  docs/problems.json              the problem catalog (PROBLEM_CATALOG)
 //   defaults.js  src/config/defaults.json        the package's option defaults (DEFAULTS)
-//   trended.js   src/ledger/outcome/trended.json the outcomes the trend follows (TRENDED)
+//   trended.js   src/ledger/outcome/trended.json the outcomes the trend follows (TRENDED;
+//                also worker/console/browser/trended.js, for the console's browser code)
 // scripts/build.sh runs it; the files are committed (the npm package ships
 // them, and the node tests run on a fresh clone without a build), and
 // tests/node/generated.test.mjs fails when one differs from what this
@@ -110,6 +111,9 @@ export function generated() {
     "client/generated/problems.js": problems(),
     "client/generated/defaults.js": defaults(),
     "client/generated/trended.js": trended(),
+    // The console's browser modules are served from worker/console/browser/
+    // (embedded by scripts/console-files.mjs): the same module, beside them.
+    "worker/console/browser/trended.js": trended(),
   };
 }
 

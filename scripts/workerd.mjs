@@ -9,7 +9,7 @@
 // Needs `bash scripts/build.sh` first.
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 
 export const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -38,16 +38,17 @@ export function wranglerVars() {
 
 /**
  * The npm package's modules as a Worker loads them: client/index.js and
- * every module it imports (one per seam; the shared rules are JS modules,
- * client/generated/, so no JSON module is needed).
+ * every module of client/ but ledger/ (idempotency-ledger/ledger loads the
+ * slim wasm: its suites list it with worker/testing.mjs), so a module
+ * added to a room needs no list here.
  */
-export const CLIENT_MODULES = [
-  "index", "defaults", "bytes", "tenant", "key", "fingerprint", "rpc", "problems", "stored", "answer", "waiting", "shards", "settle", "sources", "request", "options", "claim", "capture", "settlement", "contract",
-  "generated/problems", "generated/defaults", "generated/trended",
-].map((name) => ({ type: "ESModule", path: `${ROOT}client/${name}.js` }));
+export const CLIENT_MODULES = readdirSync(`${ROOT}client`, { recursive: true })
+  .filter((f) => f.endsWith(".js") && !f.startsWith("ledger/"))
+  .sort()
+  .map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` }));
 
 /** The console's modules (worker/console.mjs and the files it serves), imported by the entry. */
-export const CONSOLE_MODULES = ["console.mjs", "console/app.mjs", "console/page.mjs", "console/style.mjs"]
+export const CONSOLE_MODULES = ["console.mjs", "console/files.mjs", "console/page.mjs", "console/style.mjs"]
   .map((name) => ({ type: "ESModule", path: `${ROOT}worker/${name}` }));
 
 /** The deployed script's modules: the entry (Rust build + JS RPC entrypoint + console), the wasm, the client. */

@@ -13,9 +13,12 @@
 //   style, Trusted Types required), nosniff, no referrer, no framing.
 // - Only GET and HEAD: any other method is the gateway's 405 problem.
 // - The files are JS strings (./console/*.mjs): no build step, no wrangler
-//   rule, the same from the checkout and from the npm package.
-import { problemResponse } from "../client/problems.js";
-import { CONSOLE_SCRIPT } from "./console/app.mjs";
+//   rule, the same from the checkout and from the npm package. The
+//   script's modules are real files (./console/browser/*.js, type-checked
+//   against the DOM), embedded as strings in ./console/files.mjs by
+//   scripts/console-files.mjs.
+import { problemResponse } from "../client/rules/problems.js";
+import { CONSOLE_SCRIPTS } from "./console/files.mjs";
 import { CONSOLE_ICON, CONSOLE_PAGE } from "./console/page.mjs";
 import { CONSOLE_STYLE } from "./console/style.mjs";
 
@@ -49,7 +52,7 @@ export const CONSOLE_HEADERS = Object.freeze({
 const FILES = new Map([
   ["/console", [CONSOLE_PAGE, "text/html; charset=utf-8"]],
   ["/console/", [CONSOLE_PAGE, "text/html; charset=utf-8"]],
-  ["/console/app.js", [CONSOLE_SCRIPT, "text/javascript; charset=utf-8"]],
+  ...Object.entries(CONSOLE_SCRIPTS).map(([name, text]) => [`/console/${name}`, [text, "text/javascript; charset=utf-8"]]),
   ["/console/style.css", [CONSOLE_STYLE, "text/css; charset=utf-8"]],
   ["/console/favicon.svg", [CONSOLE_ICON, "image/svg+xml"]],
 ]);

@@ -1,3 +1,4 @@
+// @ts-check
 // The deployed script's entry module: the Rust gateway and TenantLedger
 // (built by worker-build into build/) plus LedgerService, a JS RPC
 // entrypoint over the same RPC v1.
@@ -12,10 +13,10 @@
 // A service binding is trusted: whoever holds it may act for any tenant
 // (as with a Durable Object binding). The tenant argument is checked for
 // shape only (1–256 bytes of UTF-8, no control characters), exactly as the
-// gateway's tenants, and named to objects by the same rule (client/tenant.js).
+// gateway's tenants, and named to objects by the same rule (client/rules/tenant.js).
 //
 // Sharded tenants (TENANT_SHARDS) are routed by the package's TenantLedgers
-// (client/shards.js), the gateway's one rule: a key lives in one object of
+// (client/rpc/shards.js), the gateway's one rule: a key lives in one object of
 // the current layout; while resharding, every keyed call goes first to the
 // key's object in the previous layout, and its 421 idempotency-key-moved
 // sends the call to the key's object in the current layout.
@@ -39,14 +40,18 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import RustGateway, { TenantLedger as RustTenantLedger } from "../build/index.js";
 import { TenantLedgers, parseTenantShards } from "../client/index.js";
-import { parseTenantJurisdictions } from "../client/tenant.js";
+import { parseTenantJurisdictions } from "../client/rules/tenant.js";
 import { consoleResponse, isConsoleUrl } from "./console.mjs";
 
 const rustFetch = RustGateway.prototype.fetch;
 const consoleServed = RustGateway.prototype.consoleServed;
 const serveRead = RustTenantLedger.prototype.serveRead;
 
-/** Rethrows `error`, first marking the module for re-instantiation if it is a trap (as the shim does). */
+/**
+ * Rethrows `error`, first marking the module for re-instantiation if it is a trap (as the shim does).
+ * @param {unknown} error
+ * @returns {never}
+ */
 function markCritical(error) {
   const state = globalThis.__worker_init_state;
   if (error instanceof WebAssembly.RuntimeError && state) state.criticalError = true;
@@ -69,6 +74,7 @@ export class TenantLedger {
   }
 
   async fetch(request) {
+    /** @type {Uint8Array | null} */
     let body = null; // unreadable: the object answers it, as its Rust fetch does (400)
     try {
       body = new Uint8Array(await request.arrayBuffer());
@@ -90,6 +96,10 @@ export class TenantLedger {
  * The gateway's answer to `request` (docs/contract.md §2), or the
  * console's files under /console; also from inside another fetch handler
  * (a Worker that routes some paths to the gateway).
+ * @param {Request} request
+ * @param {import("./entry.d.mts").LedgerEnv} env
+ * @param {ExecutionContext} ctx
+ * @returns {Promise<Response>}
  */
 export function fetchGateway(request, env, ctx) {
   const state = globalThis.__worker_init_state;
@@ -121,7 +131,9 @@ function servesConsole(env, url) {
 /** The gateway Worker: `export { default } from "idempotency-ledger/worker"`. */
 export default { fetch: fetchGateway };
 
+/** @type {ReturnType<typeof parseTenantShards> | null} */
 let shardMap = null; // parsed once per isolate (variables never change within one)
+/** @type {ReturnType<typeof parseTenantJurisdictions> | null} */
 let jurisdictionMap = null;
 
 /** A variable's text: a TOML table (`TENANT_SHARDS = { acme = 8 }`) arrives as an object, read as its JSON text, as the Rust gateway reads it. */
@@ -153,3 +165,26 @@ export class LedgerService extends WorkerEntrypoint {
   /** RPC v1 `execute`: claim + the embedded orders app + complete, one transaction (unsharded tenants). */
   async execute(tenant, call) { return this.#ledgers.execute(tenant, call); }
 }
+
+// The declarations of this module (./entry.d.mts, hand-written: the types a
+// TypeScript Worker sees) checked against the code by `tsc -p worker` (in
+// `npm run check:types`): an export missing or of another shape fails it.
+// What it proves: every export and every LedgerService call the
+// declarations name exists here, and each answers what they declare (the
+// answers come typed from ../client/); fetchGateway's and TenantLedger's
+// signatures. Not proved: arguments this file leaves untyped (any), and
+// what the Rust build answers (build/index.js is untyped glue).
+/**
+ * @template {true} T
+ * @typedef {T} Holds
+ */
+/**
+ * @template A, B
+ * @typedef {[A] extends [B] ? ([B] extends [A] ? true : false) : false} Same
+ */
+/** @typedef {Omit<import("./entry.d.mts").LedgerService, keyof WorkerEntrypoint>} DeclaredCalls */
+/** @typedef {Holds<Exclude<keyof DeclaredCalls, keyof LedgerService> extends never ? true : false>} EveryDeclaredCallIsHere */
+/** @typedef {Holds<{ [K in keyof DeclaredCalls]: Same<ReturnType<LedgerService[K & keyof LedgerService]>, ReturnType<DeclaredCalls[K]>> }[keyof DeclaredCalls]>} EachCallAnswersItsDeclaredType */
+/** @typedef {Holds<Same<Parameters<typeof fetchGateway>, Parameters<typeof import("./entry.d.mts").fetchGateway>>>} FetchGatewayTakesItsDeclaredArguments */
+/** @typedef {Holds<Same<ReturnType<typeof fetchGateway>, ReturnType<typeof import("./entry.d.mts").fetchGateway>>>} FetchGatewayAnswersAResponse */
+/** @typedef {Holds<TenantLedger extends Pick<import("./entry.d.mts").TenantLedger, "fetch" | "alarm"> ? true : false>} TenantLedgerServesFetchAndAlarm */

@@ -29,7 +29,7 @@ function packagedVars() {
  * @param {{ name?: string; compatibilityDate?: string; vars?: Record<string, string> }} [options]
  */
 export function ledgerWorker({ name = "idempotency-ledger", compatibilityDate = DEFAULT_DATE, vars = {} } = {}) {
-  const client = readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js")).sort();
+  const client = readdirSync(`${ROOT}client`, { recursive: true }).filter((f) => f.endsWith(".js")).sort();
   const consoleFiles = readdirSync(`${ROOT}worker/console`).filter((f) => f.endsWith(".mjs")).sort();
   return {
     name,

@@ -1,5 +1,5 @@
 // Types of ./wasm.mjs: the class src/embedded/mod.rs exports (wasm-bindgen).
-// Its inputs and outputs are JSON text; client/ledger.js is the typed API.
+// Its inputs and outputs are JSON text; client/ledger/ledger.js is the typed API.
 export declare class EmbeddedLedger {
   /** Migrates the ledger's tables in the object's database and recounts a small one; throws a TypeError on invalid options. */
   constructor(ctx: unknown, optionsJson: string);

@@ -4,7 +4,7 @@
 // record and the row in one transaction). What `Embedded` costs beyond
 // `Bare` is the price of exactly-once inside your own object.
 import { DurableObject } from "cloudflare:workers";
-import { Ledger } from "../../client/ledger.js";
+import { Ledger } from "../../client/ledger/ledger.js";
 
 const SCHEMA = "CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)";
 

@@ -17,7 +17,7 @@ function deepFreeze(value) {
 
 /** docs/problems.json, verbatim: base URI and every problem slug with its status, title and (templated) detail. */
 export const PROBLEM_CATALOG = deepFreeze({
-  "$comment": "The problem catalog: every RFC 9457 problem document the product answers, by slug. The Rust gateway and object (src/protocol/problem.rs) and the JS package (client/problems.js) both render from this table; tests/fixtures/problem-documents.json pins the exact documents both produce. A detail in {braces} names an argument the renderer fills in; \"final\": true marks a refusal no retry can change, answered with X-Should-Retry: false (docs/contract.md §2.5); a problem without a detail gets one from its call site (a parser or validation message). Slugs, statuses and titles are the wire contract (docs/contract.md §2.5): renaming one breaks clients.",
+  "$comment": "The problem catalog: every RFC 9457 problem document the product answers, by slug. The Rust gateway and object (src/protocol/problem.rs) and the JS package (client/rules/problems.js) both render from this table; tests/fixtures/problem-documents.json pins the exact documents both produce. A detail in {braces} names an argument the renderer fills in; \"final\": true marks a refusal no retry can change, answered with X-Should-Retry: false (docs/contract.md §2.5); a problem without a detail gets one from its call site (a parser or validation message). Slugs, statuses and titles are the wire contract (docs/contract.md §2.5): renaming one breaks clients.",
   "base": "https://idempotency-ledger.dev/problems/",
   "problems": {
     "unauthorized": {

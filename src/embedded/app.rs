@@ -1,5 +1,5 @@
 //! Calling the caller's synchronous function inside the ledger's
-//! transaction, and reading its answer as client/ledger.js encodes it.
+//! transaction, and reading its answer as client/ledger/ledger.js encodes it.
 
 use js_sys::{Array, Function, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
@@ -22,7 +22,7 @@ impl From<StoreError> for Failed {
 }
 
 /// Calls the caller's function and reads its answer
-/// (`[status, [name, value, …], body]`, made by client/ledger.js).
+/// (`[status, [name, value, …], body]`, made by client/ledger/ledger.js).
 pub(super) fn run_app(run: &Function) -> Result<AppResponse, Failed> {
     let answer = run.call0(&JsValue::UNDEFINED).map_err(Failed::Thrown)?;
     let malformed = |what: &str| Failed::Thrown(refuse(format!("execute: {what}")));

@@ -1,6 +1,6 @@
 //! The ledger inside *your own* TypeScript Durable Object: the same
 //! [`Ledger`] core as `TenantLedger` and Rust library mode, exported to
-//! JavaScript (`idempotency-ledger/ledger`, client/ledger.js, wraps it).
+//! JavaScript (`idempotency-ledger/ledger`, client/ledger/ledger.js, wraps it).
 //!
 //! Role: give a JS object exactly-once over its own SQLite tables. One
 //! `execute` claims the key, calls the caller's synchronous function (its
@@ -105,7 +105,7 @@ struct Swept {
 /// One Durable Object's ledger, over that object's own SQLite database.
 ///
 /// The [`Ledger`] (the store and its counts) is one per object instance:
-/// client/ledger.js keeps the first `EmbeddedLedger` made over a `ctx` and
+/// client/ledger/ledger.js keeps the first `EmbeddedLedger` made over a `ctx` and
 /// derives every later one from it ([`EmbeddedLedger::with_options`]), so
 /// a `new Ledger(ctx)` per request migrates, recounts and counts once.
 #[wasm_bindgen]
@@ -313,7 +313,7 @@ impl EmbeddedLedger {
     }
 
     /// `flush()`: writes the counts kept in memory (call it outside any
-    /// transaction; client/ledger.js does, on a timer).
+    /// transaction; client/ledger/ledger.js does, on a timer).
     pub fn flush(&self) -> Result<(), JsValue> {
         self.ledger.flush_pending().map_err(store_failed)
     }

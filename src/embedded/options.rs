@@ -1,4 +1,4 @@
-//! The embedded ledger's options as client/ledger.js sends them (defaults
+//! The embedded ledger's options as client/ledger/ledger.js sends them (defaults
 //! filled there), checked against the same rules as the Worker's
 //! variables, and turned into the core's claim and capture policies.
 
@@ -11,7 +11,7 @@ use crate::ledger::{ClaimPolicy, STORED_BODY_CEILING};
 use crate::protocol::CapturePolicy;
 use crate::rpc::check_window;
 
-/// The limits of one embedded ledger (client/ledger.js fills the defaults).
+/// The limits of one embedded ledger (client/ledger/ledger.js fills the defaults).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Options {
@@ -23,7 +23,7 @@ pub(super) struct Options {
     sweep_interval_seconds: u64,
 }
 
-/// The options (client/ledger.js fills the defaults), checked: the claim
+/// The options (client/ledger/ledger.js fills the defaults), checked: the claim
 /// policy, the capture policy and the sweep grid.
 pub(super) fn policies(options: &str) -> Result<(ClaimPolicy, CapturePolicy, i64), JsValue> {
     let options: Options = serde_json::from_slice(options.as_bytes()).map_err(refuse)?;

@@ -2,7 +2,7 @@
 // TenantLedger (not a fake ledger: every call that gets through is served by
 // the real object): the first `complete` is dropped before it reaches the
 // object, as a reset connection would. The middleware retries it as the
-// gateway does (client/settle.js), so the key still completes.
+// gateway does (client/rpc/settle.js), so the key still completes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, read, eventually, lossyLinkWorker, jsClientWorker } from "./harness.mjs";

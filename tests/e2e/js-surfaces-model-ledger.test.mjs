@@ -48,7 +48,7 @@
 //   its row and answers as given, records nothing for a key header it
 //   has; one that throws or is refused commits nothing;
 // - a `Response` answer is refused like a Promise (a TypeError, nothing
-//   committed), as client/ledger.js and docs/typescript.md have it
+//   committed), as client/ledger/ledger.js and docs/typescript.md have it
 //   (RESPONSE_ANSWERS: were it "stored", it would have to be stored byte
 //   for byte — never committed with an answer other than the one given);
 // - `stats()` agrees: completed == records == claims == distinct keys with
@@ -80,8 +80,7 @@ const ledgerModel = {
     { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
     { type: "ESModule", path: `${ROOT}build/ledger/index.js` },
     { type: "CompiledWasm", path: `${ROOT}build/ledger/index_bg.wasm` },
-    ...readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js")).sort().map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` })),
-    ...readdirSync(`${ROOT}client/generated`).filter((f) => f.endsWith(".js")).sort().map((f) => ({ type: "ESModule", path: `${ROOT}client/generated/${f}` })),
+    ...readdirSync(`${ROOT}client`, { recursive: true }).filter((f) => f.endsWith(".js")).sort().map((f) => ({ type: "ESModule", path: `${ROOT}client/${f}` })),
   ],
   durableObjects: { MODEL: { className: "ModelLedger", useSQLite: true } },
 };
@@ -103,7 +102,7 @@ const S1_STEPS = 100;
 
 /**
  * What a `Response` answer of `run` comes to: "refused" (a TypeError,
- * nothing committed), as client/ledger.js and docs/typescript.md have it
+ * nothing committed), as client/ledger/ledger.js and docs/typescript.md have it
  * since fbe480c; "stored" would hold it to being stored and replayed byte
  * for byte. Either way: nothing committed unless the answer was accepted,
  * and an accepted answer is the one given.

@@ -220,7 +220,6 @@ test("the package's jurisdiction option — withIdempotency, ledgerStore, Ledger
     modulesRoot: ROOT,
     modules: [
       { type: "ESModule", path: `${ROOT}tests/e2e/workers/jurisdiction-app.mjs` },
-      { type: "ESModule", path: `${ROOT}client/store.js` },
       ...CLIENT_MODULES,
     ],
     compatibilityDate: "2026-11-01",

@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, startOrigin, jsClientWorker, GATEWAY_MODULES, orderInit, orders, read, json, ACME } from "./harness.mjs";
-import { fingerprint } from "../../client/fingerprint.js";
+import { fingerprint } from "../../client/rules/fingerprint.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const LOSING = {

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { startGateway, read, bundledWorkerModules } from "./harness.mjs";
 import { captureBounded, captureResponse } from "../../client/index.js";
-import { storedBodyBytes } from "../../client/stored.js";
+import { storedBodyBytes } from "../../client/rules/stored.js";
 
 const CAP = 4096; // the app's maxStoredBodyBytes
 const streamingApp = {

@@ -10,7 +10,7 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harness.mjs";
-import { fingerprint } from "../../client/fingerprint.js";
+import { fingerprint } from "../../client/rules/fingerprint.js";
 
 /** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
 const SCHEMA_VERSION = 9;

@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, read, eventually, ROOT } from "./harness.mjs";
-import { LedgerClient } from "../../client/rpc.js";
+import { LedgerClient } from "../../client/rpc/client.js";
 
 const example = `${ROOT}examples/embedded-ledger/build`;
 const rustWorker = {

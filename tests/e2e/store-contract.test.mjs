@@ -16,7 +16,7 @@ before(async () => {
     workers: [{
       name: "store-app",
       modulesRoot: ROOT,
-      modules: [{ type: "ESModule", path: `${ROOT}tests/e2e/workers/store-app.mjs` }, { type: "ESModule", path: `${ROOT}client/store.js` }, ...CLIENT_MODULES],
+      modules: [{ type: "ESModule", path: `${ROOT}tests/e2e/workers/store-app.mjs` }, ...CLIENT_MODULES],
       compatibilityDate: "2026-11-01",
       durableObjects: { LEDGER: { className: "TenantLedger", scriptName: "gateway", useSQLite: true } },
     }],

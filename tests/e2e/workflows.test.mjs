@@ -14,7 +14,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { CLIENT_MODULES, ROOT, eventually, startGateway } from "./harness.mjs";
-import { LedgerClient } from "../../client/rpc.js";
+import { LedgerClient } from "../../client/rpc/client.js";
 
 const FIRST_SEED = Number(process.env.SEED ?? 1);
 const SEEDS = Number(process.env.SEEDS ?? 1);
@@ -62,8 +62,6 @@ const appWorker = {
   modules: [
     { type: "ESModule", path: `${ROOT}tests/e2e/workers/workflow-app.mjs` },
     ...CLIENT_MODULES,
-    { type: "ESModule", path: `${ROOT}client/consumer.js` },
-    { type: "ESModule", path: `${ROOT}client/workflows.js` },
   ],
   compatibilityDate: "2026-11-01",
   durableObjects: {

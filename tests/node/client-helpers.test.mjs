@@ -7,8 +7,8 @@ import {
   generateIdempotencyKey, deriveIdempotencyKey, withIdempotencyKey,
   applyIdempotencyKey, captureResponse, replayResponse, IdempotencyKeyError,
 } from "../../client/index.js";
-import { formatIdempotencyKey } from "../../client/key.js";
-import { storedBodyBytes } from "../../client/stored.js";
+import { formatIdempotencyKey } from "../../client/rules/key.js";
+import { storedBodyBytes } from "../../client/rules/stored.js";
 
 test("generateIdempotencyKey mints distinct UUIDs", () => {
   const a = generateIdempotencyKey();
@@ -87,7 +87,7 @@ test("parseIdempotencyKey agrees with the gateway on every shared vector", async
 
 test("preferWait reads Prefer exactly as the gateway does (shared vectors)", async () => {
   const { withIdempotency } = await import("../../client/index.js");
-  const { preferWait } = await import("../../client/waiting.js");
+  const { preferWait } = await import("../../client/rules/waiting.js");
   const { readFileSync } = await import("node:fs");
   const fixture = JSON.parse(readFileSync(new URL("../fixtures/prefer-wait.json", import.meta.url), "utf8"));
   assert.ok(fixture.vectors.length >= 20);
@@ -158,7 +158,7 @@ test("shardOf / shardObjectName place keys exactly as the gateway (shared vector
 });
 
 test("a sharded tenant's listing pages merge exactly as the gateway merges them (shared vectors: tests/fixtures/list-merge.json)", async () => {
-  const { mergeListPages } = await import("../../client/shards.js");
+  const { mergeListPages } = await import("../../client/rpc/shards.js");
   const { readFileSync } = await import("node:fs");
   const fixture = JSON.parse(readFileSync(new URL("../fixtures/list-merge.json", import.meta.url), "utf8"));
   assert.ok(fixture.cases.length >= 8);
@@ -176,7 +176,7 @@ test("a sharded tenant's listing pages merge exactly as the gateway merges them 
 
 test("the JS middleware's defaults are the gateway's: DEFAULTS equals src/config/defaults.json and is what applies", async () => {
   const { withIdempotency, fingerprint, captureResponse } = await import("../../client/index.js");
-  const { DEFAULTS } = await import("../../client/defaults.js");
+  const { DEFAULTS } = await import("../../client/rules/defaults.js");
   const { readFileSync } = await import("node:fs");
   const { variables: v } = JSON.parse(readFileSync(new URL("../../src/config/defaults.json", import.meta.url), "utf8"));
   const list = (s) => s.split(",").map((t) => t.trim()).filter(Boolean);
@@ -227,7 +227,7 @@ test("the JS middleware's defaults are the gateway's: DEFAULTS equals src/config
 
 test("middleware options are checked when the middleware is made: each wrong one is a TypeError naming it", async () => {
   const { withIdempotency, LedgerClient, TenantLedgers } = await import("../../client/index.js");
-  const { idempotency } = await import("../../client/hono.js");
+  const { idempotency } = await import("../../client/middleware/hono.js");
   // Shapes only: nothing here is called (a namespace's idFromName/get run per request, not at construction).
   const namespace = { idFromName: () => ({}), get: () => ({ fetch: async () => new Response() }) };
   const client = LedgerClient.forTenant(namespace, "acme");
@@ -277,7 +277,7 @@ test("middleware options are checked when the middleware is made: each wrong one
 });
 
 test("targetOf cuts the target out of the URL verbatim, as the gateway's target_of (shared vectors: tests/fixtures/targets.json)", async () => {
-  const { targetOf } = await import("../../client/fingerprint.js");
+  const { targetOf } = await import("../../client/rules/fingerprint.js");
   const { readFileSync } = await import("node:fs");
   const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/targets.json", import.meta.url), "utf8"));
   assert.ok(vectors.length >= 8);
@@ -286,7 +286,7 @@ test("targetOf cuts the target out of the URL verbatim, as the gateway's target_
 
 test("an option name the middleware does not know is a TypeError naming it, the nearest name, and ours for another library's name", async () => {
   const { withIdempotency, LedgerClient } = await import("../../client/index.js");
-  const { idempotency } = await import("../../client/hono.js");
+  const { idempotency } = await import("../../client/middleware/hono.js");
   const namespace = { idFromName: () => ({}), get: () => ({ fetch: async () => new Response() }) };
   const ledger = LedgerClient.forTenant(namespace, "acme");
   // The options of hono-idempotency, node-idempotency and the seed package's middleware, as a migrating
@@ -329,7 +329,7 @@ test("an option name the middleware does not know is a TypeError naming it, the 
 });
 
 test("knownOptions: the nearest name is suggested only when it is near, and an inherited name is not an option", async () => {
-  const { knownOptions } = await import("../../client/defaults.js");
+  const { knownOptions } = await import("../../client/rules/defaults.js");
   const known = ["retentionSeconds", "maxKeys"];
   assert.throws(() => knownOptions("x", { maxkey: 1 }, known), /unknown option "maxkey" \(did you mean "maxKeys"\?\)/);
   assert.throws(() => knownOptions("x", { colour: 1 }, known), (e) => !/did you mean/.test(e.message));
@@ -342,7 +342,7 @@ test("knownOptions: the nearest name is suggested only when it is near, and an i
 });
 
 test("tenant ids and their objects' names follow the one rule both languages pin (tests/fixtures/tenants.json)", async () => {
-  const { isTenantId, tenantObjectName, isObjectName } = await import("../../client/tenant.js");
+  const { isTenantId, tenantObjectName, isObjectName } = await import("../../client/rules/tenant.js");
   const { shardObjectName, LedgerClient } = await import("../../client/index.js");
   const { readFileSync } = await import("node:fs");
   const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/tenants.json", import.meta.url), "utf8"));
@@ -374,9 +374,9 @@ test("tenant ids and their objects' names follow the one rule both languages pin
 });
 
 test("a tenant's jurisdiction: TENANT_JURISDICTIONS parsed as the gateway does, and every path to its objects asks namespace.jurisdiction(J) for it", async () => {
-  const { JURISDICTIONS, parseTenantJurisdictions, inJurisdiction } = await import("../../client/tenant.js");
+  const { JURISDICTIONS, parseTenantJurisdictions, inJurisdiction } = await import("../../client/rules/tenant.js");
   const { LedgerClient, TenantLedgers } = await import("../../client/index.js");
-  const { ledgerStore } = await import("../../client/store.js");
+  const { ledgerStore } = await import("../../client/middleware/store.js");
   assert.deepEqual([...JURISDICTIONS], ["eu", "fedramp", "fedramp-high", "us"]);
   assert.deepEqual([...parseTenantJurisdictions('{"acme-eu": "eu", "org/team": "fedramp-high"}')], [["acme-eu", "eu"], ["org/team", "fedramp-high"]]);
   assert.equal(parseTenantJurisdictions(undefined).size, 0);

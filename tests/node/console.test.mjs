@@ -1,19 +1,35 @@
 // The operator console's files and headers (worker/console.mjs), in plain
-// Node: the script parses, the page and script use no inline code and no
+// Node: the script's modules parse and are the files served, the page and script use no inline code and no
 // HTML sink, every answer carries the security headers, and only GET and
 // HEAD are served. The page in a real browser: tests/e2e/console.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Script } from "node:vm";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { CONSOLE_CSP, consoleResponse, isConsoleUrl } from "../../worker/console.mjs";
-import { CONSOLE_SCRIPT } from "../../worker/console/app.mjs";
+import { CONSOLE_SCRIPTS } from "../../worker/console/files.mjs";
+import { TARGET, browserModules, filesModule } from "../../scripts/console-files.mjs";
 import { CONSOLE_PAGE } from "../../worker/console/page.mjs";
 import { CONSOLE_STYLE } from "../../worker/console/style.mjs";
 
 const get = (path, method = "GET") => consoleResponse(new Request(`https://gw.test${path}`, { method }));
 
-test("the console's script parses as a script", () => {
-  assert.doesNotThrow(() => new Script(CONSOLE_SCRIPT, { filename: "console/app.js" }));
+// The script's modules' code, one string, what the checks below read: without
+// comments (app.js's own comment names the sinks it must never use) — whole
+// comment lines and /* */ blocks; a trailing // comment stays and is read.
+const code = (text) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+const CONSOLE_SCRIPT = Object.values(CONSOLE_SCRIPTS).map(code).join("\n");
+
+test("the console's served modules are its browser files exactly (files.mjs is generated, not edited)", () => {
+  assert.equal(readFileSync(TARGET, "utf8"), filesModule(), "run `node scripts/console-files.mjs`");
+  assert.deepEqual(Object.entries(CONSOLE_SCRIPTS), browserModules());
+  assert.ok("app.js" in CONSOLE_SCRIPTS);
+});
+
+test("the console's modules parse as modules", () => {
+  for (const name of Object.keys(CONSOLE_SCRIPTS)) {
+    assert.doesNotThrow(() => execFileSync(process.execPath, ["--check", new URL(`../../worker/console/browser/${name}`, import.meta.url).pathname], { stdio: "pipe" }), name);
+  }
 });
 
 test("the console's script renders through the DOM only: no HTML sink, no eval", () => {
@@ -34,6 +50,14 @@ test("the console's page has no inline script or style, and names its files by a
   const scripts = [...CONSOLE_PAGE.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
   assert.equal(scripts.length, 1);
   assert.match(scripts[0][1], /\ssrc="\/console\/app\.js"/);
+  assert.match(scripts[0][1], /\stype="module"/);
+  // The modules import only each other, by relative path: every file they load is one served here.
+  for (const [name, text] of Object.entries(CONSOLE_SCRIPTS)) {
+    for (const [, specifier] of text.matchAll(/^import\b[^"]*"([^"]+)";$/gm)) {
+      assert.match(specifier, /^\.\/[a-z-]+\.js$/, name);
+      assert.ok(specifier.slice(2) in CONSOLE_SCRIPTS, `${name} imports ${specifier}, which is not served`);
+    }
+  }
   assert.equal(scripts[0][2], "");
   assert.doesNotMatch(CONSOLE_PAGE, /<style\b|\sstyle=|\son[a-z]+=|javascript:/i);
   assert.match(CONSOLE_PAGE, /<link rel="stylesheet" href="\/console\/style\.css">/);
@@ -58,7 +82,12 @@ test("every console file is served with its type and the security headers", asyn
     assert.equal(res.headers.get("access-control-allow-origin"), null, path);
     assert.ok((await res.text()).length > 0, path);
   }
-  assert.equal(await get("/console/app.js").text(), CONSOLE_SCRIPT);
+  for (const [name, text] of Object.entries(CONSOLE_SCRIPTS)) {
+    const res = get(`/console/${name}`);
+    assert.equal(res.headers.get("content-type"), "text/javascript; charset=utf-8", name);
+    assert.equal(res.headers.get("content-security-policy"), CONSOLE_CSP, name);
+    assert.equal(await res.text(), text, name);
+  }
 });
 
 test("the console's CSP allows this origin's files and API only, and no inline code", () => {

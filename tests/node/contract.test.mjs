@@ -1,8 +1,8 @@
-// The middleware contract (client/contract.js) against a failing ledger: a
+// The middleware contract (client/middleware/contract.js) against a failing ledger: a
 // plain object with async claim/complete/release that throw or answer as
 // each test scripts. Run in Node, with the same Web APIs Workers have.
 // Completion and release are retried as the gateway retries them
-// (client/settle.js), the handler's response always reaches its caller,
+// (client/rpc/settle.js), the handler's response always reaches its caller,
 // its error is never masked, and an unreachable ledger is the gateway's
 // 503 problem document.
 import { test } from "node:test";
@@ -12,8 +12,8 @@ import { Hono } from "hono";
 import {
   withIdempotency, idempotencyContract, LedgerClient, LedgerError, settle, SETTLE_RETRY_DELAYS_MS,
 } from "../../client/index.js";
-import { problemResponse } from "../../client/problems.js";
-import { idempotency } from "../../client/hono.js";
+import { problemResponse } from "../../client/rules/problems.js";
+import { idempotency } from "../../client/middleware/hono.js";
 
 const unreachable = () => new LedgerError("ledger unreachable: connection reset", { status: null });
 const claimed = { outcome: "claimed", generation: 1, takeover: false };

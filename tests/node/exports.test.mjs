@@ -48,7 +48,7 @@ test("idempotency-ledger/ledger exports exactly Ledger", async () => {
   // stand in for worker/wasm.mjs so Node can read the module's exports.
   const hooks = registerHooks({
     resolve(specifier, context, next) {
-      if (specifier === "../worker/wasm.mjs" && /\/client\/[^/]+\.js$/.test(context.parentURL ?? "")) {
+      if (specifier === "../../worker/wasm.mjs" && /\/client\/ledger\/[^/]+\.js$/.test(context.parentURL ?? "")) {
         return { url: "data:text/javascript,export class EmbeddedLedger {}", shortCircuit: true };
       }
       return next(specifier, context);

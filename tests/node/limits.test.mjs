@@ -8,12 +8,12 @@ import { readFileSync } from "node:fs";
 const fixture = JSON.parse(readFileSync(new URL("../fixtures/limits.json", import.meta.url), "utf8"));
 
 test("every limit the JS package applies is the fixture's (and so the core's)", async () => {
-  const defaults = await import("../../client/defaults.js");
-  const { MAX_SHARDS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } = await import("../../client/shards.js");
-  const { MAX_KEY_LENGTH } = await import("../../client/key.js");
-  const { SETTLE_RETRY_DELAYS_MS } = await import("../../client/settle.js");
-  const { LOST_ANSWER_RETRY_DELAYS_MS } = await import("../../client/rpc.js");
-  const { NULL_BODY } = await import("../../client/stored.js");
+  const defaults = await import("../../client/rules/defaults.js");
+  const { MAX_SHARDS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } = await import("../../client/rpc/shards.js");
+  const { MAX_KEY_LENGTH } = await import("../../client/rules/key.js");
+  const { SETTLE_RETRY_DELAYS_MS } = await import("../../client/rpc/settle.js");
+  const { LOST_ANSWER_RETRY_DELAYS_MS } = await import("../../client/rpc/client.js");
+  const { NULL_BODY } = await import("../../client/rules/stored.js");
   const l = fixture.limits;
   assert.equal(defaults.MAX_WINDOW_SECONDS, l.max_window_seconds);
   assert.equal(defaults.STORED_BODY_CEILING, l.stored_body_ceiling);

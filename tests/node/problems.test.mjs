@@ -1,12 +1,12 @@
 // One problem catalog for both languages: the JS package renders every
-// problem document from docs/problems.json (as client/problems.js), and
+// problem document from docs/problems.json (as client/rules/problems.js), and
 // its answers are exactly the ones tests/fixtures/problem-documents.json
 // pins for the Rust gateway too.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { refusalResponse, replayResponse, withIdempotency } from "../../client/index.js";
-import { PROBLEM_CATALOG, problemResponse, problemDocument } from "../../client/problems.js";
+import { PROBLEM_CATALOG, problemResponse, problemDocument } from "../../client/rules/problems.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const readJson = (path) => JSON.parse(readFileSync(`${ROOT}${path}`, "utf8"));
@@ -22,7 +22,7 @@ function expected(c) {
   return { status: c.status, headers: Object.fromEntries(c.headers), body: c.body };
 }
 
-test("client/problems.js carries docs/problems.json exactly (one catalog, proven copy)", () => {
+test("client/rules/problems.js carries docs/problems.json exactly (one catalog, proven copy)", () => {
   assert.deepStrictEqual(PROBLEM_CATALOG, readJson("docs/problems.json"));
   assert.ok(Object.isFrozen(PROBLEM_CATALOG.problems["idempotency-key-in-use"]), "the catalog cannot be changed at run time");
 });
@@ -88,7 +88,7 @@ test("a tombstone replays as 500 idempotency-response-not-retained, from the cat
 
 test("no JS module writes a problem type or base of its own: they come from the catalog", () => {
   const sources = [
-    ...readdirSync(`${ROOT}client`).filter((f) => f.endsWith(".js") && f !== "problems.js").map((f) => `client/${f}`),
+    ...readdirSync(`${ROOT}client`, { recursive: true }).filter((f) => f.endsWith(".js") && f !== "rules/problems.js" && f !== "generated/problems.js").map((f) => `client/${f}`),
     "worker/entry.mjs",
     "worker/console.mjs",
   ];

@@ -4,8 +4,8 @@
 // ledger and real local Queues: tests/e2e/queues.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { queueConsumer } from "../../client/queues.js";
-import { decodeResult, delaySeconds, encodeResult, MAX_RETRY_DELAY_SECONDS } from "../../client/consumer.js";
+import { queueConsumer } from "../../client/consumers/queues.js";
+import { decodeResult, delaySeconds, encodeResult, MAX_RETRY_DELAY_SECONDS } from "../../client/consumers/consumer.js";
 
 const ledger = (_message, env) => env.LEDGER;
 const handler = () => 1;
@@ -48,7 +48,7 @@ test("a result round-trips through what the ledger stores; none is 204, an unenc
   assert.equal(encodeResult(10n).body, null);
   assert.equal(decodeResult(encodeResult(10n)), undefined);
   // Larger than the ledger stores (STORED_BODY_CEILING): a tombstone, never a completion the ledger refuses.
-  const { STORED_BODY_CEILING } = await import("../../client/defaults.js");
+  const { STORED_BODY_CEILING } = await import("../../client/rules/defaults.js");
   assert.equal(encodeResult("x".repeat(STORED_BODY_CEILING)).body, null);
   assert.equal(decodeResult(encodeResult("x".repeat(STORED_BODY_CEILING))), undefined);
   assert.equal(decodeResult(encodeResult("x".repeat(STORED_BODY_CEILING - 2))), "x".repeat(STORED_BODY_CEILING - 2));

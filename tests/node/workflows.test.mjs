@@ -4,8 +4,8 @@
 // Workflow, cron trigger and alarm: tests/e2e/workflows.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { once, onceScheduled } from "../../client/workflows.js";
-import { LedgerClient } from "../../client/rpc.js";
+import { once, onceScheduled } from "../../client/consumers/workflows.js";
+import { LedgerClient } from "../../client/rpc/client.js";
 
 const unreached = { fetch: async () => { throw new Error("the ledger must not be called"); } };
 const ledger = new LedgerClient(unreached);

@@ -11,7 +11,7 @@ export const CONSOLE_PAGE = `<!doctype html>
 <title>idempotency-ledger console</title>
 <link rel="icon" href="/console/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/console/style.css">
-<script src="/console/app.js" defer></script>
+<script type="module" src="/console/app.js"></script>
 </head>
 <body>
 <header>

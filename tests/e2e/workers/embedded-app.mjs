@@ -3,8 +3,8 @@
 // object does; every `run` inserts into its own `effects` table first, so
 // the test can see what committed.
 import { DurableObject } from "cloudflare:workers";
-import { Ledger } from "../../../client/ledger.js";
-import { fingerprint } from "../../../client/fingerprint.js";
+import { Ledger } from "../../../client/ledger/ledger.js";
+import { fingerprint } from "../../../client/rules/fingerprint.js";
 
 const SCHEMA = "CREATE TABLE IF NOT EXISTS effects (id INTEGER PRIMARY KEY, what TEXT NOT NULL)";
 

@@ -8,7 +8,7 @@
 // tests/e2e/workers/jurisdiction-entry.mjs) and records each call
 // (`GET /asked`); `?real=1` hands over the real binding instead.
 import { LedgerClient, fingerprint, withIdempotency } from "../../../client/index.js";
-import { ledgerStore } from "../../../client/store.js";
+import { ledgerStore } from "../../../client/middleware/store.js";
 
 const asked = [];
 let runs = 0;

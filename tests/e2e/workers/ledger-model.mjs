@@ -11,7 +11,7 @@
 // the rules of ./ledger-model-bodies.mjs, which the test uses too, to know
 // the bytes each first answer must carry.
 import { DurableObject } from "cloudflare:workers";
-import { Ledger } from "../../../client/ledger.js";
+import { Ledger } from "../../../client/ledger/ledger.js";
 import { bodyOf, bytesOf, jsonOf, headerPairsOf } from "./ledger-model-bodies.mjs";
 
 /** The cap the test's model is built around: bodies past it are stored as tombstones. */

@@ -17,7 +17,7 @@
 // the first of each to give).
 // Bundled by esbuild in js-surfaces-model-middleware.test.mjs (Hono included).
 import { Hono, type ExecutionContext } from "hono";
-import { idempotency, type IdempotencyVariables } from "../../../client/hono.js";
+import { idempotency, type IdempotencyVariables } from "../../../client/middleware/hono.js";
 import {
   LedgerClient, LedgerError, TenantLedgers, withIdempotency,
   type LedgerNamespace, type ClaimCall, type CompleteCall, type ReleaseCall, type SettlementFailure,

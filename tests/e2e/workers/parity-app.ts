@@ -5,7 +5,7 @@
 // middleware-parity.test.mjs (Hono included); type-checked by
 // `tsc -p tests/types`.
 import { Hono, type Context, type ExecutionContext } from "hono";
-import { idempotency, type IdempotencyVariables } from "../../../client/hono.js";
+import { idempotency, type IdempotencyVariables } from "../../../client/middleware/hono.js";
 import {
   LedgerClient, withIdempotency,
   type LedgerNamespace, type LedgerServiceRpc, type ReplayedEvent, type ConflictEvent, type StoredEvent,

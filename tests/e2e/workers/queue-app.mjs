@@ -24,9 +24,9 @@
 // Every settlement the wrapper made is journaled once the invocation
 // returns (so a lost ack is not counted), and so is every dead-lettered message.
 import { DurableObject } from "cloudflare:workers";
-import { Ledger } from "../../../client/ledger.js";
-import { queueConsumer } from "../../../client/queues.js";
-import { fingerprint } from "../../../client/fingerprint.js";
+import { Ledger } from "../../../client/ledger/ledger.js";
+import { queueConsumer } from "../../../client/consumers/queues.js";
+import { fingerprint } from "../../../client/rules/fingerprint.js";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const faultOf = (body, attempts) => body?.faults?.[attempts - 1] ?? "none";

@@ -2,7 +2,7 @@
 // TenantLedger (idempotency-ledger/store, bound as LEDGER with
 // script_name): each request is one store call, its Result answered as
 // JSON. Used by store-contract.test.mjs.
-import { ledgerStore } from "../../../client/store.js";
+import { ledgerStore } from "../../../client/middleware/store.js";
 
 export default {
   async fetch(request, env) {

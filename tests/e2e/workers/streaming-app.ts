@@ -11,7 +11,7 @@
 // reads. Chunk i's byte j is (i * 31 + j) & 0xff, so a caller can check
 // every byte.
 import { Hono, type ExecutionContext } from "hono";
-import { idempotency } from "../../../client/hono.js";
+import { idempotency } from "../../../client/middleware/hono.js";
 import { LedgerClient, withIdempotency, type LedgerNamespace } from "../../../client/index.js";
 
 type Bindings = { LEDGER_NS: LedgerNamespace };

@@ -11,7 +11,7 @@
 //   ~lostN   the step's result is lost after the step body returned, N times
 //            (the step is retried, as when its engine restarts mid-step)
 import { DurableObject, WorkflowEntrypoint } from "cloudflare:workers";
-import { once, onceScheduled } from "../../../client/workflows.js";
+import { once, onceScheduled } from "../../../client/consumers/workflows.js";
 
 const TENANT = "workflows";
 const mark = (key, name) => Number(new RegExp(`~${name}(\\d+)`).exec(key)?.[1] ?? 0);
