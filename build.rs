@@ -1,11 +1,87 @@
-//! Compiles the problem catalog (`docs/problems.json`) into the crate: one
-//! static table of slug → status, title, detail, finality, so the Worker renders
-//! every problem document from the same file the JS package reads,
-//! without parsing JSON at run time.
+//! Compiles the rules both languages share into the crate, from their one
+//! home each (scripts/generate.mjs writes the JS package's copies,
+//! client/generated/, from the same files), without parsing JSON at run time:
+//! - the problem catalog (`docs/problems.json`): one static table of slug →
+//!   status, title, detail, finality;
+//! - the configuration defaults (`src/config/defaults.json`): one constant
+//!   per variable, `config::defaults::NAME` (a whole number as `u64`,
+//!   true/false as `bool`, else `&str`);
+//! - the outcomes the trend follows (`src/ledger/outcome/trended.json`):
+//!   `Counter::TRENDED`, in the file's order.
 
 use std::{env, fs, path::Path};
 
 fn main() {
+    let out = env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    problem_catalog(Path::new(&out));
+    defaults(Path::new(&out));
+    trended(Path::new(&out));
+}
+
+/// The JSON file at `path`.
+fn read_json(path: &str) -> serde_json::Value {
+    println!("cargo:rerun-if-changed={path}");
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{path} is readable: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is valid JSON: {e}"))
+}
+
+/// `config::defaults`: each variable's default, typed by its published string.
+fn defaults(out: &Path) {
+    let file = read_json("src/config/defaults.json");
+    let variables = file["variables"]
+        .as_object()
+        .expect("src/config/defaults.json has its variables");
+    let mut code = String::new();
+    for (name, value) in variables {
+        let raw = value.as_str().expect("every default is a string");
+        let (ty, literal) = if let Ok(n) = raw.parse::<u64>() {
+            ("u64", n.to_string())
+        } else if raw == "true" || raw == "false" {
+            ("bool", raw.to_string())
+        } else {
+            ("&str", format!("{raw:?}"))
+        };
+        code.push_str(&format!(
+            "/// `{name}` when it is not set: `{raw}` (src/config/defaults.json).\npub const {name}: {ty} = {literal};\n"
+        ));
+    }
+    fs::write(out.join("defaults.rs"), code).expect("the generated defaults are written");
+}
+
+/// `Counter::TRENDED`: the counters named in trended.json, in its order.
+fn trended(out: &Path) {
+    let file = read_json("src/ledger/outcome/trended.json");
+    let names: Vec<&str> = file["trended"]
+        .as_array()
+        .expect("src/ledger/outcome/trended.json lists its counters")
+        .iter()
+        .map(|n| n.as_str().expect("a counter name is a string"))
+        .collect();
+    let variants: Vec<String> = names
+        .iter()
+        .map(|name| {
+            let camel: String = name
+                .split('_')
+                .map(|part| {
+                    let mut c = part.chars();
+                    c.next()
+                        .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                        .unwrap_or_default()
+                })
+                .collect();
+            format!("Counter::{camel}")
+        })
+        .collect();
+    let code = format!(
+        "/// src/ledger/outcome/trended.json, in its order.\npub const TRENDED: [Counter; {}] = [{}];\n",
+        variants.len(),
+        variants.join(", ")
+    );
+    fs::write(out.join("trended.rs"), code).expect("the generated trend list is written");
+}
+
+/// `protocol::problem::CATALOG` and `PROBLEM_BASE`.
+fn problem_catalog(out: &Path) {
     println!("cargo:rerun-if-changed=docs/problems.json");
     let text = fs::read_to_string("docs/problems.json").expect("docs/problems.json is readable");
     let catalog: serde_json::Value =
@@ -37,7 +113,5 @@ fn main() {
     let code = format!(
         "/// `base` of docs/problems.json.\npub const PROBLEM_BASE: &str = {base:?};\n\n/// The entries of docs/problems.json.\npub static CATALOG: &[CatalogEntry] = &[\n{rows}];\n"
     );
-    let out =
-        Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("problem_catalog.rs");
-    fs::write(out, code).expect("the generated catalog is written");
+    fs::write(out.join("problem_catalog.rs"), code).expect("the generated catalog is written");
 }

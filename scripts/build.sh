@@ -89,6 +89,24 @@ build_ledger() {
   echo "$variant" > build/ledger/.variant
 }
 
+# The JS package's copies of the rules both languages share (client/generated/,
+# committed): scripts/generate.mjs writes them from their homes, as build.rs
+# compiles the same files into the crate. Rewritten when a home (or the
+# generator) is newer than a copy, so editing a home is enough; a hand edit
+# of a copy is left for tests/node/generated.test.mjs to refuse.
+generate_js() {
+  local homes=(docs/problems.json src/config/defaults.json src/ledger/outcome/trended.json scripts/generate.mjs)
+  local copy
+  for copy in client/generated/problems.js client/generated/defaults.js client/generated/trended.js worker/console/browser/trended.js; do
+    if [ ! -s "$copy" ] || [ -n "$(find "${homes[@]}" -newer "$copy" -print -quit)" ]; then
+      echo "[build] client/generated/ from the shared rules' homes"
+      node scripts/generate.mjs
+      return
+    fi
+  done
+}
+
+generate_js
 build_gateway
 build_ledger
 # The console's browser modules, embedded as strings the Worker serves

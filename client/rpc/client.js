@@ -157,18 +157,8 @@ export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
  */
 
 /**
- * One minute of the trend: the outcomes counted in it (replays a gateway's cache answered count in the
- * minute they were reported to the object).
- * @typedef {object} TrendMinute
- * @property {string} minute RFC 3339 UTC, the minute's start
- * @property {number} claims
- * @property {number} replays
- * @property {number} in_use
- * @property {number} reused
- * @property {number} takeovers
- * @property {number} fenced_out
- * @property {number} swept
- * @property {number} [evicted] (absent from objects older than it)
+ * One minute of the trend (its counts: src/ledger/outcome/trended.json).
+ * @typedef {import("../generated/trended.js").TrendMinute} TrendMinute
  */
 
 /**

@@ -4,6 +4,7 @@
 // their listing pages merged into one page, by the gateway's one rule
 // (src/ledger/list.rs ListPage::merge; shared vectors:
 // tests/fixtures/list-merge.json).
+import { TRENDED } from "../generated/trended.js";
 /** @import { LedgerStats, ListPage, ListPosition, ListedRecord, TrendMinute } from "./client.js" */
 
 /**
@@ -34,10 +35,8 @@ function sumTrends(all) {
     for (const m of stats.trend ?? []) {
       const held = byMinute.get(m.minute);
       if (held === undefined) { byMinute.set(m.minute, { ...m }); continue; }
-      for (const name of /** @type {const} */ (["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"])) {
-        // `evicted` is absent from objects older than it.
-        held[name] = (held[name] ?? 0) + (m[name] ?? 0);
-      }
+      // A count an older object does not know is absent from its minutes.
+      for (const name of TRENDED) held[name] = (held[name] ?? 0) + (m[name] ?? 0);
     }
   }
   // RFC 3339 UTC strings of one format order as their times do.

@@ -1,47 +1,11 @@
 // @ts-check
 // The defaults of the middleware and the embedded ledger: the gateway's
-// own, as wrangler.toml [vars] publishes them (tests/fixtures/defaults.json
-// pins both; the e2e tests compare this object with that fixture), and the
-// checks of the options they default.
+// own, generated from their one home, src/config/defaults.json
+// (../generated/defaults.js, by scripts/generate.mjs), and the checks of the
+// options they default.
+import { DEFAULTS } from "../generated/defaults.js";
 
-/**
- * What `withIdempotency`, the Hono middleware, `fingerprint`,
- * `captureResponse` and the embedded `Ledger` (idempotency-ledger/ledger)
- * use when an option is not given, each the gateway's variable of the
- * same meaning.
- */
-export const DEFAULTS = Object.freeze({
-  /** IDEMPOTENCY_KEY_HEADER (the middleware's `key`) */
-  keyHeader: "Idempotency-Key",
-  /** PROTECTED_METHODS */
-  protectedMethods: Object.freeze(["POST", "PATCH"]),
-  /** IDEMPOTENCY_REQUIRED */
-  required: true,
-  /** FINGERPRINT_HEADERS */
-  fingerprintHeaders: Object.freeze(["content-type"]),
-  /** STORED_RESPONSE_HEADERS */
-  storedHeaders: Object.freeze(["content-type", "location", "etag"]),
-  /** MAX_STORED_BODY_BYTES */
-  maxStoredBodyBytes: 1048576,
-  /** IN_FLIGHT_WAIT_SECONDS */
-  waitSeconds: 0,
-  /** IN_FLIGHT_WAIT_MAX_SECONDS */
-  maxWaitSeconds: 10,
-  /** MAX_REQUEST_BODY_BYTES */
-  maxBodyBytes: 1048576,
-  /** FAILURE_POLICY */
-  failurePolicy: /** @type {"closed" | "open"} */ ("closed"),
-  /** RETENTION_SECONDS (the embedded Ledger's retentionSeconds) */
-  retentionSeconds: 86400,
-  /** MAX_KEYS_PER_TENANT (the embedded Ledger's maxKeys) */
-  maxKeys: 1000000,
-  /** MAX_DB_BYTES_PER_OBJECT (the embedded Ledger's maxDbBytes) */
-  maxDbBytes: 9000000000,
-  /** SWEEP_INTERVAL_SECONDS (the embedded Ledger's sweepIntervalSeconds) */
-  sweepIntervalSeconds: 60,
-  /** SWEEP_BATCH (the embedded Ledger's sweep and alarm batch) */
-  sweepBatch: 500,
-});
+export { DEFAULTS };
 
 // The limits below are the core's (their Rust constants are named in each
 // comment); tests/fixtures/limits.json pins both languages to one value.

@@ -11,6 +11,13 @@
 //! - `API_TOKENS` has no built-in fallback: without it nobody is authorised.
 
 pub mod console;
+mod headers;
+/// Every variable's default, from their one home, src/config/defaults.json
+/// (compiled in by build.rs; the JS package's DEFAULTS and the published
+/// wrangler.toml [vars] are its copies).
+pub mod defaults {
+    include!(concat!(env!("OUT_DIR"), "/defaults.rs"));
+}
 pub mod jurisdictions;
 pub mod reshard;
 pub mod shards;
@@ -21,9 +28,10 @@ use crate::ledger::STORED_BODY_CEILING;
 use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::CapturePolicy;
 pub use console::ConsoleSettings;
+use headers::{headers, key_header, policies};
 pub use jurisdictions::{Jurisdiction, JurisdictionMap};
 pub use shards::ShardMap;
-use vars::{boolean, choice, err, header_list, number, secret, token_list};
+use vars::{boolean, err, number, secret};
 pub use vars::{ConfigError, SecretString};
 pub use waiting::{WaitSettings, MAX_WAITERS, MAX_WAIT_SECONDS};
 
@@ -100,7 +108,7 @@ pub struct Config {
 }
 
 /// `REPLAY_CACHE_BYTES` by default: 8 MiB of a 128 MB isolate.
-pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = 8 * 1_048_576;
+pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = defaults::REPLAY_CACHE_BYTES;
 
 /// The most an isolate may spend on replays (a Worker isolate has 128 MB).
 pub const MAX_REPLAY_CACHE_BYTES: u64 = 64 * 1_048_576;
@@ -111,7 +119,7 @@ pub const PLATFORM_DB_BYTES: u64 = 10_000_000_000;
 /// `MAX_DB_BYTES_PER_OBJECT` by default: 9 GB, so the largest write a claim
 /// and its completion can add (a record with a 1.9 MB body, its indexes and
 /// the journal) always fits under the platform's limit.
-pub const DEFAULT_MAX_DB_BYTES: u64 = 9_000_000_000;
+pub const DEFAULT_MAX_DB_BYTES: u64 = defaults::MAX_DB_BYTES_PER_OBJECT;
 
 /// `SWEEP_BATCH`'s bounds (also the embedded ledger's `sweep(batch)`).
 pub const SWEEP_BATCH: std::ops::RangeInclusive<u64> = 1..=10_000;
@@ -127,8 +135,14 @@ pub const MIN_MAX_DB_BYTES: u64 = 65_536;
 /// owner's lease, otherwise the sweep (or an expiry) frees a key whose
 /// first run is still going, and a retry runs it a second time.
 fn windows(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigError> {
-    let retention_seconds = number(get, "RETENTION_SECONDS", 86_400, 1, MAX_WINDOW_SECONDS)?;
-    let lease_seconds = number(get, "LEASE_SECONDS", 60, 1, 86_400)?;
+    let retention_seconds = number(
+        get,
+        "RETENTION_SECONDS",
+        defaults::RETENTION_SECONDS,
+        1,
+        MAX_WINDOW_SECONDS,
+    )?;
+    let lease_seconds = number(get, "LEASE_SECONDS", defaults::LEASE_SECONDS, 1, 86_400)?;
     let ms = |s: u64| (s as i64).saturating_mul(1000);
     if check_claim_windows(ms(lease_seconds), ms(retention_seconds)).is_err() {
         return Err(err(
@@ -151,49 +165,36 @@ pub const MAX_REQUEST_BODY_CEILING: u64 = 16 * 1_048_576;
 /// `MAX_REQUEST_BODY_BYTES` and `MAX_STORED_BODY_BYTES`.
 fn body_limits(get: &dyn Fn(&str) -> Option<String>) -> Result<(usize, usize), ConfigError> {
     let ceiling = MAX_REQUEST_BODY_CEILING;
-    let request = number(get, "MAX_REQUEST_BODY_BYTES", 1_048_576, 0, ceiling)?;
+    let request = number(
+        get,
+        "MAX_REQUEST_BODY_BYTES",
+        defaults::MAX_REQUEST_BODY_BYTES,
+        0,
+        ceiling,
+    )?;
     let ceiling = STORED_BODY_CEILING as u64;
-    let stored = number(get, "MAX_STORED_BODY_BYTES", 1_048_576, 0, ceiling)?;
+    let stored = number(
+        get,
+        "MAX_STORED_BODY_BYTES",
+        defaults::MAX_STORED_BODY_BYTES,
+        0,
+        ceiling,
+    )?;
     Ok((request as usize, stored as usize))
 }
 
 /// `MAX_KEYS_PER_TENANT` and `MAX_DB_BYTES_PER_OBJECT`.
 fn quotas(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigError> {
-    let keys = number(get, "MAX_KEYS_PER_TENANT", 1_000_000, 1, 1_000_000_000_000)?;
+    let keys = number(
+        get,
+        "MAX_KEYS_PER_TENANT",
+        defaults::MAX_KEYS_PER_TENANT,
+        1,
+        1_000_000_000_000,
+    )?;
     let (default, min, max) = (DEFAULT_MAX_DB_BYTES, MIN_MAX_DB_BYTES, PLATFORM_DB_BYTES);
     let bytes = number(get, "MAX_DB_BYTES_PER_OBJECT", default, min, max)?;
     Ok((keys, bytes))
-}
-
-/// Headers the key can never be read from: the caller's credentials, the
-/// tenant the gateway sets, and what framing or the runtime owns.
-const NOT_A_KEY_HEADER: &[&str] = &[
-    "authorization",
-    "cookie",
-    "x-tenant-id",
-    "host",
-    "content-length",
-    "content-type",
-    "transfer-encoding",
-    "connection",
-    "prefer",
-    "x-idempotency-signature",
-];
-
-/// `IDEMPOTENCY_KEY_HEADER`: one header name (an HTTP token), lowercased.
-fn key_header(get: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
-    const NAME: &str = "IDEMPOTENCY_KEY_HEADER";
-    let names = header_list(get, NAME, "Idempotency-Key")?;
-    match names.as_slice() {
-        [one] if NOT_A_KEY_HEADER.contains(&one.as_str()) => Err(err(
-            NAME,
-            format!(
-                "{one:?} cannot carry the idempotency key (the gateway or the runtime owns it)"
-            ),
-        )),
-        [one] => Ok(one.clone()),
-        _ => Err(err(NAME, "must be exactly one header name")),
-    }
 }
 
 /// `ORIGIN_URL`: an http(s) base URL without query or fragment, or none.
@@ -214,56 +215,6 @@ fn origin_url(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, Co
     }
 }
 
-/// The protected methods, fingerprinted headers and stored headers.
-type HeaderSettings = (Vec<String>, Vec<String>, Vec<String>);
-
-/// `PROTECTED_METHODS`, `FINGERPRINT_HEADERS` and
-/// `STORED_RESPONSE_HEADERS` (never `set-cookie`), in that order.
-fn headers(get: &dyn Fn(&str) -> Option<String>) -> Result<HeaderSettings, ConfigError> {
-    let protected_methods = token_list(get, "PROTECTED_METHODS", "POST,PATCH", false)?
-        .into_iter()
-        .map(|m| m.to_ascii_uppercase())
-        .collect();
-    let fingerprint_headers = header_list(get, "FINGERPRINT_HEADERS", "content-type")?;
-    let stored_response_headers =
-        header_list(get, "STORED_RESPONSE_HEADERS", "content-type,location,etag")?;
-    if stored_response_headers.iter().any(|h| h == "set-cookie") {
-        return Err(err(
-            "STORED_RESPONSE_HEADERS",
-            "set-cookie can never be stored and replayed",
-        ));
-    }
-    Ok((
-        protected_methods,
-        fingerprint_headers,
-        stored_response_headers,
-    ))
-}
-
-/// `FAILURE_POLICY` and `LOG_LEVEL`, in that order.
-fn policies(
-    get: &dyn Fn(&str) -> Option<String>,
-) -> Result<(FailurePolicy, LogLevel), ConfigError> {
-    let failure_policy = choice(
-        get,
-        "FAILURE_POLICY",
-        &[
-            ("closed", FailurePolicy::Closed),
-            ("open", FailurePolicy::Open),
-        ],
-    )?;
-    let log_level = choice(
-        get,
-        "LOG_LEVEL",
-        &[
-            ("info", LogLevel::Info),
-            ("warn", LogLevel::Warn),
-            ("error", LogLevel::Error),
-        ],
-    )?;
-    Ok((failure_policy, log_level))
-}
-
 impl Config {
     /// Parses every variable through `get` (which returns `None` for unset).
     pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
@@ -280,27 +231,37 @@ impl Config {
             sweep_batch: number(
                 get,
                 "SWEEP_BATCH",
-                500,
+                defaults::SWEEP_BATCH,
                 *SWEEP_BATCH.start(),
                 *SWEEP_BATCH.end(),
             )? as usize,
             sweep_interval_seconds: number(
                 get,
                 "SWEEP_INTERVAL_SECONDS",
-                60,
+                defaults::SWEEP_INTERVAL_SECONDS,
                 *SWEEP_INTERVAL_SECONDS.start(),
                 *SWEEP_INTERVAL_SECONDS.end(),
             )?,
-            idempotency_required: boolean(get, "IDEMPOTENCY_REQUIRED", true)?,
+            idempotency_required: boolean(
+                get,
+                "IDEMPOTENCY_REQUIRED",
+                defaults::IDEMPOTENCY_REQUIRED,
+            )?,
             idempotency_key_header: key_header(get)?,
             protected_methods,
             fingerprint_headers,
             stored_response_headers,
-            release_on_5xx: boolean(get, "RELEASE_ON_5XX", false)?,
+            release_on_5xx: boolean(get, "RELEASE_ON_5XX", defaults::RELEASE_ON_5XX)?,
             max_keys_per_tenant,
             max_db_bytes_per_object,
             failure_policy,
-            origin_timeout_seconds: number(get, "ORIGIN_TIMEOUT_SECONDS", 30, 1, 86_400)?,
+            origin_timeout_seconds: number(
+                get,
+                "ORIGIN_TIMEOUT_SECONDS",
+                defaults::ORIGIN_TIMEOUT_SECONDS,
+                1,
+                86_400,
+            )?,
             origin_url: origin_url(get)?,
             log_level,
             origin_signing_secret: secret(get, "ORIGIN_SIGNING_SECRET", 32)?,

@@ -133,19 +133,15 @@ pub(crate) fn header_list(
         .collect())
 }
 
-/// One of a closed set of words; absent is the first.
+/// One of a closed set of words; absent is `default` (one of them).
 pub(crate) fn choice<T: Copy>(
     get: &dyn Fn(&str) -> Option<String>,
     name: &str,
+    default: &str,
     words: &[(&str, T)],
 ) -> Result<T, ConfigError> {
-    let Some(&(_, first)) = words.first() else {
-        return Err(err(name, "no value is accepted"));
-    };
-    let raw = get(name);
-    let Some(word) = raw.as_deref().map(str::trim) else {
-        return Ok(first);
-    };
+    let raw = get(name).unwrap_or_else(|| default.to_string());
+    let word = raw.trim();
     if let Some((_, value)) = words.iter().find(|(w, _)| *w == word) {
         return Ok(*value);
     }

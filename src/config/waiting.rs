@@ -6,6 +6,7 @@
 //! refused (it would be silently cut), and both are bounded by
 //! [`MAX_WAIT_SECONDS`].
 
+use super::defaults;
 use super::vars::{err, number, ConfigError};
 
 /// The operator's waiting rules (docs/contract.md §2.8).
@@ -22,9 +23,9 @@ pub struct WaitSettings {
 impl Default for WaitSettings {
     fn default() -> Self {
         WaitSettings {
-            default_seconds: 0,
-            max_seconds: 10,
-            max_waiters: 1_000,
+            default_seconds: defaults::IN_FLIGHT_WAIT_SECONDS,
+            max_seconds: defaults::IN_FLIGHT_WAIT_MAX_SECONDS,
+            max_waiters: defaults::IN_FLIGHT_MAX_WAITERS as usize,
         }
     }
 }

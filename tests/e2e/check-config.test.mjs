@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEMO_TOKENS, ROOT, orderInit, read, sha256hex, startGateway, wranglerVars } from "./harness.mjs";
 
-/** How many [vars] wrangler.toml publishes (every default: tests/fixtures/defaults.json). */
+/** How many [vars] wrangler.toml publishes (every default: src/config/defaults.json). */
 const VARS = Object.keys(wranglerVars()).length;
 
 const MAIN = `${ROOT}scripts/check-config/main.mjs`;

@@ -18,8 +18,8 @@ test("wrangler.toml publishes the documented defaults", () => {
   });
 });
 
-test("wrangler.toml [vars] publishes exactly the defaults of tests/fixtures/defaults.json (shared with the JS package and Rust)", () => {
-  const fixture = JSON.parse(readFileSync(new URL("../fixtures/defaults.json", import.meta.url), "utf8"));
+test("wrangler.toml [vars] publishes exactly the defaults of src/config/defaults.json (their one home: compiled into Rust, generated into the JS package)", () => {
+  const fixture = JSON.parse(readFileSync(new URL("../../src/config/defaults.json", import.meta.url), "utf8"));
   const vars = wranglerVars();
   for (const [name, value] of Object.entries(vars)) assert.equal(fixture.variables[name], value, name);
   assert.deepEqual(vars, fixture.variables, "every default is published, and nothing else");

@@ -210,11 +210,11 @@ fn the_key_header_is_one_header_name_lowercased() {
 
 #[test]
 fn the_published_defaults_are_the_defaults_applied() {
-    // tests/fixtures/defaults.json is what wrangler.toml publishes and what
+    // src/config/defaults.json is what wrangler.toml publishes and what
     // the JS middleware applies; the Rust gateway applies the same when a
     // variable is absent.
     let fixture: serde_json::Value =
-        serde_json::from_str(include_str!("../fixtures/defaults.json")).unwrap();
+        serde_json::from_str(include_str!("../../src/config/defaults.json")).unwrap();
     let published: HashMap<String, String> = fixture["variables"]
         .as_object()
         .unwrap()

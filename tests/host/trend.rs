@@ -247,3 +247,43 @@ fn a_sharded_tenants_trend_is_summed_minute_by_minute() {
         idempotency_ledger::ledger::rfc3339(T0 + 70 * MINUTE)
     );
 }
+
+/// src/ledger/outcome/trended.json is the one list of the trended counts:
+/// the trend's slots (`Counter::TRENDED`, compiled from it by build.rs), a
+/// stats minute's fields and the stats counters all follow it, so a count
+/// added there and missing from `TrendMinute` or `Stats` fails here.
+#[test]
+fn the_trended_counts_are_those_of_trended_json_in_the_trend_and_in_stats() {
+    let home: serde_json::Value =
+        serde_json::from_str(include_str!("../../src/ledger/outcome/trended.json")).unwrap();
+    let names: Vec<&str> = home["trended"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let slots: Vec<&str> = idempotency_ledger::ledger::outcome::Counter::TRENDED
+        .iter()
+        .map(|c| c.name())
+        .collect();
+    assert_eq!(slots, names, "the trend's slots, in the file's order");
+    let minute = serde_json::to_value(TrendMinute::default()).unwrap();
+    let mut fields: Vec<&str> = minute
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = names.clone();
+    expected.push("minute");
+    fields.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(
+        fields, expected,
+        "a stats minute has a field per trended count"
+    );
+    let stats = serde_json::to_value(Stats::default()).unwrap();
+    for name in &names {
+        assert!(stats.get(name).is_some(), "stats counts {name}");
+    }
+}

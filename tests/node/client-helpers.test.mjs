@@ -174,11 +174,11 @@ test("a sharded tenant's listing pages merge exactly as the gateway merges them 
   }
 });
 
-test("the JS middleware's defaults are the gateway's: DEFAULTS equals tests/fixtures/defaults.json and is what applies", async () => {
+test("the JS middleware's defaults are the gateway's: DEFAULTS equals src/config/defaults.json and is what applies", async () => {
   const { withIdempotency, fingerprint, captureResponse } = await import("../../client/index.js");
   const { DEFAULTS } = await import("../../client/rules/defaults.js");
   const { readFileSync } = await import("node:fs");
-  const { variables: v } = JSON.parse(readFileSync(new URL("../fixtures/defaults.json", import.meta.url), "utf8"));
+  const { variables: v } = JSON.parse(readFileSync(new URL("../../src/config/defaults.json", import.meta.url), "utf8"));
   const list = (s) => s.split(",").map((t) => t.trim()).filter(Boolean);
   assert.deepEqual({ ...DEFAULTS }, {
     keyHeader: v.IDEMPOTENCY_KEY_HEADER,

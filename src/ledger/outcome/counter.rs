@@ -4,6 +4,12 @@
 
 use super::KeyState;
 
+/// build.rs's `Counter::TRENDED`, from src/ledger/outcome/trended.json.
+mod generated {
+    use super::Counter;
+    include!(concat!(env!("OUT_DIR"), "/trended.rs"));
+}
+
 /// The counters kept in the `ledger_state` row, by column name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Counter {
@@ -55,18 +61,11 @@ impl Counter {
     ];
 
     /// The outcomes the per-minute trend follows (`ledger::trend`), in the
-    /// order its stored rows hold them (`evicted`, the eighth, since schema
-    /// 7: a stored row of seven reads as none evicted).
-    pub const TRENDED: [Counter; 8] = [
-        Counter::Claims,
-        Counter::Replays,
-        Counter::InUse,
-        Counter::Reused,
-        Counter::Takeovers,
-        Counter::FencedOut,
-        Counter::Swept,
-        Counter::Evicted,
-    ];
+    /// order its stored rows hold them: src/ledger/outcome/trended.json,
+    /// compiled in by build.rs (the JS package's copy is generated from it;
+    /// `evicted`, the eighth, since schema 9: a stored row of seven reads as
+    /// none evicted).
+    pub const TRENDED: [Counter; generated::TRENDED.len()] = generated::TRENDED;
 
     /// This counter's place in a trend row, if the trend follows it.
     pub fn trend_slot(self) -> Option<usize> {

@@ -3,11 +3,13 @@
 // billed rows, the quota gauges, the last hour's trend, the keys in flight
 // and the recent keys. Each one draws what it is given with ./dom.js only,
 // and says "not available" for a field the gateway does not have yet.
+import { TRENDED } from "./trended.js";
 import { el, isObject, listed, num, pair, shown, svg, unavailable, NONE } from "./dom.js";
 /** @import { Answer } from "./dom.js" */
 
 const BILLED = ["sql_rows_written", "sql_rows_read"];
-const TREND_SERIES = ["claims", "replays", "in_use", "reused", "takeovers", "fenced_out", "swept", "evicted"];
+/** The trended counts (src/ledger/outcome/trended.json, generated into ./trended.js). */
+const TREND_SERIES = TRENDED;
 
 /**
  * The counts, and the billed rows beside them.
