@@ -30,10 +30,9 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { ledgerWorker } from "../../worker/testing.mjs";
+import { Rng, seeds } from "./harness.mjs";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-const FIRST_SEED = Number(process.env.SEED ?? 1);
-const SEEDS = Number(process.env.SEEDS ?? 1);
 const MAX_RETRIES = 10;
 
 const logs = [];
@@ -73,24 +72,13 @@ before(async () => {
 });
 after(async () => { await mf?.dispose(); });
 
-/** mulberry32: a small seeded PRNG. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ACCOUNTS = ["acme", "globex", "initech"];
 const FAULTS = ["before", "after", "timeout", "hang", "lost"];
 
 /** The schedule of one seed: bodies to send (duplicates included, shuffled), and the poison orders. */
 function schedule(seed, base) {
-  const random = rng(seed);
+  const random = new Rng(seed).next;
   const orders = [];
   for (let i = 0; i < 30; i++) {
     const order = base + i;
@@ -115,7 +103,7 @@ const getJson = async (path) => {
 };
 const countBy = (rows, f) => rows.reduce((m, r) => m.set(f(r), (m.get(f(r)) ?? 0) + 1), new Map());
 
-for (let seed = FIRST_SEED; seed < FIRST_SEED + SEEDS; seed++) {
+for (const seed of seeds(1)) {
   test(`seed ${seed}: every message acked or dead-lettered; one charge per order in the object, one effect per lease outside it; nothing in flight`, async () => {
     const base = seed * 1000;
     const { orders, sends, poison } = schedule(seed, base);

@@ -13,11 +13,9 @@
 // `npm test`; `SEED=n SEEDS=k node --test --test-timeout=0 tests/e2e/workflows.test.mjs` for more.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { CLIENT_MODULES, ROOT, eventually, startGateway } from "./harness.mjs";
+import { CLIENT_MODULES, ROOT, Rng, eventually, seeds, startGateway } from "./harness.mjs";
 import { LedgerClient } from "../../client/rpc/client.js";
 
-const FIRST_SEED = Number(process.env.SEED ?? 1);
-const SEEDS = Number(process.env.SEEDS ?? 1);
 const TENANT = "workflows";
 
 /**
@@ -90,17 +88,6 @@ const counts = async () => Object.fromEntries((await call("/counts")).map((r) =>
 const runs = () => call("/runs");
 const status = (id) => call(`/status?id=${encodeURIComponent(id)}`);
 
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Waits until every instance is complete; fails at once on one that errored. */
 async function allComplete(ids, done = () => true) {
@@ -112,9 +99,9 @@ async function allComplete(ids, done = () => true) {
   }, { ms: 180_000, every: 500 });
 }
 
-for (let seed = FIRST_SEED; seed < FIRST_SEED + SEEDS; seed++) {
+for (const seed of seeds(1)) {
   test(`seed ${seed}: a Workflow whose steps fail and retry, and instances restarted whole, take each effect once per key; nothing is left in flight`, async () => {
-    const random = prng(seed);
+    const random = new Rng(seed).next;
     const pick = (n) => Math.floor(random() * n);
     // Business keys, each with its planned failures, and 1-3 instances sharing it.
     const plans = Array.from({ length: 5 }, (_, i) => {
