@@ -26,11 +26,13 @@
 //!   repeated attempt is answered only the grant it was given; a repeat
 //!   writes and counts nothing (it is the same grant).
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::outcome::{Claim, ClaimOutcome, Counter, KeyState, Refusal};
+use super::policy::ClaimPolicy;
 use super::record::Record;
 use super::settle::Kept;
 use super::store::{SqlStore, SqlValue, StoreError};
-use super::{ClaimPolicy, Ledger, Millis};
 use crate::protocol::{Fingerprint, StoredResponse};
 
 impl<S: SqlStore> Ledger<S> {

@@ -13,11 +13,13 @@
 //! - The stored row is read once per instance, then kept in step with each
 //!   flush in memory (nothing else writes it).
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::outcome::Counter;
 use super::pending::Pending;
+use super::state::{LayoutRecord, Stored};
 use super::store::{RowExt, SqlStore, SqlValue, StoreError};
 use super::trend;
-use super::{LayoutRecord, Ledger, Millis, Stored};
 
 impl<S: SqlStore> Ledger<S> {
     /// Reads `f` off the `ledger_state` row (read from SQLite on first

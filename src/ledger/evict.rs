@@ -28,10 +28,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::outcome::Counter;
 use super::record::{view_from_row, RecordView, VIEW_COLUMNS};
 use super::store::{SqlStore, StoreError};
-use super::{Ledger, Millis};
 
 /// What an eviction came to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

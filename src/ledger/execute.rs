@@ -13,10 +13,12 @@
 //!   the database has no room for is stored as a tombstone (`retained`
 //!   false), the application's own writes still commit.
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::outcome::{ClaimOutcome, ExecuteOutcome};
+use super::policy::ClaimPolicy;
 use super::settle::Kept;
 use super::store::{SqlStore, StoreError};
-use super::{ClaimPolicy, Ledger, Millis};
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
 
 impl<S: SqlStore> Ledger<S> {

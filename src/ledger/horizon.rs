@@ -9,8 +9,9 @@
 //! What must stay true here: every record's expiry is within
 //! [`HORIZON_GAP_MS`] of its `sweep_at` or at most the stored horizon.
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::store::{RowExt, SqlStore, StoreError};
-use super::{Ledger, Millis};
 
 /// How far past a grant's expiry a raised horizon is set, so a steady
 /// stream of long retentions raises it (one row) at most once an hour.

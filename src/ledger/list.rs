@@ -36,11 +36,12 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::outcome::KeyState;
 use super::record::{view_from_row, RecordView, VIEW_COLUMNS};
 use super::schema::IN_FLIGHT_INDEX_NAME;
 use super::store::{RowExt, SqlStore, StoreError};
-use super::{Ledger, Millis};
 
 /// Keys a page holds when the caller names no `limit`.
 pub const DEFAULT_LIST_LIMIT: u32 = 20;

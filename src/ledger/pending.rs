@@ -32,9 +32,9 @@
 
 use std::collections::HashMap;
 
+use super::clock::Millis;
 use super::outcome::Counter;
 use super::trend::{self, Trend};
-use super::Millis;
 
 /// Events counted in memory before a flush is forced.
 pub const FLUSH_AFTER_EVENTS: u32 = 256;
@@ -193,6 +193,6 @@ impl Pending {
             self.raise_horizon(h);
         }
         self.events = self.events.saturating_add(other.events);
-        self.since = super::earliest(self.since, other.since);
+        self.since = super::clock::earliest(self.since, other.since);
     }
 }

@@ -9,9 +9,11 @@
 //! What must stay true here: a refusal writes nothing; an engine that
 //! cannot tell its size never refuses on bytes.
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::outcome::Refusal;
+use super::policy::ClaimPolicy;
 use super::store::{SizeEstimate, SqlStore, SqlValue, StoreError};
-use super::{ClaimPolicy, Ledger, Millis};
 
 impl<S: SqlStore> Ledger<S> {
     /// The refusal for a new key the quota has no room for (records held,

@@ -9,9 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::Millis;
 use super::outcome::{ClaimOutcome, KeyState};
 use super::store::{Row, RowExt, StoreError};
-use super::Millis;
 use crate::protocol::{Component, Fingerprint, StoredResponse};
 
 /// A record as introspection shows it (docs/contract.md §2.7). Times are RFC 3339.

@@ -23,9 +23,11 @@
 //!   tombstone, counted in `quota_tombstones` — so the caller keeps its
 //!   answer and the request never runs again (docs/contract.md §4).
 
+use super::clock::Millis;
+use super::horizon::HORIZON_GAP_MS;
+use super::machine::Ledger;
 use super::outcome::{CompleteOutcome, Counter, ReleaseOutcome};
 use super::store::{SqlStore, SqlValue, StoreError};
-use super::{Ledger, Millis, HORIZON_GAP_MS};
 use crate::protocol::StoredResponse;
 
 /// What a completion kept of its response (see [`Ledger::fit_to_quota`]).

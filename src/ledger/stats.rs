@@ -9,11 +9,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::Millis;
+use super::machine::Ledger;
 use super::outcome::Counter;
 use super::record::rfc3339;
 use super::store::{SqlStore, StoreError};
 use super::trend::{self, TrendMinute};
-use super::{Ledger, Millis};
 
 /// Counts kept by the object (docs/contract.md §2.7).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,7 +109,7 @@ impl Stats {
         }
         // RFC 3339 UTC strings of one format order as their times do.
         self.next_sweep_at =
-            super::earliest(self.next_sweep_at.take(), other.next_sweep_at.clone());
+            super::clock::earliest(self.next_sweep_at.take(), other.next_sweep_at.clone());
         trend::sum(&mut self.trend, &other.trend);
     }
 

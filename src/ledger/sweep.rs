@@ -8,9 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::{earliest, Millis};
+use super::machine::Ledger;
 use super::outcome::{Counter, KeyState};
 use super::store::{RowExt, SqlStore, StoreError};
-use super::{earliest, Ledger, Millis};
 
 /// How often the alarm recounts the records per state (one read per
 /// record): the per-state counts are otherwise kept by counting.

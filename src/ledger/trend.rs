@@ -26,10 +26,10 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Serialize};
 
+use super::clock::Millis;
 use super::outcome::Counter;
 use super::record::rfc3339;
 use super::store::StoreError;
-use super::Millis;
 
 /// Minutes the trend shows (the last hour).
 pub const TREND_MINUTES: i64 = 60;

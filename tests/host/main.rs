@@ -20,6 +20,7 @@ mod meter;
 mod migration;
 mod model;
 mod nesting;
+mod outcome;
 mod pending;
 mod problems;
 mod quota;

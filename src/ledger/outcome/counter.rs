@@ -2,7 +2,7 @@
 //! names (columns; renaming one is a schema migration) and the trend's
 //! slots.
 
-use super::KeyState;
+use super::key_state::KeyState;
 
 /// build.rs's `Counter::TRENDED`, from src/ledger/outcome/trended.json.
 mod generated {

@@ -5,8 +5,9 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
-use super::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, RecordState, Refusal, ReleaseOutcome};
-use crate::ledger::Millis;
+use super::key_state::RecordState;
+use super::outcomes::{ClaimOutcome, CompleteOutcome, ExecuteOutcome, Refusal, ReleaseOutcome};
+use crate::ledger::clock::Millis;
 use crate::protocol::{AppResponse, StoredResponse};
 
 /// RPC v1's flat outcome object as every outcome is read back: its tag and

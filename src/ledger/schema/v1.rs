@@ -8,7 +8,11 @@
 //! and deletes them from the set-aside table together; a key is never in
 //! both tables; every record keeps its generation, lease and response.
 
-use super::*;
+use super::tables::{
+    has_table, state_table, IN_FLIGHT_INDEX, RECORDS, RECORD_COLUMNS, SCHEMA_VERSION, SWEEP_INDEX,
+};
+use crate::ledger::outcome::Counter;
+use crate::ledger::store::{RowExt, SqlStore, StoreError};
 
 /// Where schema 1's records wait while they are moved (see
 /// [`upgrade_v1`]): the table exists exactly while an upgrade from schema 1
