@@ -45,7 +45,7 @@ use crate::ledger::{earliest, ClaimPolicy, ExecuteOutcome, Ledger, StoreError};
 use crate::platform::env::now_ms;
 use crate::protocol::target::target_of;
 use crate::protocol::{CapturePolicy, Fingerprint, RequestParts};
-use crate::rpc::{check_fingerprint, check_key};
+use crate::rpc::call::{check_fingerprint, check_key};
 
 mod app;
 mod options;

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_fingerprint, check_key, check_wait, Call, Route};
+use super::call::{check_fingerprint, check_key, check_wait, Call, Route};
 use crate::ledger::ClaimOutcome;
 use crate::protocol::limits::check_window;
 use crate::protocol::Fingerprint;

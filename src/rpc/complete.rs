@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_generation, check_key, Call, Route};
+use super::call::{check_generation, check_key, Call, Route};
 use crate::ledger::{CompleteOutcome, STORED_BODY_CEILING};
 use crate::protocol::limits::check_window;
 use crate::protocol::StoredResponse;

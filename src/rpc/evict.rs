@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_key, Call, Route};
+use super::call::{check_key, Call, Route};
 use crate::ledger::EvictOutcome;
 
 /// `evict`: remove one key's record.

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_fingerprint, check_key, check_wait, Call, Route};
+use super::call::{check_fingerprint, check_key, check_wait, Call, Route};
 use crate::ledger::ExecuteOutcome;
 use crate::protocol::response::base64_bytes;
 use crate::protocol::Fingerprint;

@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Call, Route};
+use super::call::{Call, Route};
 use crate::config::Jurisdiction;
 use crate::protocol::limits::MAX_SHARDS;
 

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_key, Call, Route};
+use super::call::{check_key, Call, Route};
 use crate::ledger::list::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_POSITION_MS};
 use crate::ledger::{KeyState, ListPage, ListQuery, Position};
 

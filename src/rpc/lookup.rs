@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_key, Call, Route};
+use super::call::{check_key, Call, Route};
 use crate::ledger::RecordView;
 
 /// `lookup`: introspect one key.

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_generation, check_key, Call, Route};
+use super::call::{check_generation, check_key, Call, Route};
 use crate::ledger::ReleaseOutcome;
 
 /// `release`: give the key back after a run that produced no response.

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_generation, check_key, Call, Route};
+use super::call::{check_generation, check_key, Call, Route};
 
 /// Most entries one `replayed` call may carry.
 pub const MAX_REPLAYED_ENTRIES: usize = 1_000;

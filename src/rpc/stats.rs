@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Call, Route};
+use super::call::{Call, Route};
 use crate::ledger::Stats;
 
 /// `stats`: no parameters.
