@@ -5,10 +5,12 @@
 //! `serveRead`, worker/entry.mjs's class, with the body already read) →
 //! [`LedgerObject::serve`] (ready? the embedded application's unprotected
 //! `/app` requests, or an RPC v1 call) → [`LedgerObject::route`] (a plain
-//! `match` over the closed [`Route`] enum: one arm per call) →
-//! [`LedgerObject::call`] (parse, validate, meter) → the call's apply in
-//! `calls/<call>.rs`; hand each `alarm` to [`super::alarm`] (or, while an
-//! upgrade is under way, to [`super::upgrade`]).
+//! `match` over the closed [`Route`] enum: one arm per call, each
+//! [`parsed`] and validated, then the call's own method —
+//! `LedgerObject::claim`, `complete`, … in `calls/<call>.rs` — run through
+//! [`LedgerObject::answer`] (rows metered, `200` answered); hand each
+//! `alarm` to [`super::alarm`] (or, while an upgrade is under way, to
+//! [`super::upgrade`]).
 //!
 //! What must stay true here:
 //! - A schema or configuration that cannot be used refuses every call
@@ -21,30 +23,28 @@
 //! - The application's target comes from the `x-ledger-app-target` header,
 //!   never from the URL.
 
+use std::future::Future;
 use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use worker::wasm_bindgen::prelude::wasm_bindgen;
 use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
-use super::calls::Apply;
 use super::ledger_object::LedgerObject;
 use super::meter::rows_written_by;
 use super::problems::{bad_call, store_unavailable};
+use super::waiting::WaitReport;
 use crate::config::Config;
 use crate::ledger::SqlStore;
 use crate::orders;
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::{eager, http, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
-use crate::rpc::{
-    Call, ClaimCall, CompleteCall, EvictCall, ExecuteCall, HorizonCall, JurisdictionCall,
-    LayoutCall, ListCall, LookupCall, ReleaseCall, ReplayedCall, Route, StatsCall, APP_PATH,
-    APP_TARGET_HEADER, WAITED_HEADER,
-};
+use crate::rpc::{Call, Route, APP_PATH, APP_TARGET_HEADER, WAITED_HEADER};
 
 /// The Durable Object class: its one object behind an `Rc`, so a request
 /// served without a promise ([`TenantLedger::serve_read`]) can still hand
@@ -100,21 +100,24 @@ async fn whole_body(req: &Request) -> Result<Vec<u8>, JsValue> {
 
 impl LedgerObject {
     /// Sends the body down the one path of the routed call: one arm per
-    /// route (the compiler checks every route of `rpc::ROUTES` has one).
+    /// route (the compiler checks every route of `rpc::ROUTES` has one),
+    /// each parsing and validating its call ([`parsed`]) before the call's
+    /// own method in `calls/<call>.rs` runs, metered and answered
+    /// ([`LedgerObject::answer`]).
     async fn route(&self, route: Route, config: &Config, body: &[u8]) -> Result<Response, Problem> {
         match route {
-            Route::Claim => self.call::<ClaimCall>(config, body).await,
-            Route::Complete => self.call::<CompleteCall>(config, body).await,
-            Route::Release => self.call::<ReleaseCall>(config, body).await,
-            Route::Lookup => self.call::<LookupCall>(config, body).await,
-            Route::List => self.call::<ListCall>(config, body).await,
-            Route::Stats => self.call::<StatsCall>(config, body).await,
-            Route::Execute => self.call::<ExecuteCall>(config, body).await,
-            Route::Replayed => self.call::<ReplayedCall>(config, body).await,
-            Route::Layout => self.call::<LayoutCall>(config, body).await,
-            Route::Horizon => self.call::<HorizonCall>(config, body).await,
-            Route::Jurisdiction => self.call::<JurisdictionCall>(config, body).await,
-            Route::Evict => self.call::<EvictCall>(config, body).await,
+            Route::Claim => self.answer(self.claim(config, parsed(body)?)).await,
+            Route::Complete => self.answer(self.complete(config, parsed(body)?)).await,
+            Route::Release => self.answer(self.release(config, parsed(body)?)).await,
+            Route::Lookup => self.answer(self.lookup(config, parsed(body)?)).await,
+            Route::List => self.answer(self.list(config, parsed(body)?)).await,
+            Route::Stats => self.answer(self.stats(config, parsed(body)?)).await,
+            Route::Execute => self.answer(self.execute(config, parsed(body)?)).await,
+            Route::Replayed => self.answer(self.replayed(config, parsed(body)?)).await,
+            Route::Layout => self.answer(self.layout(config, parsed(body)?)).await,
+            Route::Horizon => self.answer(self.horizon(config, parsed(body)?)).await,
+            Route::Jurisdiction => self.answer(self.jurisdiction(config, parsed(body)?)).await,
+            Route::Evict => self.answer(self.evict(config, parsed(body)?)).await,
         }
     }
 
@@ -175,20 +178,19 @@ impl LedgerObject {
         }
     }
 
-    /// The one path of every RPC call: parse, validate, apply (its file in
-    /// `calls/`), answer (with `ledger-waited-ms` when the call was parked).
-    async fn call<C>(&self, config: &Config, body: &[u8]) -> Result<Response, Problem>
-    where
-        C: Call + DeserializeOwned,
-        Self: Apply<C>,
-    {
-        let call = C::parse(body).map_err(bad_call)?;
-        call.validate().map_err(bad_call)?;
+    /// A call's answer: runs it (`applied`, its method in `calls/`),
+    /// counting the rows its own statements wrote, and answers `200` with
+    /// its outcome (with `ledger-waited-ms` when the call was parked, and
+    /// the rows written when the script is metered).
+    async fn answer<T: Serialize>(
+        &self,
+        applied: impl Future<Output = Result<(T, WaitReport), Problem>>,
+    ) -> Result<Response, Problem> {
         // Only this call's own statements: other calls and the flush timer
         // write while it awaits (a parked `Prefer: wait` claim).
         let store = self.ledger.store();
         let written = || store.billed_rows().map(|(written, _)| written);
-        let (applied, rows) = rows_written_by(written, self.apply(config, call)).await;
+        let (applied, rows) = rows_written_by(written, applied).await;
         let (answer, report) = applied?;
         let response = http::json(200, &answer);
         if self.metered {
@@ -201,4 +203,12 @@ impl LedgerObject {
         }
         Ok(response)
     }
+}
+
+/// A call read from its body and validated: a bad call is refused
+/// (`400 invalid-rpc`) before anything is written.
+fn parsed<C: Call + DeserializeOwned>(body: &[u8]) -> Result<C, Problem> {
+    let call = C::parse(body).map_err(bad_call)?;
+    call.validate().map_err(bad_call)?;
+    Ok(call)
 }

@@ -7,7 +7,7 @@
 //! (its first answer lost) is answered its grant and logged
 //! `idempotency.claim_repeated`, not counted as a claim again.
 
-use super::{bad_call, Apply};
+use super::bad_call;
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::{Claim, ClaimOutcome};
@@ -18,8 +18,9 @@ use crate::protocol::limits::check_claim_windows;
 use crate::protocol::Problem;
 use crate::rpc::ClaimCall;
 
-impl Apply<ClaimCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `claim` (ClaimCall), once parsed and validated.
+    pub(in crate::object) async fn claim(
         &self,
         config: &Config,
         call: ClaimCall,

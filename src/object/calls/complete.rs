@@ -9,7 +9,7 @@
 //! it is served while the schema upgrades and under a layout the registry
 //! refuses or holds (no `check_layout`: it creates no key).
 
-use super::{answered, store_unavailable, Apply};
+use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::ledger::CompleteOutcome;
 use crate::object::ledger_object::LedgerObject;
@@ -18,8 +18,9 @@ use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::CompleteCall;
 
-impl Apply<CompleteCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `complete` (CompleteCall), once parsed and validated.
+    pub(in crate::object) async fn complete(
         &self,
         config: &Config,
         call: CompleteCall,

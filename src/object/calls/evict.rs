@@ -9,7 +9,7 @@
 //! evicts an in-flight record only once its lease and the settle grace
 //! (`ORIGIN_TIMEOUT_SECONDS`) have passed.
 
-use super::{answered, store_unavailable, Apply};
+use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::EvictOutcome;
@@ -19,8 +19,9 @@ use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::EvictCall;
 
-impl Apply<EvictCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `evict` (EvictCall), once parsed and validated.
+    pub(in crate::object) async fn evict(
         &self,
         config: &Config,
         call: EvictCall,

@@ -5,7 +5,6 @@
 //! wait as a claim does; a run wakes the key's waiters (parked behind an
 //! RPC claim, they replay it) and arms the alarm by its expiry.
 
-use super::Apply;
 use crate::config::Config;
 use crate::ledger::DoSqlStore;
 use crate::ledger::ExecuteOutcome;
@@ -16,8 +15,9 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::ExecuteCall;
 
-impl Apply<ExecuteCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `execute` (ExecuteCall), once parsed and validated.
+    pub(in crate::object) async fn execute(
         &self,
         config: &Config,
         call: ExecuteCall,

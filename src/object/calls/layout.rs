@@ -9,7 +9,7 @@
 //! by the tenant alone) keeps a layout history and a jurisdiction; any
 //! other object refuses `layout` and `jurisdiction` as `400 invalid-rpc`.
 
-use super::{answered, bad_call, store_unavailable, Apply};
+use super::{answered, bad_call, store_unavailable};
 use crate::config::{Config, Jurisdiction};
 use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
@@ -18,8 +18,9 @@ use crate::rpc::{
     HorizonAnswer, HorizonCall, JurisdictionCall, JurisdictionOutcome, LayoutCall, LayoutOutcome,
 };
 
-impl Apply<LayoutCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `layout` (LayoutCall), once parsed and validated.
+    pub(in crate::object) async fn layout(
         &self,
         config: &Config,
         call: LayoutCall,
@@ -42,8 +43,9 @@ impl Apply<LayoutCall> for LedgerObject {
     }
 }
 
-impl Apply<JurisdictionCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `jurisdiction` (JurisdictionCall), once parsed and validated.
+    pub(in crate::object) async fn jurisdiction(
         &self,
         config: &Config,
         call: JurisdictionCall,
@@ -64,8 +66,9 @@ impl Apply<JurisdictionCall> for LedgerObject {
     }
 }
 
-impl Apply<HorizonCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `horizon` (HorizonCall), once parsed and validated.
+    pub(in crate::object) async fn horizon(
         &self,
         _: &Config,
         _: HorizonCall,

@@ -5,7 +5,7 @@
 //! even a count. A retired shard lists what it holds like any other object
 //! (the caller merges the tenant's objects: `gateway::reads`).
 
-use super::{answered, store_unavailable, Apply};
+use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::ledger::ListPage;
 use crate::object::ledger_object::LedgerObject;
@@ -14,8 +14,13 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::ListCall;
 
-impl Apply<ListCall> for LedgerObject {
-    async fn apply(&self, _: &Config, call: ListCall) -> Result<(ListPage, WaitReport), Problem> {
+impl LedgerObject {
+    /// RPC v1 `list` (ListCall), once parsed and validated.
+    pub(in crate::object) async fn list(
+        &self,
+        _: &Config,
+        call: ListCall,
+    ) -> Result<(ListPage, WaitReport), Problem> {
         let page = self
             .ledger
             .list(&call.query(), now_ms())

@@ -4,7 +4,7 @@
 //! What must stay true here: a lookup only reads; it writes nothing, not
 //! even a count.
 
-use super::{answered, store_unavailable, Apply};
+use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
@@ -12,8 +12,9 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::{LookupAnswer, LookupCall};
 
-impl Apply<LookupCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `lookup` (LookupCall), once parsed and validated.
+    pub(in crate::object) async fn lookup(
         &self,
         _: &Config,
         call: LookupCall,

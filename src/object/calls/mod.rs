@@ -1,9 +1,10 @@
 //! The object's side of each RPC v1 call: one file per call, beside its
 //! wire shape in `src/rpc/<call>.rs` (the mini-redis `cmd/` shape).
 //!
-//! Role: each file holds one [`Apply`] impl — what that call does to this
-//! object once it is parsed and validated (`LedgerObject::call`, in
-//! [`super::tenant_ledger`]). What several calls share — the claim policy,
+//! Role: each file adds one method to [`LedgerObject`], named after its
+//! call (`claim`, `complete`, …): what that call does to this object once
+//! it is parsed and validated. `LedgerObject::route`, in
+//! [`super::tenant_ledger`], calls it by name from its `match`. What several calls share — the claim policy,
 //! the keyed path that may wait (`LedgerObject::keyed`) — is in
 //! [`super::ledger_object`]; the retired shard's home check in
 //! [`super::place`].
@@ -33,17 +34,10 @@ mod release;
 mod replayed;
 mod stats;
 
+#[allow(unused_imports)] // named by the docs above
+use super::ledger_object::LedgerObject;
 pub(super) use super::problems::{bad_call, store_unavailable};
 use super::waiting::WaitReport;
-use crate::config::Config;
-use crate::protocol::Problem;
-use crate::rpc::Call;
-
-/// What one RPC call does to this object: its answer and, for a call that
-/// may wait, how long it was parked.
-pub(super) trait Apply<C: Call> {
-    async fn apply(&self, config: &Config, call: C) -> Result<(C::Answer, WaitReport), Problem>;
-}
 
 /// An answer that never waited.
 fn answered<T>(answer: T) -> (T, WaitReport) {

@@ -7,7 +7,7 @@
 //! release is served while the schema upgrades and under a layout the
 //! registry refuses or holds (no `check_layout`: it creates no key).
 
-use super::{answered, store_unavailable, Apply};
+use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::ledger::ReleaseOutcome;
 use crate::object::ledger_object::LedgerObject;
@@ -16,8 +16,9 @@ use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::ReleaseCall;
 
-impl Apply<ReleaseCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `release` (ReleaseCall), once parsed and validated.
+    pub(in crate::object) async fn release(
         &self,
         config: &Config,
         call: ReleaseCall,

@@ -5,7 +5,7 @@
 //! they are written: a `503` leaves none behind, so the caller's re-send
 //! is counted once.
 
-use super::{answered, store_unavailable, Apply};
+use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::object::ledger_object::LedgerObject;
 use crate::object::waiting::WaitReport;
@@ -13,8 +13,9 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::{ReplayedCall, ReplayedOutcome};
 
-impl Apply<ReplayedCall> for LedgerObject {
-    async fn apply(
+impl LedgerObject {
+    /// RPC v1 `replayed` (ReplayedCall), once parsed and validated.
+    pub(in crate::object) async fn replayed(
         &self,
         _: &Config,
         call: ReplayedCall,

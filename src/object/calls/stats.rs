@@ -4,7 +4,7 @@
 //! What must stay true here: `waiting` is this instance's registry (in
 //! memory), every other count comes from the ledger.
 
-use super::{answered, store_unavailable, Apply};
+use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::ledger::Stats;
 use crate::object::ledger_object::LedgerObject;
@@ -13,8 +13,13 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::StatsCall;
 
-impl Apply<StatsCall> for LedgerObject {
-    async fn apply(&self, _: &Config, _: StatsCall) -> Result<(Stats, WaitReport), Problem> {
+impl LedgerObject {
+    /// RPC v1 `stats` (StatsCall), once parsed and validated.
+    pub(in crate::object) async fn stats(
+        &self,
+        _: &Config,
+        _: StatsCall,
+    ) -> Result<(Stats, WaitReport), Problem> {
         let mut stats = self
             .ledger
             .stats(now_ms())
