@@ -7,7 +7,26 @@
 
 use super::defaults;
 use super::vars::{choice, err, header_list, token_list, ConfigError};
-use super::{FailurePolicy, LogLevel};
+
+/// What to do when the ledger cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Refuse with 503 `idempotency-store-unavailable` (the default).
+    Closed,
+    /// Run the request unprotected, and log it.
+    Open,
+}
+
+/// The least severe log lines written (`LOG_LEVEL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Everything, including one line per protected request (the default).
+    Info,
+    /// Warnings and errors only: no per-request line.
+    Warn,
+    /// Errors only.
+    Error,
+}
 
 /// Headers the key can never be read from: the caller's credentials, the
 /// tenant the gateway sets, and what framing or the runtime owns.

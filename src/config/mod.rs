@@ -11,13 +11,8 @@
 //! - `API_TOKENS` has no built-in fallback: without it nobody is authorised.
 
 pub mod console;
+pub mod defaults;
 mod headers;
-/// Every variable's default, from their one home, src/config/defaults.json
-/// (compiled in by build.rs; the JS package's DEFAULTS and the published
-/// wrangler.toml [vars] are its copies).
-pub mod defaults {
-    include!(concat!(env!("OUT_DIR"), "/defaults.rs"));
-}
 pub mod jurisdictions;
 pub mod reshard;
 pub mod shards;
@@ -29,31 +24,12 @@ use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 use crate::protocol::CapturePolicy;
 pub use console::ConsoleSettings;
 use headers::{headers, key_header, policies};
+pub use headers::{FailurePolicy, LogLevel};
 pub use jurisdictions::{Jurisdiction, JurisdictionMap};
 pub use shards::ShardMap;
 use vars::{boolean, err, number, secret};
 pub use vars::{ConfigError, SecretString};
 pub use waiting::{WaitSettings, MAX_WAITERS, MAX_WAIT_SECONDS};
-
-/// What to do when the ledger cannot be reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailurePolicy {
-    /// Refuse with 503 `idempotency-store-unavailable` (the default).
-    Closed,
-    /// Run the request unprotected, and log it.
-    Open,
-}
-
-/// The least severe log lines written (`LOG_LEVEL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    /// Everything, including one line per protected request (the default).
-    Info,
-    /// Warnings and errors only: no per-request line.
-    Warn,
-    /// Errors only.
-    Error,
-}
 
 /// Every setting of docs/contract.md §5 except the tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]

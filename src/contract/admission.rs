@@ -17,7 +17,7 @@
 //! - The method is the raw method string the runtime delivered.
 
 use super::auth::TokenKind;
-use super::Disposition;
+use super::disposition::Disposition;
 use crate::config::Config;
 use crate::protocol::{parse_idempotency_key, Problem, ProblemKind};
 

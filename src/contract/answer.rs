@@ -15,7 +15,7 @@
 //!   that could not be decoded, may mean the call was applied, so those are
 //!   `503` whatever the policy.
 
-use super::Disposition;
+use super::disposition::Disposition;
 use crate::config::FailurePolicy;
 use crate::ledger::{EvictOutcome, ExecuteOutcome, Refusal};
 use crate::protocol::{

@@ -16,7 +16,7 @@
 //! - The caller whose run produced a response always gets that response,
 //!   whatever the ledger then says (stored, fenced out, failed).
 
-use super::Disposition;
+use super::disposition::Disposition;
 use crate::config::Config;
 use crate::ledger::{CompleteOutcome, KeyState, RecordState};
 use crate::protocol::{is_passable_status, AppResponse, Problem, ProblemKind, StoredResponse};

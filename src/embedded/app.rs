@@ -4,7 +4,7 @@
 use js_sys::{Array, Function, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::refuse;
+use super::errors::refuse;
 use crate::ledger::StoreError;
 use crate::protocol::AppResponse;
 

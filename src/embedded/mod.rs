@@ -41,16 +41,18 @@ use crate::config::SWEEP_BATCH;
 use crate::ledger::pending::FLUSH_AFTER_MS;
 use crate::ledger::sweep::alarm_for;
 use crate::ledger::DoSqlStore;
-use crate::ledger::{earliest, ClaimPolicy, ExecuteOutcome, Ledger, StoreError};
+use crate::ledger::{earliest, ClaimPolicy, ExecuteOutcome, Ledger};
 use crate::platform::env::now_ms;
 use crate::protocol::target::target_of;
 use crate::protocol::{CapturePolicy, Fingerprint, RequestParts};
 use crate::rpc::call::{check_fingerprint, check_key};
 
 mod app;
+mod errors;
 mod options;
 
 use app::{run_app, Failed};
+use errors::{refuse, store_failed};
 use options::policies;
 
 /// Without workers-rs (the slim build), workers-rs's own start function is
@@ -114,17 +116,6 @@ pub struct EmbeddedLedger {
     policy: ClaimPolicy,
     capture: CapturePolicy,
     sweep_interval_ms: i64,
-}
-
-pub(crate) fn refuse(message: impl std::fmt::Display) -> JsValue {
-    js_sys::TypeError::new(&format!("idempotency-ledger: {message}")).into()
-}
-
-fn store_failed(e: StoreError) -> JsValue {
-    js_sys::Error::new(&format!(
-        "idempotency-ledger: the ledger's storage failed: {e}"
-    ))
-    .into()
 }
 
 #[wasm_bindgen]

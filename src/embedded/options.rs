@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 
-use super::refuse;
+use super::errors::refuse;
 use crate::config::SWEEP_INTERVAL_SECONDS;
 use crate::ledger::{ClaimPolicy, STORED_BODY_CEILING};
 use crate::protocol::limits::check_window;

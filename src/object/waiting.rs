@@ -168,6 +168,11 @@ pub struct WaitReport {
     pub timed_out: bool,
 }
 
+/// An answer that never waited (every call but a waiting claim or execute).
+pub fn answered<T>(answer: T) -> (T, WaitReport) {
+    (answer, WaitReport::default())
+}
+
 /// Runs `attempt` (at the current clock) until it is not refused as in
 /// flight, the budget `budget_ms` is spent, or no waiter may be parked.
 /// `lease_remaining` says whether an outcome is "in flight, lease ends in

@@ -144,3 +144,95 @@ test("the function counter matches braces past strings, chars and comments", () 
     { name: "other", line: 10, lines: 3 },
   ]);
 });
+
+/** The modules a face (`mod.rs`, or `lib.rs` for src/) declares: `mod x;` / `pub mod x;`. */
+function declaredModules(facePath) {
+  const text = codeOnly(readFileSync(join(root, facePath), "utf8"));
+  return new Set([...text.matchAll(/^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*[;{]/gm)].map((m) => m[1]));
+}
+
+/** The names of the crate's #[macro_export] macros (named at the crate root, as `crate::name`). */
+const exportedMacros = new Set(
+  rustFiles(join(root, "src")).flatMap((path) =>
+    [...readFileSync(path, "utf8").matchAll(/#\[macro_export\]\s*macro_rules!\s*(\w+)/g)].map((m) => m[1])),
+);
+
+/** The face of a folder of src/ (`src` itself: lib.rs). */
+const faceOf = (dir) => (dir === "src" ? "src/lib.rs" : `${dir}/mod.rs`);
+
+/** `code` without the bodies of its inline modules (`mod tests { … }`), where `super::` is the file itself. */
+function blankInlineModules(code) {
+  let out = code;
+  for (;;) {
+    const m = /\bmod\s+\w+\s*\{/.exec(out);
+    if (!m) return out;
+    let depth = 0;
+    let end = m.index + m[0].length - 1;
+    for (; end < out.length; end++) {
+      if (out[end] === "{") depth++;
+      if (out[end] === "}" && --depth === 0) break;
+    }
+    out = out.slice(0, m.index) + out.slice(m.index, end + 1).replace(/[^\n]/g, " ") + out.slice(end + 1);
+  }
+}
+
+/**
+ * Every path in `path`'s code that names an item of its own folder's face, or
+ * of an enclosing folder's, instead of the file below it that defines the item
+ * (`super::Ledger`, `crate::ledger::Millis` inside src/ledger/): an import
+ * that runs back up. A path through a module (`super::clock::Millis`) is not.
+ */
+export function upwardImports(path, text) {
+  const segments = path.split("/");
+  const inFace = segments.at(-1) === "mod.rs" || path === "src/lib.rs";
+  // The folder whose face `super::` names, and the folders enclosing the file.
+  const own = segments.slice(0, -1).join("/");
+  const parentOf = (dir) => dir.split("/").slice(0, -1).join("/");
+  const found = [];
+  const code = blankInlineModules(codeOnly(text));
+  for (const m of code.matchAll(/\b((?:super::)+)(\w+|\{[^}]*\})/g)) {
+    let dir = inFace ? parentOf(own) : own;
+    for (let up = m[1].length / "super::".length; up > 1; up--) dir = parentOf(dir);
+    if (dir === "") continue;
+    // `super::{a, b::c}`: the first name of each path in the group.
+    const names = m[2].startsWith("{") ? m[2].slice(1, -1).split(",").map((p) => p.trim().split("::")[0]).filter(Boolean) : [m[2]];
+    for (const name of names) {
+      if (!declaredModules(faceOf(dir)).has(name)) found.push(`${path}: ${m[1]}${name} (an item of ${faceOf(dir)})`);
+    }
+  }
+  for (const m of code.matchAll(/\bcrate((?:::\w+)+)/g)) {
+    const names = m[1].slice(2).split("::");
+    let dir = "src";
+    for (const name of names) {
+      const enclosing = own === dir || own.startsWith(`${dir}/`);
+      if (!enclosing) break;
+      // A #[macro_export] macro is named at the crate root wherever it is written.
+      if (dir === "src" && exportedMacros.has(name)) break;
+      if (!declaredModules(faceOf(dir)).has(name)) {
+        found.push(`${path}: crate${m[1]} (an item of ${faceOf(dir)})`);
+        break;
+      }
+      dir = `${dir}/${name}`;
+    }
+  }
+  return found;
+}
+
+test("no Rust file under src/ imports from its own folder's face or an enclosing one (each mod.rs only declares and names)", () => {
+  const files2 = files.filter(({ path }) => path !== "src/lib.rs");
+  const upward = files2.flatMap(({ path, text }) => upwardImports(path, text));
+  assert.deepEqual(upward, []);
+});
+
+test("the upward-import check sees super:: and crate:: paths to a face's own items", () => {
+  assert.deepEqual(upwardImports("src/ledger/claim.rs", "use super::clock::Millis;\nuse super::{machine::Ledger, Stored};\nfn f() { super::earliest(a, b) }\nmod tests {\n    use super::*;\n}\n"), [
+    "src/ledger/claim.rs: super::Stored (an item of src/ledger/mod.rs)",
+    "src/ledger/claim.rs: super::earliest (an item of src/ledger/mod.rs)",
+  ]);
+  assert.deepEqual(upwardImports("src/ledger/outcome/wire.rs", "use crate::ledger::Millis;\nuse crate::ledger::clock::Millis;\nuse crate::rpc::Call;\n"), [
+    "src/ledger/outcome/wire.rs: crate::ledger::Millis (an item of src/ledger/mod.rs)",
+  ]);
+  assert.deepEqual(upwardImports("src/ledger/outcome/mod.rs", "use super::clock::Millis;\nuse super::Stats;\n"), [
+    "src/ledger/outcome/mod.rs: super::Stats (an item of src/ledger/mod.rs)",
+  ]);
+});

@@ -32,7 +32,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::{Row, SizeEstimate, SqlStore, SqlValue, StoreError};
+use super::seam::{Row, SizeEstimate, SqlStore, SqlValue, StoreError};
 
 #[wasm_bindgen]
 extern "C" {

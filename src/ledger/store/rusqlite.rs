@@ -12,7 +12,7 @@ use std::cell::Cell;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 
-use super::{Row, SqlStore, SqlValue, StoreError};
+use super::seam::{Row, SqlStore, SqlValue, StoreError};
 
 /// A rusqlite connection with transaction nesting.
 pub struct RusqliteStore {

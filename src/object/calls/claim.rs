@@ -7,11 +7,11 @@
 //! (its first answer lost) is answered its grant and logged
 //! `idempotency.claim_repeated`, not counted as a claim again.
 
-use super::bad_call;
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::{Claim, ClaimOutcome};
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::bad_call;
 use crate::object::waiting::WaitReport;
 use crate::platform::{log, now_ms};
 use crate::protocol::limits::check_claim_windows;

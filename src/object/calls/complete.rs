@@ -9,10 +9,11 @@
 //! it is served while the schema upgrades and under a layout the registry
 //! refuses or holds (no `check_layout`: it creates no key).
 
-use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::ledger::CompleteOutcome;
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::store_unavailable;
+use crate::object::waiting::answered;
 use crate::object::waiting::WaitReport;
 use crate::platform::{log, now_ms};
 use crate::protocol::Problem;

@@ -9,11 +9,12 @@
 //! evicts an in-flight record only once its lease and the settle grace
 //! (`ORIGIN_TIMEOUT_SECONDS`) have passed.
 
-use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::EvictOutcome;
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::store_unavailable;
+use crate::object::waiting::answered;
 use crate::object::waiting::WaitReport;
 use crate::platform::{log, now_ms};
 use crate::protocol::Problem;

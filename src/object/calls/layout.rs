@@ -9,9 +9,10 @@
 //! by the tenant alone) keeps a layout history and a jurisdiction; any
 //! other object refuses `layout` and `jurisdiction` as `400 invalid-rpc`.
 
-use super::{answered, bad_call, store_unavailable};
 use crate::config::{Config, Jurisdiction};
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::{bad_call, store_unavailable};
+use crate::object::waiting::answered;
 use crate::object::waiting::WaitReport;
 use crate::protocol::Problem;
 use crate::rpc::{

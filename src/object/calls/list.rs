@@ -5,10 +5,11 @@
 //! even a count. A retired shard lists what it holds like any other object
 //! (the caller merges the tenant's objects: `gateway::reads`).
 
-use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::ledger::ListPage;
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::store_unavailable;
+use crate::object::waiting::answered;
 use crate::object::waiting::WaitReport;
 use crate::platform::now_ms;
 use crate::protocol::Problem;

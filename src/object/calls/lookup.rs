@@ -4,9 +4,10 @@
 //! What must stay true here: a lookup only reads; it writes nothing, not
 //! even a count.
 
-use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::store_unavailable;
+use crate::object::waiting::answered;
 use crate::object::waiting::WaitReport;
 use crate::platform::now_ms;
 use crate::protocol::Problem;

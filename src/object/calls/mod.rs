@@ -36,10 +36,3 @@ mod stats;
 
 #[allow(unused_imports)] // named by the docs above
 use super::ledger_object::LedgerObject;
-pub(super) use super::problems::{bad_call, store_unavailable};
-use super::waiting::WaitReport;
-
-/// An answer that never waited.
-fn answered<T>(answer: T) -> (T, WaitReport) {
-    (answer, WaitReport::default())
-}

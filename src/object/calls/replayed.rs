@@ -5,9 +5,10 @@
 //! they are written: a `503` leaves none behind, so the caller's re-send
 //! is counted once.
 
-use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::store_unavailable;
+use crate::object::waiting::answered;
 use crate::object::waiting::WaitReport;
 use crate::platform::now_ms;
 use crate::protocol::Problem;

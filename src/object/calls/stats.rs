@@ -4,10 +4,11 @@
 //! What must stay true here: `waiting` is this instance's registry (in
 //! memory), every other count comes from the ledger.
 
-use super::{answered, store_unavailable};
 use crate::config::Config;
 use crate::ledger::Stats;
 use crate::object::ledger_object::LedgerObject;
+use crate::object::problems::store_unavailable;
+use crate::object::waiting::answered;
 use crate::object::waiting::WaitReport;
 use crate::platform::now_ms;
 use crate::protocol::Problem;
