@@ -39,7 +39,6 @@ export function ledgerWorker({ name = "idempotency-ledger", compatibilityDate = 
       { type: "ESModule", path: `${ROOT}worker/entry.mjs` },
       { type: "ESModule", path: `${ROOT}worker/console.mjs` },
       ...consoleFiles.map((f) => ({ type: "ESModule", path: `${ROOT}worker/console/${f}` })),
-      { type: "ESModule", path: `${ROOT}worker/wasm.mjs` },
       { type: "ESModule", path: `${ROOT}build/index.js` },
       { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
       { type: "ESModule", path: `${ROOT}build/ledger/index.js` },
