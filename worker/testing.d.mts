@@ -1,4 +1,7 @@
 // Types of idempotency-ledger/worker/testing (./testing.mjs, Node only).
+// Hand-written; checked against ./testing.mjs by
+// `tsc -p worker/tsconfig.testing.json` (npm run check:types; the
+// assertions at the end of testing.mjs).
 export interface LedgerWorkerOptions {
   /** The Worker's name, as other Workers' script_name / service name it. Default "idempotency-ledger". */
   name?: string;

@@ -26,9 +26,9 @@
 // the same `ctx` (a Ledger made per request) shares them, under its own
 // options. Every `run` runs inside a `transactionSync`, keyed or not.
 //
-// Workers only: it loads the package's slim wasm module
-// (build/ledger/index_bg.wasm: the ledger core and EmbeddedLedger alone,
-// not the gateway `idempotency-ledger/worker` runs).
+// Workers only: it loads the package's slim wasm module through
+// ./wasm.js (build/ledger/index_bg.wasm: the ledger core and
+// EmbeddedLedger alone, not the gateway `idempotency-ledger/worker` runs).
 //
 // Beside it: ./app-answer.js (your function's answer, checked and
 // normalised) and ./object-ledger.js (what an object's Ledgers share).

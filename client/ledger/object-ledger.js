@@ -4,7 +4,7 @@
 // recounts), the cores derived from it for other options, the alarm last
 // seen set, and the timer that writes the counts an idle object keeps in
 // memory. Keyed by `ctx.storage`, the same object on every access.
-import { EmbeddedLedger } from "../../worker/wasm.mjs";
+import { EmbeddedLedger } from "./wasm.js";
 /** @import { LedgerState } from "./ledger.js" */
 
 /**

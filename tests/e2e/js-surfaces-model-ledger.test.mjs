@@ -75,7 +75,6 @@ const ledgerModel = {
   modules: [
     { type: "ESModule", path: `${ROOT}tests/e2e/workers/ledger-model.mjs` },
     { type: "ESModule", path: `${ROOT}tests/e2e/workers/ledger-model-bodies.mjs` },
-    { type: "ESModule", path: `${ROOT}worker/wasm.mjs` },
     { type: "ESModule", path: `${ROOT}build/index.js` },
     { type: "CompiledWasm", path: `${ROOT}build/index_bg.wasm` },
     { type: "ESModule", path: `${ROOT}build/ledger/index.js` },

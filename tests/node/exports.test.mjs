@@ -45,10 +45,11 @@ test("idempotency-ledger/workflows exports exactly once and onceScheduled", asyn
 
 test("idempotency-ledger/ledger exports exactly Ledger", async () => {
   // The wasm core loads only on Workers (cloudflare:workers, a .wasm module):
-  // stand in for worker/wasm.mjs so Node can read the module's exports.
+  // stand in for the built module client/ledger/wasm.js loads, so Node can
+  // read the module's exports.
   const hooks = registerHooks({
     resolve(specifier, context, next) {
-      if (specifier === "../../worker/wasm.mjs" && /\/client\/ledger\/[^/]+\.js$/.test(context.parentURL ?? "")) {
+      if (specifier === "../../build/ledger/index.js" && /\/client\/ledger\/wasm\.js$/.test(context.parentURL ?? "")) {
         return { url: "data:text/javascript,export class EmbeddedLedger {}", shortCircuit: true };
       }
       return next(specifier, context);
