@@ -18,7 +18,7 @@
 //! - An unrestricted object and an object of jurisdiction J with the same
 //!   name are different objects: a change of a tenant's jurisdiction is
 //!   refused where both configurations meet (the tenant's unrestricted
-//!   object, `crate::object::jurisdiction`), never silently served from an
+//!   object, `crate::object::home::jurisdiction`), never silently served from an
 //!   empty ledger.
 
 use std::collections::HashMap;

@@ -25,7 +25,7 @@ use std::rc::Rc;
 use worker::{Env, Response, State};
 
 use super::alarm::Alarm;
-use super::place::{window_ms, Home, Place};
+use super::home::{window_ms, Home, Place};
 use super::problems::store_unavailable;
 use super::upgrade::{self, Upgrade, UPGRADE_STEPS_PER_ALARM, UPGRADE_STEPS_PER_REQUEST};
 use super::waiting::{attempt_waiting, WaitReport, Waiters};

@@ -16,28 +16,29 @@
 //! `alarm` is the Rust `alarm`. The Rust `DurableObject::fetch` serves the
 //! same path (`serve`) for a script that uses the shim's class as it is
 //! (`tests/e2e/workers/faulty-ledger.mjs` and `v1-ledger.mjs` wrap it and
-//! call its `fetch`). Both reach one request path: [`tenant_ledger`]'s `serve` → `route` → `call`.
+//! call its `fetch`). Both reach one request path of plain function
+//! calls: [`tenant_ledger`]'s `serve` → `dispatch` → `calls::<call>`.
 //!
 //! The rooms, from the entry down (each uses only the rooms below it):
 //! - [`tenant_ledger`] — the class: its `fetch` / `serveRead` / `alarm`
-//!   entry points and the one request path (serve → route → call): the
-//!   embedded application's unprotected requests, and every RPC v1 call
-//!   parsed → validated → applied. `route` is a plain `match` over the
-//!   closed `rpc::Route` enum.
-//! - `calls` — one file per RPC call (beside `rpc/<call>.rs`): what it
-//!   does to this object once validated.
+//!   entry points and the one request path (serve → dispatch → the
+//!   call's function): the embedded application's unprotected requests,
+//!   and every RPC v1 call parsed → validated → applied. `dispatch` is a
+//!   plain `match` over the closed `rpc::Route` enum.
+//! - `calls` — one function per RPC call, in its own file (beside
+//!   `rpc/<call>.rs`): what it does to this object once validated.
 //! - [`ledger_object`] — what one object holds ([`LedgerObject`]): its
 //!   ledger, configuration and the rooms below; whether it can take a call
 //!   now (`ready`); its alarm; the keyed path claims and executes share.
 //! - `upgrade` — the stepwise schema upgrade: as the instance starts, and
 //!   a few steps more by each request and alarm while it is under way.
-//! - [`reshard`] — the tenant's registry deciding and recording a layout.
-//! - [`place`] — which keys this object answers for (`Home`): its name
-//!   and role in its tenant's layout, recorded once so it never depends on
-//!   the runtime handing it over; the retired shard's home check; the
-//!   registry accepting the layout before the first keyed call.
-//! - [`jurisdiction`] — a tenant kept in a jurisdiction: its objects'
-//!   calls to each other go through it, and a change of it is refused.
+//! - [`home`] — which keys this object answers for, one room: its place
+//!   in its tenant's layout (`Home`: its name and role, recorded once so it
+//!   never depends on the runtime handing it over; the retired shard's home
+//!   check; the registry accepting the layout before the first keyed
+//!   call), the registry deciding and recording a layout (`reshard`), and
+//!   a tenant kept in a jurisdiction (`jurisdiction`: its objects' calls to
+//!   each other go through it, and a change of it is refused).
 //! - [`alarm`] — the sweep, the alarm that drives it, the flush timer.
 //! - [`waiting`] — requests parked on an in-flight key: the registry and
 //!   the loop that claims again when they wake.
@@ -75,15 +76,11 @@ pub mod alarm;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 mod calls;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
-pub mod jurisdiction;
+pub mod home;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod ledger_object;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
-pub mod place;
-#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 mod problems;
-#[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
-pub mod reshard;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]
 pub mod tenant_ledger;
 #[cfg(all(target_arch = "wasm32", feature = "tenant-ledger"))]

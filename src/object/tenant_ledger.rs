@@ -1,16 +1,16 @@
 //! The `TenantLedger` class: its entry points and its one request path.
 //!
 //! Role: build the object ([`LedgerObject`], `ledger_object.rs`); carry
-//! each request down one path read top to bottom — `fetch` (or
-//! `serveRead`, worker/entry.mjs's class, with the body already read) →
-//! [`LedgerObject::serve`] (ready? the embedded application's unprotected
-//! `/app` requests, or an RPC v1 call) → [`LedgerObject::route`] (a plain
-//! `match` over the closed [`Route`] enum: one arm per call, each
-//! [`parsed`] and validated, then the call's own method —
-//! `LedgerObject::claim`, `complete`, … in `calls/<call>.rs` — run through
-//! [`LedgerObject::answer`] (rows metered, `200` answered); hand each
-//! `alarm` to [`super::alarm`] (or, while an upgrade is under way, to
-//! [`super::upgrade`]).
+//! each request down one path of plain function calls, read top to bottom
+//! — `fetch` (or `serveRead`, worker/entry.mjs's class, with the body
+//! already read) → [`serve`] (ready? the embedded application's
+//! unprotected `/app` requests ([`app`]), or an RPC v1 call) → [`dispatch`]
+//! (a `match` over the closed [`Route`] enum: one arm per call, each
+//! [`parsed`] and validated, then the call's own function —
+//! `calls::claim`, `calls::complete`, … in `calls/<call>.rs` — run
+//! through [`answer`]: rows metered, `200` answered); hand each `alarm` to
+//! [`LedgerObject::alarm`] (the sweep, or while an upgrade is under way a
+//! few more of its steps).
 //!
 //! What must stay true here:
 //! - A schema or configuration that cannot be used refuses every call
@@ -34,6 +34,7 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
+use super::calls;
 use super::ledger_object::LedgerObject;
 use super::meter::rows_written_by;
 use super::problems::{bad_call, store_unavailable};
@@ -65,7 +66,7 @@ impl DurableObject for TenantLedger {
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
         let body = whole_body(&req).await;
-        Ok(self.object.serve(req.inner(), body).await)
+        Ok(serve(&self.object, req.inner(), body).await)
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
@@ -86,7 +87,9 @@ impl TenantLedger {
     pub fn serve_read(&self, req: web_sys::Request, body: Option<js_sys::Uint8Array>) -> JsValue {
         let object = Rc::clone(&self.object);
         let body = body.map(|b| b.to_vec()).ok_or(JsValue::NULL);
-        eager(async move { JsValue::from(web_sys::Response::from(object.serve(&req, body).await)) })
+        eager(
+            async move { JsValue::from(web_sys::Response::from(serve(&object, &req, body).await)) },
+        )
     }
 }
 
@@ -98,111 +101,113 @@ async fn whole_body(req: &Request) -> Result<Vec<u8>, JsValue> {
     Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
 
-impl LedgerObject {
-    /// Sends the body down the one path of the routed call: one arm per
-    /// route (the compiler checks every route of `rpc::ROUTES` has one),
-    /// each parsing and validating its call ([`parsed`]) before the call's
-    /// own method in `calls/<call>.rs` runs, metered and answered
-    /// ([`LedgerObject::answer`]).
-    async fn route(&self, route: Route, config: &Config, body: &[u8]) -> Result<Response, Problem> {
-        match route {
-            Route::Claim => self.answer(self.claim(config, parsed(body)?)).await,
-            Route::Complete => self.answer(self.complete(config, parsed(body)?)).await,
-            Route::Release => self.answer(self.release(config, parsed(body)?)).await,
-            Route::Lookup => self.answer(self.lookup(config, parsed(body)?)).await,
-            Route::List => self.answer(self.list(config, parsed(body)?)).await,
-            Route::Stats => self.answer(self.stats(config, parsed(body)?)).await,
-            Route::Execute => self.answer(self.execute(config, parsed(body)?)).await,
-            Route::Replayed => self.answer(self.replayed(config, parsed(body)?)).await,
-            Route::Layout => self.answer(self.layout(config, parsed(body)?)).await,
-            Route::Horizon => self.answer(self.horizon(config, parsed(body)?)).await,
-            Route::Jurisdiction => self.answer(self.jurisdiction(config, parsed(body)?)).await,
-            Route::Evict => self.answer(self.evict(config, parsed(body)?)).await,
-        }
+/// Sends the body down the one path of the routed call: one arm per
+/// route (the compiler checks every route of `rpc::ROUTES` has one), each
+/// parsing and validating its call ([`parsed`]) before the call's own
+/// function in `calls/<call>.rs` runs, metered and answered ([`answer`]).
+#[rustfmt::skip] // one arm a line: the route table, read down
+async fn dispatch(object: &LedgerObject, route: Route, config: &Config, body: &[u8]) -> Result<Response, Problem> {
+    match route {
+        Route::Claim =>        answer(object, calls::claim(object, config, parsed(body)?)).await,
+        Route::Complete =>     answer(object, calls::complete(object, config, parsed(body)?)).await,
+        Route::Release =>      answer(object, calls::release(object, config, parsed(body)?)).await,
+        Route::Lookup =>       answer(object, calls::lookup(object, config, parsed(body)?)).await,
+        Route::List =>         answer(object, calls::list(object, config, parsed(body)?)).await,
+        Route::Stats =>        answer(object, calls::stats(object, config, parsed(body)?)).await,
+        Route::Execute =>      answer(object, calls::execute(object, config, parsed(body)?)).await,
+        Route::Replayed =>     answer(object, calls::replayed(object, config, parsed(body)?)).await,
+        Route::Layout =>       answer(object, calls::layout(object, config, parsed(body)?)).await,
+        Route::Horizon =>      answer(object, calls::horizon(object, config, parsed(body)?)).await,
+        Route::Jurisdiction => answer(object, calls::jurisdiction(object, config, parsed(body)?)).await,
+        Route::Evict =>        answer(object, calls::evict(object, config, parsed(body)?)).await,
     }
+}
 
-    /// Routes one request, its body already read: the embedded
-    /// application, or an RPC v1 call.
-    async fn serve(&self, req: &web_sys::Request, body: Result<Vec<u8>, JsValue>) -> Response {
-        // The path from the raw URL string: `Request::path()` would parse it
-        // with the `url` crate, which alone adds IDNA tables to the bundle.
-        let url = req.url();
-        let path = path_of(target_of(&url)).to_string();
-        let settles = Route::from_path(&path).is_some_and(Route::settles);
-        let config = match self.ready(settles).await {
-            Ok(config) => config,
-            Err(refused) => return refused,
-        };
-        let method = req.method();
-        let body = match body {
-            Ok(b) => b,
-            Err(_) => return http::problem(&bad_call("the request body could not be read")),
-        };
-        if path == APP_PATH {
-            return self.app(req, &method, &body);
-        }
-        let Some(route) = Route::from_path(&path) else {
-            return http::problem(&Problem::new(
-                ProblemKind::NotFound,
-                "no such ledger route; RPC v1 lives under /rpc/v1/",
-            ));
-        };
-        if method != "POST" {
-            return http::problem(
-                &Problem::new(ProblemKind::MethodNotAllowed, "ledger RPC calls are POST")
-                    .with_header("allow", "POST"),
-            );
-        }
-        let answer = self.route(route, config, &body).await;
-        // Counts the call left in memory are written by a timer if no
-        // later call writes them first.
-        self.alarm.flush_later();
-        answer.unwrap_or_else(|p| http::problem(&p))
+/// Routes one request, its body already read: the embedded
+/// application, or an RPC v1 call.
+async fn serve(
+    object: &LedgerObject,
+    req: &web_sys::Request,
+    body: Result<Vec<u8>, JsValue>,
+) -> Response {
+    // The path from the raw URL string: `Request::path()` would parse it
+    // with the `url` crate, which alone adds IDNA tables to the bundle.
+    let url = req.url();
+    let path = path_of(target_of(&url)).to_string();
+    let settles = Route::from_path(&path).is_some_and(Route::settles);
+    let config = match object.ready(settles).await {
+        Ok(config) => config,
+        Err(refused) => return refused,
+    };
+    let method = req.method();
+    let body = match body {
+        Ok(b) => b,
+        Err(_) => return http::problem(&bad_call("the request body could not be read")),
+    };
+    if path == APP_PATH {
+        return app(object, req, &method, &body);
     }
+    let Some(route) = Route::from_path(&path) else {
+        return http::problem(&Problem::new(
+            ProblemKind::NotFound,
+            "no such ledger route; RPC v1 lives under /rpc/v1/",
+        ));
+    };
+    if method != "POST" {
+        return http::problem(
+            &Problem::new(ProblemKind::MethodNotAllowed, "ledger RPC calls are POST")
+                .with_header("allow", "POST"),
+        );
+    }
+    let answer = dispatch(object, route, config, &body).await;
+    // Counts the call left in memory are written by a timer if no
+    // later call writes them first.
+    object.alarm.flush_later();
+    answer.unwrap_or_else(|p| http::problem(&p))
+}
 
-    /// The embedded application's unprotected requests; the target comes
-    /// from a header, never from the URL.
-    fn app(&self, req: &web_sys::Request, method: &str, body: &[u8]) -> Response {
-        let target = http::header(req, APP_TARGET_HEADER)
-            .filter(|t| t.starts_with('/'))
-            .unwrap_or_default();
-        match orders::handle(
-            self.ledger.store(),
-            method,
-            path_of(&target),
-            body,
-            now_ms(),
-        ) {
-            Ok(r) => http::app(r),
-            Err(e) => http::problem(&store_unavailable(&e)),
-        }
+/// The embedded application's unprotected requests; the target comes
+/// from a header, never from the URL.
+fn app(object: &LedgerObject, req: &web_sys::Request, method: &str, body: &[u8]) -> Response {
+    let target = http::header(req, APP_TARGET_HEADER)
+        .filter(|t| t.starts_with('/'))
+        .unwrap_or_default();
+    match orders::handle(
+        object.ledger.store(),
+        method,
+        path_of(&target),
+        body,
+        now_ms(),
+    ) {
+        Ok(r) => http::app(r),
+        Err(e) => http::problem(&store_unavailable(&e)),
     }
+}
 
-    /// A call's answer: runs it (`applied`, its method in `calls/`),
-    /// counting the rows its own statements wrote, and answers `200` with
-    /// its outcome (with `ledger-waited-ms` when the call was parked, and
-    /// the rows written when the script is metered).
-    async fn answer<T: Serialize>(
-        &self,
-        applied: impl Future<Output = Result<(T, WaitReport), Problem>>,
-    ) -> Result<Response, Problem> {
-        // Only this call's own statements: other calls and the flush timer
-        // write while it awaits (a parked `Prefer: wait` claim).
-        let store = self.ledger.store();
-        let written = || store.billed_rows().map(|(written, _)| written);
-        let (applied, rows) = rows_written_by(written, applied).await;
-        let (answer, report) = applied?;
-        let response = http::json(200, &answer);
-        if self.metered {
-            let _ = response
-                .headers()
-                .set(ROWS_WRITTEN_HEADER, &rows.to_string());
-        }
-        if let Some(ms) = report.waited_ms {
-            let _ = response.headers().set(WAITED_HEADER, &ms.to_string());
-        }
-        Ok(response)
+/// A call's answer: runs it (`applied`, its method in `calls/`),
+/// counting the rows its own statements wrote, and answers `200` with
+/// its outcome (with `ledger-waited-ms` when the call was parked, and
+/// the rows written when the script is metered).
+async fn answer<T: Serialize>(
+    object: &LedgerObject,
+    applied: impl Future<Output = Result<(T, WaitReport), Problem>>,
+) -> Result<Response, Problem> {
+    // Only this call's own statements: other calls and the flush timer
+    // write while it awaits (a parked `Prefer: wait` claim).
+    let store = object.ledger.store();
+    let written = || store.billed_rows().map(|(written, _)| written);
+    let (applied, rows) = rows_written_by(written, applied).await;
+    let (answer, report) = applied?;
+    let response = http::json(200, &answer);
+    if object.metered {
+        let _ = response
+            .headers()
+            .set(ROWS_WRITTEN_HEADER, &rows.to_string());
     }
+    if let Some(ms) = report.waited_ms {
+        let _ = response.headers().set(WAITED_HEADER, &ms.to_string());
+    }
+    Ok(response)
 }
 
 /// A call read from its body and validated: a bad call is refused

@@ -4,7 +4,7 @@
 //!
 //! Role: the one way this crate gets a namespace in a jurisdiction, for the
 //! typed client ([`super::client::LedgerClient::for_object_in`]) and the
-//! object checking its own place (`object::place`, `object::jurisdiction`).
+//! object checking its own place (`object::home`).
 //!
 //! What must stay true here: a runtime that cannot make an object in the
 //! jurisdiction is a configuration it cannot serve (`500 misconfigured`

@@ -18,45 +18,44 @@ use crate::protocol::limits::check_claim_windows;
 use crate::protocol::Problem;
 use crate::rpc::ClaimCall;
 
-impl LedgerObject {
-    /// RPC v1 `claim` (ClaimCall), once parsed and validated.
-    pub(in crate::object) async fn claim(
-        &self,
-        config: &Config,
-        call: ClaimCall,
-    ) -> Result<(ClaimOutcome, WaitReport), Problem> {
-        self.home.check_layout(config).await?;
-        if let Some(answer) = self
-            .home
-            .ask_kept_previous(config, &call.key, &call)
-            .await?
-        {
-            return Ok(answer);
-        }
-        let policy = self.policy(config, call.lease_seconds, call.retention_seconds)?;
-        check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
-        let attempt = call.attempt.as_deref();
-        let claim = |now| {
-            self.ledger
-                .claim_as(&call.key, &call.fingerprint, attempt, &policy, now)
-        };
-        let (out, report) = self
-            .keyed(config, &call.key, call.wait_ms, claim, |c: &Claim| {
-                c.outcome.refusal()
-            })
-            .await?;
-        match out.outcome {
-            ClaimOutcome::Claimed { generation, .. } if out.repeated => {
-                // The same grant again: its record and alarm are as the
-                // first answer left them.
-                log::info(
-                    "idempotency.claim_repeated",
-                    fields! {"key" => log::short_hash(&call.key), "generation" => generation},
-                );
-            }
-            ClaimOutcome::Claimed { .. } => self.alarm.arm_by(policy.sweep_at(now_ms())).await,
-            ClaimOutcome::Refused(_) => {}
-        }
-        Ok((out.outcome, report))
+/// RPC v1 `claim` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn claim(
+    object: &LedgerObject,
+    config: &Config,
+    call: ClaimCall,
+) -> Result<(ClaimOutcome, WaitReport), Problem> {
+    object.home.check_layout(config).await?;
+    if let Some(answer) = object
+        .home
+        .ask_kept_previous(config, &call.key, &call)
+        .await?
+    {
+        return Ok(answer);
     }
+    let policy = object.policy(config, call.lease_seconds, call.retention_seconds)?;
+    check_claim_windows(policy.lease_ms, policy.retention_ms).map_err(bad_call)?;
+    let attempt = call.attempt.as_deref();
+    let claim = |now| {
+        object
+            .ledger
+            .claim_as(&call.key, &call.fingerprint, attempt, &policy, now)
+    };
+    let (out, report) = object
+        .keyed(config, &call.key, call.wait_ms, claim, |c: &Claim| {
+            c.outcome.refusal()
+        })
+        .await?;
+    match out.outcome {
+        ClaimOutcome::Claimed { generation, .. } if out.repeated => {
+            // The same grant again: its record and alarm are as the
+            // first answer left them.
+            log::info(
+                "idempotency.claim_repeated",
+                fields! {"key" => log::short_hash(&call.key), "generation" => generation},
+            );
+        }
+        ClaimOutcome::Claimed { .. } => object.alarm.arm_by(policy.sweep_at(now_ms())).await,
+        ClaimOutcome::Refused(_) => {}
+    }
+    Ok((out.outcome, report))
 }

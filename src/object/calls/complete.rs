@@ -19,62 +19,60 @@ use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::CompleteCall;
 
-impl LedgerObject {
-    /// RPC v1 `complete` (CompleteCall), once parsed and validated.
-    pub(in crate::object) async fn complete(
-        &self,
-        config: &Config,
-        call: CompleteCall,
-    ) -> Result<(CompleteOutcome, WaitReport), Problem> {
-        // Follows a previous layout the registry keeps in force (a
-        // settlement is never refused by the layout).
-        if let Some(answer) = self
-            .home
-            .settle_at_kept_previous(config, &call.key, &call)
-            .await?
-        {
-            return Ok(answer);
-        }
-        let now = now_ms();
-        self.home.check_home(config, &call.key, now)?;
-        let policy = self.policy(config, None, call.retention_seconds)?;
-        let retention = policy.retention_ms;
-        let (out, over_quota) = self
-            .ledger
-            .complete_within(
-                &call.key,
-                call.generation,
-                &call.response,
-                retention,
-                policy.max_db_bytes,
-                now,
-            )
-            .map_err(|e| store_unavailable(&e))?;
-        match &out {
-            CompleteOutcome::FencedOut { current } => {
-                log::fenced_out("complete", &call.key, call.generation, current)
-            }
-            CompleteOutcome::Stored => {
-                if over_quota {
-                    log::warn(
-                        "idempotency.quota_tombstone",
-                        crate::fields! {
-                            "key" => log::short_hash(&call.key),
-                            "generation" => call.generation,
-                            "status" => call.response.status,
-                            "max_db_bytes" => policy.max_db_bytes,
-                        },
-                    );
-                }
-                self.waiters.wake(&call.key);
-                // A completion's retention may be shorter than its claim's:
-                // the record then expires earlier than the alarm the claim
-                // set (the ledger moved its `sweep_at`), so the alarm moves
-                // too — never late. Nothing is read or set when the alarm is
-                // known to be early enough.
-                self.alarm.arm_by(now.saturating_add(retention)).await;
-            }
-        }
-        Ok(answered(out))
+/// RPC v1 `complete` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn complete(
+    object: &LedgerObject,
+    config: &Config,
+    call: CompleteCall,
+) -> Result<(CompleteOutcome, WaitReport), Problem> {
+    // Follows a previous layout the registry keeps in force (a
+    // settlement is never refused by the layout).
+    if let Some(answer) = object
+        .home
+        .settle_at_kept_previous(config, &call.key, &call)
+        .await?
+    {
+        return Ok(answer);
     }
+    let now = now_ms();
+    object.home.check_home(config, &call.key, now)?;
+    let policy = object.policy(config, None, call.retention_seconds)?;
+    let retention = policy.retention_ms;
+    let (out, over_quota) = object
+        .ledger
+        .complete_within(
+            &call.key,
+            call.generation,
+            &call.response,
+            retention,
+            policy.max_db_bytes,
+            now,
+        )
+        .map_err(|e| store_unavailable(&e))?;
+    match &out {
+        CompleteOutcome::FencedOut { current } => {
+            log::fenced_out("complete", &call.key, call.generation, current)
+        }
+        CompleteOutcome::Stored => {
+            if over_quota {
+                log::warn(
+                    "idempotency.quota_tombstone",
+                    crate::fields! {
+                        "key" => log::short_hash(&call.key),
+                        "generation" => call.generation,
+                        "status" => call.response.status,
+                        "max_db_bytes" => policy.max_db_bytes,
+                    },
+                );
+            }
+            object.waiters.wake(&call.key);
+            // A completion's retention may be shorter than its claim's:
+            // the record then expires earlier than the alarm the claim
+            // set (the ledger moved its `sweep_at`), so the alarm moves
+            // too — never late. Nothing is read or set when the alarm is
+            // known to be early enough.
+            object.alarm.arm_by(now.saturating_add(retention)).await;
+        }
+    }
+    Ok(answered(out))
 }

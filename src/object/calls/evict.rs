@@ -20,37 +20,35 @@ use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::EvictCall;
 
-impl LedgerObject {
-    /// RPC v1 `evict` (EvictCall), once parsed and validated.
-    pub(in crate::object) async fn evict(
-        &self,
-        config: &Config,
-        call: EvictCall,
-    ) -> Result<(EvictOutcome, WaitReport), Problem> {
-        // A retired shard's key is claimed next in its current object,
-        // which its generation floor does not reach: an in-flight record
-        // goes only once its owner can no longer settle (`ledger::evict`).
-        let owner_grace_ms = if self.place(config)?.retired {
-            (config.origin_timeout_seconds as i64).saturating_mul(1000)
-        } else {
-            0
-        };
-        let out = self
-            .ledger
-            .evict(&call.key, owner_grace_ms, now_ms())
-            .map_err(|e| store_unavailable(&e))?;
-        if let EvictOutcome::Evicted { record } = &out {
-            log::warn(
-                "idempotency.key_evicted",
-                fields! {
-                    "key" => log::short_hash(&call.key),
-                    "state" => record.state.as_str(),
-                    "generation" => record.generation,
-                    "status" => record.response_status,
-                },
-            );
-            self.waiters.wake(&call.key);
-        }
-        Ok(answered(out))
+/// RPC v1 `evict` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn evict(
+    object: &LedgerObject,
+    config: &Config,
+    call: EvictCall,
+) -> Result<(EvictOutcome, WaitReport), Problem> {
+    // A retired shard's key is claimed next in its current object,
+    // which its generation floor does not reach: an in-flight record
+    // goes only once its owner can no longer settle (`ledger::evict`).
+    let owner_grace_ms = if object.place(config)?.retired {
+        (config.origin_timeout_seconds as i64).saturating_mul(1000)
+    } else {
+        0
+    };
+    let out = object
+        .ledger
+        .evict(&call.key, owner_grace_ms, now_ms())
+        .map_err(|e| store_unavailable(&e))?;
+    if let EvictOutcome::Evicted { record } = &out {
+        log::warn(
+            "idempotency.key_evicted",
+            fields! {
+                "key" => log::short_hash(&call.key),
+                "state" => record.state.as_str(),
+                "generation" => record.generation,
+                "status" => record.response_status,
+            },
+        );
+        object.waiters.wake(&call.key);
     }
+    Ok(answered(out))
 }

@@ -15,45 +15,44 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::ExecuteCall;
 
-impl LedgerObject {
-    /// RPC v1 `execute` (ExecuteCall), once parsed and validated.
-    pub(in crate::object) async fn execute(
-        &self,
-        config: &Config,
-        call: ExecuteCall,
-    ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
-        self.home.check_layout(config).await?;
-        if let Some(answer) = self
-            .home
-            .ask_kept_previous(config, &call.key, &call)
-            .await?
-        {
-            return Ok(answer);
-        }
-        let policy = self.policy(config, None, None)?;
-        let capture = config.capture_policy();
-        let request = &call.request;
-        let execute = |now| {
-            let app = |store: &DoSqlStore| {
-                orders::handle_within(store, &request.method, request.path(), &request.body, now)
-            };
-            self.ledger
-                .execute(&call.key, &call.fingerprint, &policy, &capture, now, app)
-        };
-        let (out, report) = self
-            .keyed(
-                config,
-                &call.key,
-                call.wait_ms,
-                execute,
-                ExecuteOutcome::refusal,
-            )
-            .await?;
-        if matches!(out, ExecuteOutcome::Ran { .. }) {
-            // Waiters parked on this key (behind an RPC claim) replay it.
-            self.waiters.wake(&call.key);
-            self.alarm.arm_by(policy.sweep_at(now_ms())).await;
-        }
-        Ok((out, report))
+/// RPC v1 `execute` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn execute(
+    object: &LedgerObject,
+    config: &Config,
+    call: ExecuteCall,
+) -> Result<(ExecuteOutcome, WaitReport), Problem> {
+    object.home.check_layout(config).await?;
+    if let Some(answer) = object
+        .home
+        .ask_kept_previous(config, &call.key, &call)
+        .await?
+    {
+        return Ok(answer);
     }
+    let policy = object.policy(config, None, None)?;
+    let capture = config.capture_policy();
+    let request = &call.request;
+    let execute = |now| {
+        let app = |store: &DoSqlStore| {
+            orders::handle_within(store, &request.method, request.path(), &request.body, now)
+        };
+        object
+            .ledger
+            .execute(&call.key, &call.fingerprint, &policy, &capture, now, app)
+    };
+    let (out, report) = object
+        .keyed(
+            config,
+            &call.key,
+            call.wait_ms,
+            execute,
+            ExecuteOutcome::refusal,
+        )
+        .await?;
+    if matches!(out, ExecuteOutcome::Ran { .. }) {
+        // Waiters parked on this key (behind an RPC claim) replay it.
+        object.waiters.wake(&call.key);
+        object.alarm.arm_by(policy.sweep_at(now_ms())).await;
+    }
+    Ok((out, report))
 }

@@ -15,17 +15,15 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::ListCall;
 
-impl LedgerObject {
-    /// RPC v1 `list` (ListCall), once parsed and validated.
-    pub(in crate::object) async fn list(
-        &self,
-        _: &Config,
-        call: ListCall,
-    ) -> Result<(ListPage, WaitReport), Problem> {
-        let page = self
-            .ledger
-            .list(&call.query(), now_ms())
-            .map_err(|e| store_unavailable(&e))?;
-        Ok(answered(page))
-    }
+/// RPC v1 `list` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn list(
+    object: &LedgerObject,
+    _: &Config,
+    call: ListCall,
+) -> Result<(ListPage, WaitReport), Problem> {
+    let page = object
+        .ledger
+        .list(&call.query(), now_ms())
+        .map_err(|e| store_unavailable(&e))?;
+    Ok(answered(page))
 }

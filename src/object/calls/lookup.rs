@@ -13,17 +13,15 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::{LookupAnswer, LookupCall};
 
-impl LedgerObject {
-    /// RPC v1 `lookup` (LookupCall), once parsed and validated.
-    pub(in crate::object) async fn lookup(
-        &self,
-        _: &Config,
-        call: LookupCall,
-    ) -> Result<(LookupAnswer, WaitReport), Problem> {
-        let record = self
-            .ledger
-            .lookup(&call.key, now_ms())
-            .map_err(|e| store_unavailable(&e))?;
-        Ok(answered(LookupAnswer { record }))
-    }
+/// RPC v1 `lookup` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn lookup(
+    object: &LedgerObject,
+    _: &Config,
+    call: LookupCall,
+) -> Result<(LookupAnswer, WaitReport), Problem> {
+    let record = object
+        .ledger
+        .lookup(&call.key, now_ms())
+        .map_err(|e| store_unavailable(&e))?;
+    Ok(answered(LookupAnswer { record }))
 }

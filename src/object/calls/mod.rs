@@ -1,13 +1,14 @@
 //! The object's side of each RPC v1 call: one file per call, beside its
 //! wire shape in `src/rpc/<call>.rs` (the mini-redis `cmd/` shape).
 //!
-//! Role: each file adds one method to [`LedgerObject`], named after its
-//! call (`claim`, `complete`, …): what that call does to this object once
-//! it is parsed and validated. `LedgerObject::route`, in
-//! [`super::tenant_ledger`], calls it by name from its `match`. What several calls share — the claim policy,
+//! Role: each file holds one function named after its call (`claim`,
+//! `complete`, …) that takes the object ([`LedgerObject`]) and the call:
+//! what that call does to this object once it is parsed and validated.
+//! `tenant_ledger`'s `dispatch` calls it by name (`calls::claim(object,
+//! …)`) from its `match`. What several calls share — the claim policy,
 //! the keyed path that may wait (`LedgerObject::keyed`) — is in
 //! [`super::ledger_object`]; the retired shard's home check in
-//! [`super::place`].
+//! [`super::home`].
 //!
 //! What must stay true here:
 //! - Nothing is written before the call is parsed and validated (an apply
@@ -33,6 +34,17 @@ mod lookup;
 mod release;
 mod replayed;
 mod stats;
+
+pub(super) use claim::claim;
+pub(super) use complete::complete;
+pub(super) use evict::evict;
+pub(super) use execute::execute;
+pub(super) use layout::{horizon, jurisdiction, layout};
+pub(super) use list::list;
+pub(super) use lookup::lookup;
+pub(super) use release::release;
+pub(super) use replayed::replayed;
+pub(super) use stats::stats;
 
 #[allow(unused_imports)] // named by the docs above
 use super::ledger_object::LedgerObject;

@@ -17,35 +17,33 @@ use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::ReleaseCall;
 
-impl LedgerObject {
-    /// RPC v1 `release` (ReleaseCall), once parsed and validated.
-    pub(in crate::object) async fn release(
-        &self,
-        config: &Config,
-        call: ReleaseCall,
-    ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
-        // Follows a previous layout the registry keeps in force (a
-        // settlement is never refused by the layout).
-        if let Some(answer) = self
-            .home
-            .settle_at_kept_previous(config, &call.key, &call)
-            .await?
-        {
-            return Ok(answer);
-        }
-        self.home.check_home(config, &call.key, now_ms())?;
-        let out = self
-            .ledger
-            .release(&call.key, call.generation, now_ms())
-            .map_err(|e| store_unavailable(&e))?;
-        match &out {
-            ReleaseOutcome::FencedOut { current } => {
-                log::fenced_out("release", &call.key, call.generation, current)
-            }
-            ReleaseOutcome::Released => {
-                self.waiters.wake(&call.key);
-            }
-        }
-        Ok(answered(out))
+/// RPC v1 `release` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn release(
+    object: &LedgerObject,
+    config: &Config,
+    call: ReleaseCall,
+) -> Result<(ReleaseOutcome, WaitReport), Problem> {
+    // Follows a previous layout the registry keeps in force (a
+    // settlement is never refused by the layout).
+    if let Some(answer) = object
+        .home
+        .settle_at_kept_previous(config, &call.key, &call)
+        .await?
+    {
+        return Ok(answer);
     }
+    object.home.check_home(config, &call.key, now_ms())?;
+    let out = object
+        .ledger
+        .release(&call.key, call.generation, now_ms())
+        .map_err(|e| store_unavailable(&e))?;
+    match &out {
+        ReleaseOutcome::FencedOut { current } => {
+            log::fenced_out("release", &call.key, call.generation, current)
+        }
+        ReleaseOutcome::Released => {
+            object.waiters.wake(&call.key);
+        }
+    }
+    Ok(answered(out))
 }

@@ -14,18 +14,16 @@ use crate::platform::now_ms;
 use crate::protocol::Problem;
 use crate::rpc::StatsCall;
 
-impl LedgerObject {
-    /// RPC v1 `stats` (StatsCall), once parsed and validated.
-    pub(in crate::object) async fn stats(
-        &self,
-        _: &Config,
-        _: StatsCall,
-    ) -> Result<(Stats, WaitReport), Problem> {
-        let mut stats = self
-            .ledger
-            .stats(now_ms())
-            .map_err(|e| store_unavailable(&e))?;
-        stats.waiting = self.waiters.parked() as i64;
-        Ok(answered(stats))
-    }
+/// RPC v1 `stats` applied to `object`, once parsed and validated.
+pub(in crate::object) async fn stats(
+    object: &LedgerObject,
+    _: &Config,
+    _: StatsCall,
+) -> Result<(Stats, WaitReport), Problem> {
+    let mut stats = object
+        .ledger
+        .stats(now_ms())
+        .map_err(|e| store_unavailable(&e))?;
+    stats.waiting = object.waiters.parked() as i64;
+    Ok(answered(stats))
 }

@@ -38,12 +38,12 @@ use std::rc::Rc;
 
 use worker::{Env, State};
 
-use super::problems::store_unavailable;
-use super::waiting::WaitReport;
 use crate::config::shards::{object_name, parse_object_name, shard_of, Role};
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::{DoSqlStore, Ledger, Millis};
+use crate::object::problems::store_unavailable;
+use crate::object::waiting::WaitReport;
 use crate::platform::client::LedgerError;
 use crate::platform::namespace::namespace_in;
 use crate::platform::{log, now_ms, LEDGER_BINDING};
@@ -226,7 +226,7 @@ impl Home {
     /// so no caller — not even a gateway still running the old
     /// configuration — can create a key here while another creates it in
     /// its current object.
-    pub(super) fn check_home(
+    pub(in crate::object) fn check_home(
         &self,
         config: &Config,
         key: &str,
@@ -248,7 +248,7 @@ impl Home {
 
     /// Before this object's first claim or execute: its tenant's registry
     /// accepts the configured layout, or every claim and execute is refused.
-    pub(super) async fn check_layout(&self, config: &Config) -> Result<(), Problem> {
+    pub(in crate::object) async fn check_layout(&self, config: &Config) -> Result<(), Problem> {
         if self.layout_accepted.get() {
             return Ok(());
         }
@@ -305,7 +305,7 @@ impl Home {
     /// key and has not learned its layout yet does it ask the registry —
     /// a refusal only logged — so a key granted in a previous layout kept
     /// in force is settled there.
-    pub(super) async fn settle_at_kept_previous<C: Call>(
+    pub(in crate::object) async fn settle_at_kept_previous<C: Call>(
         &self,
         config: &Config,
         key: &str,
@@ -334,7 +334,7 @@ impl Home {
     /// while `"previous"` is named (`config::shards`): its answer when it
     /// holds the key; `None` when it answers `421` (the key is this
     /// object's) or no previous layout is kept.
-    pub(super) async fn ask_kept_previous<C: Call>(
+    pub(in crate::object) async fn ask_kept_previous<C: Call>(
         &self,
         config: &Config,
         key: &str,
@@ -389,7 +389,7 @@ impl Home {
 
     /// A retired object refusing a key it does not hold while it still
     /// holds records: the reshard is not over yet.
-    pub(super) fn reshard_pending(&self) {
+    pub(in crate::object) fn reshard_pending(&self) {
         if self.ledger.holds_any().unwrap_or(false) {
             log::error("idempotency.reshard_pending", serde_json::Map::new());
         }

@@ -27,11 +27,11 @@
 //!   instance. No key runs where that layout may hold it.
 
 use super::place::{refused, Home};
-use super::problems::store_unavailable;
 use crate::config::reshard::{decide, Evidence, LayoutDecision};
 use crate::config::shards::{object_name, Layout};
 use crate::config::Config;
 use crate::fields;
+use crate::object::problems::store_unavailable;
 use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::{HorizonCall, LayoutCall};

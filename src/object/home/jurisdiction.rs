@@ -32,10 +32,10 @@
 //!   column of the state row it reads anyway.
 
 use super::place::Home;
-use super::problems::store_unavailable;
 use crate::config::jurisdictions::{decide, JurisdictionDecision};
 use crate::config::{Config, Jurisdiction};
 use crate::fields;
+use crate::object::problems::store_unavailable;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::namespace::namespace_in;
 use crate::platform::{log, LEDGER_BINDING};
@@ -54,7 +54,7 @@ fn refused(reason: &str) -> Problem {
 impl Home {
     /// The client of one of this tenant's objects (`name`: the tenant's
     /// object name, or a shard's), in the tenant's jurisdiction.
-    pub(super) fn tenant_object(
+    pub(in crate::object) fn tenant_object(
         &self,
         config: &Config,
         name: &str,
@@ -65,7 +65,7 @@ impl Home {
 
     /// Before this object's first claim or execute: an object of a tenant
     /// kept in a jurisdiction is in it (see the module doc).
-    pub(super) fn check_in_jurisdiction(
+    pub(in crate::object) fn check_in_jurisdiction(
         &self,
         config: &Config,
         tenant: &str,
@@ -93,7 +93,7 @@ impl Home {
     /// As the tenant's registry (its own first keyed call, or a shard's
     /// `layout`): the configured jurisdiction agrees with where the
     /// tenant's keys live, or every claim and execute is refused.
-    pub(super) async fn registry_jurisdiction(
+    pub(in crate::object) async fn registry_jurisdiction(
         &self,
         config: &Config,
         tenant: &str,
@@ -144,7 +144,10 @@ impl Home {
     /// As the tenant's unrestricted object: decides `asked` against what
     /// it recorded and whether it holds keys, recording a new tenant's
     /// first jurisdiction (`config::jurisdictions::decide`).
-    pub(super) fn decide_jurisdiction(&self, asked: Option<Jurisdiction>) -> Result<(), Problem> {
+    pub(in crate::object) fn decide_jurisdiction(
+        &self,
+        asked: Option<Jurisdiction>,
+    ) -> Result<(), Problem> {
         let unavailable = |e: crate::ledger::StoreError| store_unavailable(&e);
         let recorded = self.ledger.recorded_jurisdiction().map_err(unavailable)?;
         // Read only when it can matter: a jurisdiction not yet recorded.
