@@ -4,7 +4,7 @@
 
 use idempotency_ledger::contract::answer::refusal_answer;
 use idempotency_ledger::ledger::Refusal;
-use idempotency_ledger::protocol::{AppResponse, Problem, ProblemKind};
+use idempotency_ledger::protocol::{AppResponse, Problem, ProblemKind, PROBLEM_CONTENT_TYPE};
 use serde_json::Value;
 
 fn fixture() -> Value {
@@ -143,4 +143,35 @@ fn final_problems_and_replays_say_x_should_retry_false_and_nothing_else_does() {
         Some("false"),
         "a replayed 500"
     );
+}
+
+#[test]
+fn renders_rfc9457_members_and_extensions() {
+    let p = Problem::new(ProblemKind::KeyReused, "the body differs").with("differs", vec!["body"]);
+    let doc = p.to_json();
+    assert_eq!(
+        doc["type"],
+        "https://idempotency-ledger.dev/problems/idempotency-key-reused"
+    );
+    assert_eq!(doc["status"], 422);
+    assert_eq!(doc["title"], ProblemKind::KeyReused.title());
+    assert_eq!(doc["detail"], "the body differs");
+    assert_eq!(doc["differs"][0], "body");
+}
+
+#[test]
+fn a_problem_answers_with_its_status_media_type_and_headers() {
+    let p = Problem::new(ProblemKind::Unauthorized, "no token")
+        .with_header("WWW-Authenticate", "Bearer");
+    let r = AppResponse::from(&p);
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.headers,
+        vec![
+            ("content-type".to_string(), PROBLEM_CONTENT_TYPE.to_string()),
+            ("www-authenticate".to_string(), "Bearer".to_string()),
+        ]
+    );
+    let doc: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(doc["detail"], "no token");
 }

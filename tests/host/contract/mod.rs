@@ -8,6 +8,7 @@ mod admit;
 mod listing;
 mod outcomes;
 mod proxy;
+mod waiting;
 
 use std::collections::HashMap;
 
