@@ -9,8 +9,9 @@
 //! the first call's recount and alarm check) and run its alarm; and give
 //! the calls
 //! (`calls/<call>.rs`) what several of them share: the claim policy
-//! ([`LedgerObject::policy`]) and the keyed path that may wait
-//! ([`LedgerObject::keyed`]: home check, attempt, wait, count).
+//! ([`LedgerObject::policy`]), what a call that may create a key asks
+//! first ([`LedgerObject::kept_previous_answer`]) and the keyed path that
+//! may wait ([`LedgerObject::keyed`]: home check, attempt, wait, count).
 //!
 //! What must stay true here:
 //! - A schema or configuration that cannot be used is kept as the reason
@@ -35,6 +36,7 @@ use crate::ledger::DoSqlStore;
 use crate::ledger::{ClaimPolicy, Counter, Ledger, Millis, Refusal, StoreError};
 use crate::platform::{http, load_config, log, misconfigured, now_ms};
 use crate::protocol::{Problem, ProblemKind};
+use crate::rpc::Call;
 
 /// What one `TenantLedger` holds.
 pub struct LedgerObject {
@@ -174,6 +176,21 @@ impl LedgerObject {
             max_keys: config.max_keys_per_tenant.div_ceil(u64::from(shards)),
             max_db_bytes: config.max_db_bytes_per_object,
         })
+    }
+
+    /// What a call that may create a key (`claim`, `execute`) asks first:
+    /// the tenant's registry accepts the layout ([`Home::check_layout`]),
+    /// then a previous layout kept in force answers for `key` if it holds
+    /// it ([`Home::ask_kept_previous`]): its answer, or `None` when the key
+    /// is this object's.
+    pub(super) async fn kept_previous_answer<C: Call>(
+        &self,
+        config: &Config,
+        key: &str,
+        call: &C,
+    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        self.home.check_layout(config).await?;
+        self.home.ask_kept_previous(config, key, call).await
     }
 
     /// Runs a claim or execute on `key` at the object's clock: in its home

@@ -24,10 +24,8 @@ pub(in crate::object) async fn claim(
     config: &Config,
     call: ClaimCall,
 ) -> Result<(ClaimOutcome, WaitReport), Problem> {
-    object.home.check_layout(config).await?;
     if let Some(answer) = object
-        .home
-        .ask_kept_previous(config, &call.key, &call)
+        .kept_previous_answer(config, &call.key, &call)
         .await?
     {
         return Ok(answer);

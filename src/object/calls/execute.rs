@@ -21,10 +21,8 @@ pub(in crate::object) async fn execute(
     config: &Config,
     call: ExecuteCall,
 ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
-    object.home.check_layout(config).await?;
     if let Some(answer) = object
-        .home
-        .ask_kept_previous(config, &call.key, &call)
+        .kept_previous_answer(config, &call.key, &call)
         .await?
     {
         return Ok(answer);
