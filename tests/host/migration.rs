@@ -197,6 +197,18 @@ fn version_of(l: &Ledger<RusqliteStore>) -> i64 {
         .unwrap()
 }
 
+/// The columns `table` has now, in order.
+fn columns_of(l: &Ledger<RusqliteStore>, table: &str) -> Vec<String> {
+    let conn = l.store().connection();
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info(?1)")
+        .unwrap();
+    stmt.query_map([table], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 const YEAR_MS: i64 = 31_536_000_000;
 
 #[test]
@@ -498,21 +510,11 @@ fn an_upgrade_interrupted_between_steps_resumes_on_the_next_start_without_counti
 fn a_v3_database_upgrades_in_place_with_an_empty_trend_keeping_every_record_and_counter() {
     let l = fixture_ledger("ledger-v3.sqlite");
     assert_eq!(version_of(&l), 3, "the fixture is v3");
-    let columns = |l: &Ledger<RusqliteStore>| -> Vec<String> {
-        let conn = l.store().connection();
-        let mut stmt = conn
-            .prepare("SELECT name FROM pragma_table_info('ledger_state')")
-            .unwrap();
-        stmt.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    assert!(!columns(&l).contains(&"trend".to_string()));
+    assert!(!columns_of(&l, "ledger_state").contains(&"trend".to_string()));
     assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V3);
     assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
     assert_eq!(version_of(&l), SCHEMA_VERSION);
-    assert!(columns(&l).contains(&"trend".to_string()));
+    assert!(columns_of(&l, "ledger_state").contains(&"trend".to_string()));
     assert_eq!(count(&l, "idempotency_records"), 3);
     assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
     let s = l.stats(T0 + 2_000).unwrap();
@@ -626,22 +628,11 @@ fn a_v4_database_upgrades_in_place_with_no_quota_tombstones_keeping_every_record
 {
     let l = fixture_ledger("ledger-v4.sqlite");
     assert_eq!(version_of(&l), 4, "the fixture is v4");
-    let has_column = |l: &Ledger<RusqliteStore>| -> bool {
-        l.store()
-            .connection()
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('ledger_state') WHERE name = 'quota_tombstones'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .unwrap()
-            == 1
-    };
-    assert!(!has_column(&l));
+    assert!(!columns_of(&l, "ledger_state").contains(&"quota_tombstones".to_string()));
     assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V4);
     assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
     assert_eq!(version_of(&l), SCHEMA_VERSION);
-    assert!(has_column(&l));
+    assert!(columns_of(&l, "ledger_state").contains(&"quota_tombstones".to_string()));
     assert_eq!(count(&l, "idempotency_records"), 3);
     assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
     let s = l.stats(T0 + 2_000).unwrap();
@@ -692,22 +683,12 @@ fn a_v4_database_upgrades_in_place_with_no_quota_tombstones_keeping_every_record
 fn a_v5_database_upgrades_in_place_with_unnamed_leases_keeping_every_record_and_counter() {
     let l = fixture_ledger("ledger-v5.sqlite");
     assert_eq!(version_of(&l), 5, "the fixture is v5");
-    let columns = |l: &Ledger<RusqliteStore>| -> Vec<String> {
-        let conn = l.store().connection();
-        let mut stmt = conn
-            .prepare("SELECT name FROM pragma_table_info('idempotency_records')")
-            .unwrap();
-        stmt.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    assert!(!columns(&l).contains(&"lease_attempt".to_string()));
+    assert!(!columns_of(&l, "idempotency_records").contains(&"lease_attempt".to_string()));
     let index = sql_of(&l, "idempotency_records_sweep_at");
     assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V5);
     assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
     assert_eq!(version_of(&l), SCHEMA_VERSION);
-    let now = columns(&l);
+    let now = columns_of(&l, "idempotency_records");
     assert!(now.contains(&"lease_attempt".to_string()));
     assert!(now.contains(&"lease_took_over".to_string()));
     // The sweep index is kept as it was; the one index added is schema 7's.
@@ -883,23 +864,13 @@ fn a_v7_database_upgrades_in_place_with_no_recorded_jurisdiction_keeping_every_r
 {
     let l = fixture_ledger("ledger-v7.sqlite");
     assert_eq!(version_of(&l), 7, "the fixture is v7");
-    let state_columns = |l: &Ledger<RusqliteStore>| -> Vec<String> {
-        let conn = l.store().connection();
-        let mut stmt = conn
-            .prepare("SELECT name FROM pragma_table_info('ledger_state')")
-            .unwrap();
-        stmt.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    assert!(!state_columns(&l).contains(&"jurisdiction".to_string()));
+    assert!(!columns_of(&l, "ledger_state").contains(&"jurisdiction".to_string()));
     let records = sql_of(&l, "idempotency_records");
     let index = indexes(&l);
     assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V7);
     assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
     assert_eq!(version_of(&l), SCHEMA_VERSION);
-    assert!(state_columns(&l).contains(&"jurisdiction".to_string()));
+    assert!(columns_of(&l, "ledger_state").contains(&"jurisdiction".to_string()));
     // The records table and its indexes are untouched; nothing is
     // recorded: the tenant's keys are where schema 7 kept them
     // (unrestricted).
@@ -934,18 +905,7 @@ fn a_v8_database_upgrades_in_place_with_no_evictions_keeping_every_record_counte
 ) {
     let l = fixture_ledger("ledger-v8.sqlite");
     assert_eq!(version_of(&l), 8, "the fixture is v8");
-    let has_column = |l: &Ledger<RusqliteStore>| -> bool {
-        l.store()
-            .connection()
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('ledger_state') WHERE name = 'evicted'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .unwrap()
-            == 1
-    };
-    assert!(!has_column(&l));
+    assert!(!columns_of(&l, "ledger_state").contains(&"evicted".to_string()));
     let trend_of = |l: &Ledger<RusqliteStore>| -> String {
         l.store()
             .connection()
@@ -960,7 +920,7 @@ fn a_v8_database_upgrades_in_place_with_no_evictions_keeping_every_record_counte
     assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V8);
     assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
     assert_eq!(version_of(&l), SCHEMA_VERSION);
-    assert!(has_column(&l));
+    assert!(columns_of(&l, "ledger_state").contains(&"evicted".to_string()));
     // The in-flight index is kept: it holds the key in flight.
     assert_eq!(
         indexes(&l),
