@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startOrigin, deferred, eventually, read, json, slug, sha256hex, ACME, GLOBEX } from "./harness.mjs";
+import { startGateway, startOrigin, deferred, eventually, read, json, slug, sha256hex, rpcCaller, ACME, GLOBEX } from "./harness.mjs";
 import { fingerprint, shardOf, shardObjectName, TenantLedgers, LedgerClient } from "../../client/index.js";
 
 const post = (key, body = "amount=100", auth = ACME) => ({
@@ -168,19 +168,6 @@ test("RPC evict: a lease that ended is evicted and its fenced-out owner stays fe
     await gw.dispose();
   }
 });
-
-/** A Worker calling the gateway script's LedgerService over a service binding. */
-function rpcCaller() {
-  return {
-    name: "rpc-caller", modules: true, compatibilityDate: "2026-11-01",
-    serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },
-    script: `export default { async fetch(request, env) {
-      const { op, args } = await request.json();
-      try { return Response.json(await env.LEDGER[op](...args)); }
-      catch (e) { return Response.json({ error: e.message }, { status: 599 }); }
-    } }`,
-  };
-}
 
 test("while resharding, JS RPC, TenantLedgers and the gateway evict a key from the layout that holds it", async () => {
   const dir = mkdtempSync(join(tmpdir(), "evict-reshard-"));

@@ -33,6 +33,23 @@ export function jsClientWorker(name, ledger) {
 }
 
 /**
+ * A Worker ("rpc-caller") bound to the gateway script's LedgerService as
+ * LEDGER: each POST of `{ op, args }` answers `LEDGER[op](...args)` as JSON,
+ * or `{ error }` with status 599 when the call throws.
+ */
+export function rpcCaller() {
+  return {
+    name: "rpc-caller", modules: true, compatibilityDate: "2026-11-01",
+    serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },
+    script: `export default { async fetch(request, env) {
+      const { op, args } = await request.json();
+      try { return Response.json(await env.LEDGER[op](...args)); }
+      catch (e) { return Response.json({ error: e.message }, { status: 599 }); }
+    } }`,
+  };
+}
+
+/**
  * A TypeScript Worker of tests/e2e/workers (`name`.ts) bundled with esbuild
  * — its imports, Hono and the npm package's modules included — as the one
  * module Miniflare loads.

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  startGateway, startOrigin, deferred, read, json, slug, orderInit, wranglerVars, eventually,
+  startGateway, startOrigin, deferred, read, json, slug, orderInit, wranglerVars, eventually, rpcCaller,
   ROOT, ACME, GLOBEX, DEMO_TOKENS, GATEWAY_MODULES,
 } from "./harness.mjs";
 import { shardOf, shardObjectName, fingerprint } from "../../client/index.js";
@@ -253,19 +253,6 @@ test("a sharded tenant's keys are listed in one order over its objects, by the g
     assert.deepEqual(viaRpc, await everyKey(undefined, true));
   } finally { await gw.dispose(); await origin.close(); }
 });
-
-/** A Worker bound to the gateway's LedgerService that calls `op(...args)` for each POST. */
-function rpcCaller() {
-  return {
-    name: "rpc-caller", modules: true, compatibilityDate: "2026-11-01",
-    serviceBindings: { LEDGER: { name: "gateway", entrypoint: "LedgerService" } },
-    script: `export default { async fetch(request, env) {
-      const { op, args } = await request.json();
-      try { return Response.json(await env.LEDGER[op](...args)); }
-      catch (e) { return Response.json({ error: e.message }, { status: 599 }); }
-    } }`,
-  };
-}
 
 test("JS RPC routes a sharded tenant's keys like the gateway (claim, complete, lookup, stats)", async () => {
   const tsLike = rpcCaller();
