@@ -165,6 +165,36 @@ async function inFlightKeys() {
 }
 
 /**
+ * One call about a key (its lookup, or its eviction) made as lookup number `seq` under token
+ * `epoch`: its answer, or null when nothing more is to be shown — the call failed (`onError`
+ * shows why, unless a newer lookup or another token came since), it is stale, or it was refused
+ * 401 (the page stops and says so).
+ * @param {string} key
+ * @param {string} method
+ * @param {number} seq
+ * @param {number} epoch
+ * @param {(text: string) => void} onError
+ * @returns {Promise<Answer | null>}
+ */
+async function keyCall(key, method, seq, epoch, onError) {
+  const current = () => seq === state.lookupSeq && epoch === state.epoch;
+  let answer;
+  try {
+    answer = await api("/v1/idempotency-keys/" + encodeURIComponent(key), method);
+  } catch (error) {
+    if (current()) onError(String(error && /** @type {{ message?: unknown }} */ (error).message));
+    return null;
+  }
+  if (!current()) return null;
+  if (answer.status === 401) {
+    state.stopped = true;
+    showProblem(detailOf(answer));
+    return null;
+  }
+  return answer;
+}
+
+/**
  * One key's record, looked up (from the form or a listed key).
  * @param {string} key
  */
@@ -177,19 +207,8 @@ async function lookup(key) {
   if (key === "") return say("enter a key");
   if (!state.token) return say("paste a token first");
   say("looking up\u2026");
-  let answer;
-  try {
-    answer = await api("/v1/idempotency-keys/" + encodeURIComponent(key));
-  } catch (error) {
-    if (seq === state.lookupSeq && epoch === state.epoch) say(String(error && /** @type {{ message?: unknown }} */ (error).message), "lookup-problem", "problem");
-    return;
-  }
-  if (seq !== state.lookupSeq || epoch !== state.epoch) return;
-  if (answer.status === 401) {
-    state.stopped = true;
-    showProblem(detailOf(answer));
-    return;
-  }
+  const answer = await keyCall(key, "GET", seq, epoch, (text) => say(text, "lookup-problem", "problem"));
+  if (answer === null) return;
   if (answer.status === 404) return say("not found: " + detailOf(answer), "lookup-not-found");
   if (answer.status !== 200 || !isObject(answer.body)) return say(detailOf(answer), "lookup-problem", "problem");
   const record = answer.body;
@@ -229,19 +248,8 @@ function confirmEviction(key, button) {
 async function evictKey(key, box) {
   const seq = ++state.lookupSeq;
   const epoch = state.epoch;
-  let answer;
-  try {
-    answer = await api("/v1/idempotency-keys/" + encodeURIComponent(key), "DELETE");
-  } catch (error) {
-    if (seq === state.lookupSeq && epoch === state.epoch) box.replaceChildren(el("p", { class: "problem", testid: "evict-problem", text: String(error && /** @type {{ message?: unknown }} */ (error).message) }));
-    return;
-  }
-  if (seq !== state.lookupSeq || epoch !== state.epoch) return;
-  if (answer.status === 401) {
-    state.stopped = true;
-    showProblem(detailOf(answer));
-    return;
-  }
+  const answer = await keyCall(key, "DELETE", seq, epoch, (text) => box.replaceChildren(el("p", { class: "problem", testid: "evict-problem", text })));
+  if (answer === null) return;
   if (answer.status === 200 && isObject(answer.body)) {
     const r = answer.body;
     ui.lookupResult.replaceChildren(el("p", { class: "done", testid: "evict-done",
