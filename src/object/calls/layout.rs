@@ -26,13 +26,11 @@ pub(in crate::object) async fn layout(
     call: LayoutCall,
 ) -> Result<(LayoutOutcome, WaitReport), Problem> {
     // Only the tenant's registry keeps its layout history.
-    let place = object.place(config)?;
-    if !place.tenant.as_ref().is_some_and(|(_, registry)| *registry) {
-        return Err(bad_call(
-            "layout goes to the tenant's registry: the object named by the tenant",
-        ));
-    }
-    let tenant = place.tenant.clone().map(|(t, _)| t).unwrap_or_default();
+    let tenant = registry_tenant(
+        object,
+        config,
+        "layout goes to the tenant's registry: the object named by the tenant",
+    )?;
     object.home.registry_jurisdiction(config, &tenant).await?;
     Ok(answered(
         match object.home.decide_layout(config, &tenant, &call).await? {
@@ -50,12 +48,11 @@ pub(in crate::object) async fn jurisdiction(
 ) -> Result<(JurisdictionOutcome, WaitReport), Problem> {
     // Only the tenant's unrestricted object (named by the tenant alone)
     // records where its keys live.
-    let place = object.place(config)?;
-    if !place.tenant.as_ref().is_some_and(|(_, registry)| *registry) {
-        return Err(bad_call(
-            "jurisdiction goes to the tenant's unrestricted object: the object named by the tenant",
-        ));
-    }
+    registry_tenant(
+        object,
+        config,
+        "jurisdiction goes to the tenant's unrestricted object: the object named by the tenant",
+    )?;
     object
         .home
         .decide_jurisdiction(Jurisdiction::parse(&call.jurisdiction))?;
@@ -72,4 +69,17 @@ pub(in crate::object) async fn horizon(
 ) -> Result<(HorizonAnswer, WaitReport), Problem> {
     let expires_by = object.ledger.horizon().map_err(|e| store_unavailable(&e))?;
     Ok(answered(HorizonAnswer { expires_by }))
+}
+
+/// The tenant this object is the registry of (the object named by the
+/// tenant alone), or `refusal` as `400 invalid-rpc` when it is another.
+fn registry_tenant(
+    object: &LedgerObject,
+    config: &Config,
+    refusal: &str,
+) -> Result<String, Problem> {
+    match &object.place(config)?.tenant {
+        Some((tenant, true)) => Ok(tenant.clone()),
+        _ => Err(bad_call(refusal)),
+    }
 }
