@@ -23,7 +23,7 @@
 //
 // The operator console (/console, ./console.mjs) is answered here, before
 // the Rust gateway: static files that need no wasm — when the Rust rule
-// (`consoleServed`, src/gateway/console.rs: CONSOLE, CONSOLE_HOST, proxy
+// (`consoleServed`, Rust gateway::console: CONSOLE, CONSOLE_HOST, proxy
 // mode) says this request's host and mode serve it; otherwise the path is
 // the gateway's like any other (in proxy mode, the origin's).
 //
@@ -63,7 +63,7 @@ function markCritical(error) {
  * class, through its proxy, so a panicked module is re-instantiated when
  * the object is next built or called), with the request body read here:
  * one native `await`, then `serveRead`, which answers at once when the
- * call needs nothing asynchronous (src/platform/eager.rs) — instead of
+ * call needs nothing asynchronous (Rust platform::eager) — instead of
  * the Rust `fetch`'s promise plumbing for the body and the answer.
  */
 export class TenantLedger {

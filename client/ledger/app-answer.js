@@ -9,7 +9,7 @@ import { NULL_BODY } from "../rules/stored.js";
 /** @import { AppAnswer, HandledRequest, RanResponse } from "./ledger.js" */
 
 /**
- * The function's answer in the shape src/embedded/app.rs reads:
+ * The function's answer in the shape Rust embedded::app reads:
  * `[status, [name, value, …], body]`.
  * @param {AppAnswer} answer
  * @returns {{ wire: [number, string[], Uint8Array]; given: RanResponse; headers: Headers }}
@@ -25,7 +25,7 @@ export function normalized(answer) {
     throw new TypeError("idempotency-ledger: run must return { status, headers, body | json }, not a Response: its body can only be read asynchronously, and a transaction cannot span an await");
   }
   const status = answer.status ?? 200;
-  // The core's own check of a stored status (src/embedded/app.rs run_app), made
+  // The core's own check of a stored status (Rust embedded::app run_app), made
   // here too so an unprotected run's answer is refused inside its transaction.
   if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
     throw new TypeError("idempotency-ledger: the status must be a whole number 200..599");

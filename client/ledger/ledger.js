@@ -254,7 +254,7 @@ export class Ledger {
       return ranResponse(given, headers);
     }
     const { key } = keyed;
-    // The fingerprint is the core's own (src/protocol/fingerprint.rs, the gateway's), over the URL's target verbatim.
+    // The fingerprint is the core's own (Rust protocol::fingerprint, the gateway's), over the URL's target verbatim.
     const fingerprinted = this.#fingerprintHeaders.flatMap((name) => [name, request.headers.get(name)]);
     let done;
     try {

@@ -2,7 +2,7 @@
 // The slim wasm of idempotency-ledger/ledger, for ./object-ledger.js:
 // build/ledger/index.js + index_bg.wasm, built by scripts/build.sh from
 // `--no-default-features --features js-ledger` (the ledger core, its store
-// and the EmbeddedLedger class src/embedded/mod.rs exports; no gateway, no
+// and the EmbeddedLedger class the Rust module `embedded` exports; no gateway, no
 // workers-rs). Workers only: the .wasm import needs Workers' module rules.
 //
 // Role: the one place the package loads the wasm core, and the shape its
@@ -20,12 +20,12 @@
 // tsc -p client, strict): every use of the core in ./object-ledger.js and
 // ./ledger.js against that typedef; a method it does not declare, other
 // arguments, or an answer read as another type fails the check.
-// What must stay true: the typedef changes with src/embedded/mod.rs's
-// #[wasm_bindgen] methods, in the same commit.
+// What must stay true: the typedef changes with the #[wasm_bindgen] methods of the Rust
+// module `embedded`, in the same commit.
 import { EmbeddedLedger as Built } from "../../build/ledger/index.js";
 
 /**
- * One ledger core over one object's SQLite (src/embedded/mod.rs): the
+ * One ledger core over one object's SQLite (Rust `embedded`): the
  * object's store and counts, under one set of options.
  * @typedef {object} EmbeddedLedger
  * @property {(optionsJson: string) => EmbeddedLedger} withOptions The same object's ledger (its store and counts) under other options.

@@ -145,7 +145,7 @@ async function requestFingerprint(o, request, body, args) {
 /**
  * Did the claim certainly not reach the ledger? Only when the runtime
  * refused the call as `overloaded` before delivering it (Durable Object
- * error properties), as the gateway decides (src/platform/client.rs).
+ * error properties), as the gateway decides (Rust platform::client).
  * @param {unknown} error
  */
 function certainlyNotReached(error) {
@@ -163,7 +163,7 @@ function certainlyNotReached(error) {
  * `500 misconfigured`, the object's own detail only in the log
  * (`idempotency.misconfigured`, with its status and slug). No answer, a 5xx
  * or anything else is `503 idempotency-store-unavailable`, as the gateway's
- * `read_failure` (src/contract/answer.rs), with the object's `Retry-After`
+ * `read_failure` (Rust contract::answer), with the object's `Retry-After`
  * when it sent one (an upgrading object). An error that is not a
  * `LedgerError` (a bug, not the ledger) is rethrown.
  * @param {unknown} error

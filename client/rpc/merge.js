@@ -2,7 +2,7 @@
 // A sharded tenant's reads (./shards.js TenantLedgers): its objects' stats
 // summed (counts added, the trend minute by minute, the earliest sweep) and
 // their listing pages merged into one page, by the gateway's one rule
-// (src/ledger/list.rs ListPage::merge; shared vectors:
+// (Rust ledger::list ListPage::merge; shared vectors:
 // tests/fixtures/list-merge.json).
 import { TRENDED } from "../generated/trended.js";
 /** @import { LedgerStats, ListPage, ListPosition, ListedRecord, TrendMinute } from "./client.js" */
@@ -19,7 +19,7 @@ function earlier(a, b) {
   return tb < ta ? b : a;
 }
 
-/** Minutes a stats trend shows (src/ledger/trend.rs TREND_MINUTES). */
+/** Minutes a stats trend shows (Rust ledger::trend TREND_MINUTES). */
 const TREND_MINUTES = 60;
 
 /**
@@ -89,7 +89,7 @@ function walkOrder(walk, a, b) {
 }
 
 /**
- * A sharded tenant's listing page from each object's page for the same call (src/ledger/list.rs
+ * A sharded tenant's listing page from each object's page for the same call (Rust ledger::list
  * `ListPage::merge`; vectors: tests/fixtures/list-merge.json): the keys up to the earliest position
  * an object that is not done stopped at, in walk order, at most `limit`, one record per key (the
  * current layout's while resharding); `next` is that position, or the last key's when the page is full.

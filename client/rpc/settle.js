@@ -1,6 +1,6 @@
 // @ts-check
 // Completion and release retried as the gateway retries them
-// (src/contract/proxy.rs: SETTLE_RETRY_DELAYS_MS, is_retryable,
+// (Rust contract::proxy: SETTLE_RETRY_DELAYS_MS, is_retryable,
 // landed_earlier): three attempts in all, and only when trying again is
 // safe.
 import { LedgerError } from "./client.js";

@@ -1,6 +1,6 @@
 // @ts-check
 // A tenant spread over several TenantLedger objects by key hash
-// (TENANT_SHARDS; src/config/shards.rs): where a key lives, the
+// (TENANT_SHARDS; Rust config::shards): where a key lives, the
 // operator's map, and the one routing rule for keyed calls while a tenant
 // is resharded. Shared vectors: tests/fixtures/shards.json.
 import { encoder, sha256 } from "../rules/bytes.js";

@@ -1,5 +1,5 @@
 // @ts-check
-// The gateway's answer to a refused claim (src/contract/answer.rs): the
+// The gateway's answer to a refused claim (Rust contract::answer): the
 // replay of a completed key, or the problem document of the refusal, with
 // the same statuses and Retry-After.
 import { problemResponse } from "./problems.js";

@@ -1,5 +1,5 @@
 // @ts-check
-// The request fingerprint, identical to the gateway's (src/protocol/fingerprint.rs;
+// The request fingerprint, identical to the gateway's (Rust protocol::fingerprint;
 // docs/contract.md §2.4). Shared vectors: tests/fixtures/fingerprints.json.
 import { DEFAULTS } from "./defaults.js";
 import { asBytes, concat, encoder, sha256hex, u64be } from "./bytes.js";
@@ -57,7 +57,7 @@ export async function fingerprint({ method, target, headers = {}, fingerprintHea
 
 /**
  * The digest over all components, each name and digest length-prefixed
- * (src/protocol/fingerprint.rs `from_components`).
+ * (Rust protocol::fingerprint `from_components`).
  * @param {FingerprintComponent[]} components
  */
 async function overallDigest(components) {
@@ -83,7 +83,7 @@ export async function oneComponent(name, value) {
 
 /**
  * The target of a request as the gateway fingerprints it
- * (src/protocol/target.rs `target_of`): its URL's path plus query cut out
+ * (Rust protocol::target `target_of`): its URL's path plus query cut out
  * verbatim — no decoding, no dot-segment removal, an empty query's `?`
  * kept — and any fragment dropped.
  * @param {string} url An absolute URL (`request.url`).

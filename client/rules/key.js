@@ -1,6 +1,6 @@
 // @ts-check
 // Idempotency-Key: the field parsed exactly as the gateway parses it
-// (src/protocol/key.rs), keys minted, derived and sent, and header lookup
+// (Rust protocol::key), keys minted, derived and sent, and header lookup
 // in any header shape.
 import { DEFAULTS } from "./defaults.js";
 import { concat, encoder, sha256hex, u64be } from "./bytes.js";

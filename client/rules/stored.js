@@ -1,6 +1,6 @@
 // @ts-check
 // Stored responses: what the ledger keeps of a first run's answer and how
-// a replay gives it back (src/protocol/response.rs).
+// a replay gives it back (Rust protocol::response).
 import { DEFAULTS } from "./defaults.js";
 import { concat, fromBase64, toBase64 } from "./bytes.js";
 import { problemResponse } from "./problems.js";
@@ -20,7 +20,7 @@ import { readChunks } from "./request.js";
  * @property {number} [maxStoredBodyBytes] Default 1 MiB; a larger body is stored as a tombstone.
  */
 
-/** Statuses whose responses carry no body (src/protocol/response.rs; tests/fixtures/limits.json). */
+/** Statuses whose responses carry no body (Rust protocol::response; tests/fixtures/limits.json). */
 export const NULL_BODY = new Set([204, 205, 304]);
 
 /**

@@ -1,6 +1,6 @@
 // @ts-check
 // Tenant ids and the one rule that names a tenant's Durable Objects
-// (docs/contract.md §2.1; src/protocol/tenant.rs; shared vectors:
+// (docs/contract.md §2.1; Rust protocol::tenant; shared vectors:
 // tests/fixtures/tenants.json). A leaf: ../rpc/client.js and ../rpc/shards.js both use it.
 
 /** A tenant id valid before v1.4: it names its object itself. */
@@ -28,7 +28,7 @@ export function isTenantId(tenant) {
 }
 
 /**
- * The name of a tenant's (first) object (src/protocol/tenant.rs `object_base`): a tenant id valid
+ * The name of a tenant's (first) object (Rust protocol::tenant `object_base`): a tenant id valid
  * before v1.4 (1–64 of A-Z a-z 0-9 . _ -) names it itself, so existing deployments keep every key;
  * any other is "~" and its UTF-8 bytes, each outside A-Z a-z 0-9 . _ - written %XX (uppercase hex):
  * one name per tenant, never a v1.3 name, never holding the shard suffix's "/".
@@ -56,7 +56,7 @@ export function isObjectName(name) {
 
 /**
  * The jurisdictions a tenant's objects may be kept in (TENANT_JURISDICTIONS, the `jurisdiction` option;
- * src/config/jurisdictions.rs): `DurableObjectNamespace.jurisdiction(J)`'s names.
+ * Rust config::jurisdictions): `DurableObjectNamespace.jurisdiction(J)`'s names.
  */
 export const JURISDICTIONS = Object.freeze(["eu", "fedramp", "fedramp-high", "us"]);
 

@@ -1,6 +1,6 @@
 // @ts-check
 // Waiting for an in-flight result: the `wait` preference of Prefer
-// (RFC 7240 §4.3), read as the gateway reads it (src/contract/waiting.rs).
+// (RFC 7240 §4.3), read as the gateway reads it (Rust contract::waiting).
 // Shared vectors: tests/fixtures/prefer-wait.json.
 
 /**

@@ -6,7 +6,7 @@
 //! Role: the operator's map, parsed and validated ([`JurisdictionMap`]),
 //! and the one rule every edge asks: the jurisdiction of an object, by its
 //! name ([`JurisdictionMap::of_object`]). Pure. The JS package applies the
-//! same values (client/rules/tenant.js `JURISDICTIONS`).
+//! same values (its `JURISDICTIONS`).
 //!
 //! What must stay true here:
 //! - A jurisdiction is one the platform knows (`eu`, `fedramp`,

@@ -5,7 +5,7 @@
 //! the shard layouts (`TENANT_SHARDS`) and every edge that names a
 //! tenant's object; and [`object_base`], the name of its (first) object,
 //! which the shard layouts extend with `/shard-{i}-of-{n}`. Pure. The JS
-//! package applies the same rule (client/rules/tenant.js); both are pinned by
+//! package applies the same rule (its `isTenantId`, `tenantObjectName`); both are pinned by
 //! tests/fixtures/tenants.json.
 //!
 //! What must stay true here:

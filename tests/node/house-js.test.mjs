@@ -163,6 +163,20 @@ test(`no function in client/ or worker/ is over ${MAX_FUNCTION_LINES} lines`, ()
   assert.deepEqual(over, [], "split these functions");
 });
 
+// The package ships client/ and worker/ without src/ (package.json
+// "files"), so a comment there names the Rust side by module
+// (`protocol::key`), not by a src/ path that would point nowhere.
+test("the package's sources name Rust code by module, not by src/ path", () => {
+  const named = [];
+  for (const f of sources()) {
+    for (const [i, line] of readFileSync(`${ROOT}${f}`, "utf8").split("\n").entries()) {
+      const m = /\bsrc\/[\w/]+\.rs\b/.exec(line);
+      if (m) named.push(`${f}:${i + 1} ${m[0]}`);
+    }
+  }
+  assert.deepEqual(named, [], "name the module instead, e.g. `Rust protocol::key`");
+});
+
 test("the counter sees declarations, methods and arrows, and what closes them", () => {
   const text = [
     "const re = /}/g; // }",
