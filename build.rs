@@ -7,7 +7,9 @@
 //!   per variable, `config::defaults::NAME` (a whole number as `u64`,
 //!   true/false as `bool`, else `&str`);
 //! - the outcomes the trend follows (`src/ledger/outcome/trended.json`):
-//!   `Counter::TRENDED`, in the file's order.
+//!   `Counter::TRENDED`, in the file's order;
+//! - the limits (`src/protocol/limits.json`): one constant each,
+//!   `protocol::limits::NAME`, of the type the file names.
 
 use std::{env, fs, path::Path};
 
@@ -16,6 +18,39 @@ fn main() {
     problem_catalog(Path::new(&out));
     defaults(Path::new(&out));
     trended(Path::new(&out));
+    limits(Path::new(&out));
+}
+
+/// `protocol::limits`: each limit as a constant of its named type (a
+/// number, or a list of numbers as an array).
+fn limits(out: &Path) {
+    let file = read_json("src/protocol/limits.json");
+    let limits = file["limits"]
+        .as_object()
+        .expect("src/protocol/limits.json has its limits");
+    let mut code = String::new();
+    for (name, entry) in limits {
+        let ty = entry["rust"]
+            .as_str()
+            .expect("every limit names its Rust type");
+        let doc = entry["doc"].as_str().expect("every limit says what it is");
+        let number = |v: &serde_json::Value| {
+            v.as_u64()
+                .unwrap_or_else(|| panic!("{name}: a limit is a whole number"))
+                .to_string()
+        };
+        let literal = match &entry["value"] {
+            serde_json::Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(number).collect();
+                format!("[{}]", items.join(", "))
+            }
+            v => number(v),
+        };
+        code.push_str(&format!(
+            "/// {doc}\n/// (src/protocol/limits.json)\npub const {name}: {ty} = {literal};\n"
+        ));
+    }
+    fs::write(out.join("limits.rs"), code).expect("the generated limits are written");
 }
 
 /// The JSON file at `path`.

@@ -95,9 +95,9 @@ build_ledger() {
 # generator) is newer than a copy, so editing a home is enough; a hand edit
 # of a copy is left for tests/node/generated.test.mjs to refuse.
 generate_js() {
-  local homes=(docs/problems.json src/config/defaults.json src/ledger/outcome/trended.json scripts/generate.mjs)
+  local homes=(docs/problems.json src/config/defaults.json src/ledger/outcome/trended.json src/protocol/limits.json scripts/generate.mjs)
   local copy
-  for copy in client/generated/problems.js client/generated/defaults.js client/generated/trended.js worker/console/browser/trended.js; do
+  for copy in client/generated/problems.js client/generated/defaults.js client/generated/trended.js client/generated/limits.js worker/console/browser/trended.js; do
     if [ ! -s "$copy" ] || [ -n "$(find "${homes[@]}" -newer "$copy" -print -quit)" ]; then
       echo "[build] client/generated/ from the shared rules' homes"
       node scripts/generate.mjs

@@ -4,6 +4,7 @@
 //   defaults.js  src/config/defaults.json        the package's option defaults (DEFAULTS)
 //   trended.js   src/ledger/outcome/trended.json the outcomes the trend follows (TRENDED;
 //                also worker/console/browser/trended.js, for the console's browser code)
+//   limits.js    src/protocol/limits.json        the limits (one constant each, by its Rust name)
 // scripts/build.sh runs it; the files are committed (the npm package ships
 // them, and the node tests run on a fresh clone without a build), and
 // tests/node/generated.test.mjs fails when one differs from what this
@@ -105,12 +106,25 @@ ${props} */
 `;
 }
 
+function limits() {
+  const { limits: entries } = readJson("src/protocol/limits.json");
+  const constants = Object.entries(entries).map(([name, { value, doc }]) => {
+    const literal = Array.isArray(value) ? `Object.freeze([${value.join(", ")}])` : String(value);
+    return `/** ${doc} */\nexport const ${name} = ${literal};\n`;
+  });
+  return `${header("src/protocol/limits.json")}
+// The limits the package applies, the crate's own (protocol::limits in Rust).
+
+${constants.join("\n")}`;
+}
+
 /** Every generated file by its path in the repository: what it holds. */
 export function generated() {
   return {
     "client/generated/problems.js": problems(),
     "client/generated/defaults.js": defaults(),
     "client/generated/trended.js": trended(),
+    "client/generated/limits.js": limits(),
     // The console's browser modules are served from worker/console/browser/
     // (embedded by scripts/console-files.mjs): the same module, beside them.
     "worker/console/browser/trended.js": trended(),

@@ -3,6 +3,7 @@
 // docs/rpc-v1.md), and the types of that protocol.
 import { inJurisdiction, isObjectName, isTenantId, tenantObjectName } from "../rules/tenant.js";
 import { LedgerError, retryAfterSeconds } from "./error.js";
+import { LOST_ANSWER_RETRY_DELAYS_MS } from "../generated/limits.js";
 
 export { LedgerError, retryAfterSeconds };
 /** @import { Fingerprint } from "../rules/fingerprint.js" */
@@ -11,12 +12,9 @@ export { LedgerError, retryAfterSeconds };
 export const RPC_V1_PREFIX = "/rpc/v1/";
 /** The object's answer header naming how long a claim waited (ms). */
 export const WAITED_HEADER = "ledger-waited-ms";
-/**
- * Delays before a claim that names its attempt, or an execute, whose answer was lost is sent
- * again (docs/contract.md §3, "A claim's lost answer"): the Rust client's
- * `LOST_ANSWER_RETRY_DELAYS_MS` (tests/fixtures/limits.json holds both to one value).
- */
-export const LOST_ANSWER_RETRY_DELAYS_MS = Object.freeze([50, 250]);
+// Delays before a claim that names its attempt, or an execute, whose answer
+// was lost is sent again (src/protocol/limits.json, as the Rust client's).
+export { LOST_ANSWER_RETRY_DELAYS_MS };
 
 /**
  * @typedef {object} ClaimCall

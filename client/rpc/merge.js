@@ -5,6 +5,7 @@
 // (Rust ledger::list ListPage::merge; shared vectors:
 // tests/fixtures/list-merge.json).
 import { TRENDED } from "../generated/trended.js";
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from "../generated/limits.js";
 /** @import { LedgerStats, ListPage, ListPosition, ListedRecord, TrendMinute } from "./client.js" */
 
 /**
@@ -67,9 +68,10 @@ export function sumStats(all) {
 
 // ---- a sharded tenant's listing (the one rule, as the gateway's) ----
 
-/** Keys a listing page holds when the call names no `limit`, and the most it may hold (tests/fixtures/limits.json). */
-export const LIST_DEFAULT_LIMIT = 20;
-export const LIST_MAX_LIMIT = 100;
+/** Keys a listing page holds when the call names no `limit` (src/protocol/limits.json DEFAULT_LIST_LIMIT). */
+export const LIST_DEFAULT_LIMIT = DEFAULT_LIST_LIMIT;
+/** The most keys a listing page may hold (src/protocol/limits.json MAX_LIST_LIMIT). */
+export const LIST_MAX_LIMIT = MAX_LIST_LIMIT;
 
 /**
  * Which way a listing walks: `in_flight` oldest first, every other newest first.

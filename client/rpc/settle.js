@@ -4,15 +4,12 @@
 // landed_earlier): three attempts in all, and only when trying again is
 // safe.
 import { LedgerError } from "./client.js";
+import { SETTLE_RETRY_DELAYS_MS } from "../generated/limits.js";
 /** @import { RecordState } from "./client.js" */
 
-/**
- * Pauses (ms) before the second and third attempt of a completion or
- * release: about 1.2 s in all, long enough to ride out a momentarily
- * overloaded object, short enough to stay well inside a lease.
- * @type {readonly number[]}
- */
-export const SETTLE_RETRY_DELAYS_MS = Object.freeze([200, 1_000]);
+// Pauses (ms) before the second and third attempt of a completion or
+// release (src/protocol/limits.json).
+export { SETTLE_RETRY_DELAYS_MS };
 
 /**
  * May a failed completion or release be tried again? When nothing came back

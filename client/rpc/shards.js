@@ -8,6 +8,7 @@ import { LedgerClient, LedgerError } from "./client.js";
 import { TENANT_RULE, inJurisdiction, isTenantId, parseTenantJurisdictions, tenantObjectName } from "../rules/tenant.js";
 
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, mergeListPages, sumStats } from "./merge.js";
+import { MAX_SHARDS } from "../generated/limits.js";
 
 export { TENANT_RULE, isTenantId };
 export { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, mergeListPages };
@@ -17,8 +18,7 @@ export { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, mergeListPages };
  *   ListCall, ListPage, ListPosition, ListedRecord, TrendMinute } from "./client.js"
  */
 
-/** The most objects one tenant may be spread over. */
-export const MAX_SHARDS = 128;
+export { MAX_SHARDS };
 /**
  * One tenant's layout: its shard count, and the previous count while it is being resharded.
  * @typedef {{ shards: number; previous: number | null }} ShardLayout

@@ -7,20 +7,10 @@ import { DEFAULTS } from "../generated/defaults.js";
 
 export { DEFAULTS };
 
-// The limits below are the core's (their Rust constants are named in each
-// comment); tests/fixtures/limits.json pins both languages to one value.
-
-/** Largest stored body: a Durable Object SQLite row holds 2 MB (Rust ledger::policy STORED_BODY_CEILING). */
-export const STORED_BODY_CEILING = 1900000;
-
-/** The largest request-body limit (Rust config MAX_REQUEST_BODY_CEILING). */
-export const MAX_BODY_CEILING = 16777216;
-
-/** The longest lease or retention, as RPC v1 bounds them (Rust protocol::limits MAX_WINDOW_SECONDS). */
-export const MAX_WINDOW_SECONDS = 31536000;
-
-/** The longest wait for an in-flight first run (Rust config::waiting MAX_WAIT_SECONDS). */
-export const MAX_WAIT_SECONDS = 300;
+// The limits the options are held to: the core's, generated from their one
+// home, src/protocol/limits.json (../generated/limits.js).
+export { STORED_BODY_CEILING, MAX_WINDOW_SECONDS, MAX_WAIT_SECONDS } from "../generated/limits.js";
+export { MAX_REQUEST_BODY_CEILING as MAX_BODY_CEILING } from "../generated/limits.js";
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 

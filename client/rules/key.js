@@ -4,9 +4,11 @@
 // in any header shape.
 import { DEFAULTS } from "./defaults.js";
 import { concat, encoder, sha256hex, u64be } from "./bytes.js";
+import { MAX_KEY_LEN } from "../generated/limits.js";
 
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-export const MAX_KEY_LENGTH = 255;
+/** The longest key (src/protocol/limits.json MAX_KEY_LEN). */
+export const MAX_KEY_LENGTH = MAX_KEY_LEN;
 
 /**
  * Why `parseIdempotencyKey` refused a field.

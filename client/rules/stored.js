@@ -5,6 +5,7 @@ import { DEFAULTS } from "./defaults.js";
 import { concat, fromBase64, toBase64 } from "./bytes.js";
 import { problemResponse } from "./problems.js";
 import { readChunks } from "./request.js";
+import { NULL_BODY_STATUSES } from "../generated/limits.js";
 
 /**
  * What the ledger keeps of a response. `body` is base64; null marks a tombstone.
@@ -20,8 +21,8 @@ import { readChunks } from "./request.js";
  * @property {number} [maxStoredBodyBytes] Default 1 MiB; a larger body is stored as a tombstone.
  */
 
-/** Statuses whose responses carry no body (Rust protocol::response; tests/fixtures/limits.json). */
-export const NULL_BODY = new Set([204, 205, 304]);
+/** Statuses whose responses carry no body (src/protocol/limits.json NULL_BODY_STATUSES). */
+export const NULL_BODY = new Set(NULL_BODY_STATUSES);
 
 /**
  * The allowlisted headers of a response, lowercase (never set-cookie).

@@ -131,12 +131,7 @@ fn windows(get: &dyn Fn(&str) -> Option<String>) -> Result<(u64, u64), ConfigErr
     Ok((retention_seconds, lease_seconds))
 }
 
-/// The largest request body an operator may allow (16 MiB). A protected
-/// body is held whole (it is fingerprinted, and in embedded mode sent to
-/// the object base64-encoded in JSON): the gateway isolate holds about five
-/// copies of it at its peak, and wasm memory never shrinks, so 16 MiB keeps
-/// a request within a Worker's 128 MB with room for the rest.
-pub const MAX_REQUEST_BODY_CEILING: u64 = 16 * 1_048_576;
+pub use crate::protocol::limits::MAX_REQUEST_BODY_CEILING;
 
 /// `MAX_REQUEST_BODY_BYTES` and `MAX_STORED_BODY_BYTES`.
 fn body_limits(get: &dyn Fn(&str) -> Option<String>) -> Result<(usize, usize), ConfigError> {

@@ -37,9 +37,7 @@ impl WaitSettings {
     }
 }
 
-/// The longest wait an operator may allow (`IN_FLIGHT_WAIT_MAX_SECONDS`):
-/// clients and proxies rarely hold a request open longer.
-pub const MAX_WAIT_SECONDS: u64 = 300;
+pub use crate::protocol::limits::MAX_WAIT_SECONDS;
 
 /// The most waiters an operator may let one object park.
 pub const MAX_WAITERS: u64 = 100_000;

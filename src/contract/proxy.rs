@@ -173,10 +173,7 @@ pub fn unprotected_answer(failure: OriginFailure) -> AppResponse {
     }
 }
 
-/// Pauses before the second and third attempt of a completion or release
-/// (three attempts in all, about 1.2 s): long enough to ride out a
-/// momentarily overloaded object, short enough to stay well inside a lease.
-pub const SETTLE_RETRY_DELAYS_MS: [u64; 2] = [200, 1_000];
+pub use crate::protocol::limits::SETTLE_RETRY_DELAYS_MS;
 
 /// May a failed completion or release be tried again? When nothing came
 /// back (the object may or may not have applied it: trying again is safe,

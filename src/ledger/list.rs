@@ -43,11 +43,7 @@ use super::record::{view_from_row, RecordView, VIEW_COLUMNS};
 use super::schema::IN_FLIGHT_INDEX_NAME;
 use super::store::{RowExt, SqlStore, StoreError};
 
-/// Keys a page holds when the caller names no `limit`.
-pub const DEFAULT_LIST_LIMIT: u32 = 20;
-
-/// Most keys one page may hold.
-pub const MAX_LIST_LIMIT: u32 = 100;
+pub use crate::protocol::limits::{DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT};
 
 /// A page scans at most this many times its `limit` of records (index
 /// entries), whatever it finds there.

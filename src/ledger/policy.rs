@@ -6,10 +6,7 @@
 
 use super::clock::Millis;
 
-/// Largest response body the ledger stores: a Durable Object SQLite row
-/// holds at most 2 MB, and the record's other columns need room too.
-/// `MAX_STORED_BODY_BYTES` and RPC `complete` are both bounded by it.
-pub const STORED_BODY_CEILING: usize = 1_900_000;
+pub use crate::protocol::limits::STORED_BODY_CEILING;
 
 /// How far past the byte quota (`MAX_DB_BYTES_PER_OBJECT`) each record's
 /// writes may take the database (docs/contract.md §4): the last claim

@@ -14,9 +14,7 @@
 
 use std::fmt;
 
-/// Longest key we keep. Bounds the ledger's primary key so a client cannot
-/// bloat the table with huge keys.
-pub const MAX_KEY_LEN: usize = 255;
+pub use super::limits::MAX_KEY_LEN;
 
 /// Why a key was refused. Every variant renders as a `400
 /// idempotency-key-invalid` problem whose detail is the `Display` text.

@@ -1,19 +1,19 @@
-//! The limits both the configuration and RPC v1 hold values to: the
-//! longest lease or retention, the one rule between a lease and a
-//! retention, and the most objects a tenant may be spread over.
+//! The limits the crate and the JS package apply: the longest lease or
+//! retention, the most objects a tenant may be spread over, the longest
+//! key, the body ceilings, the longest wait, the retry delays, the
+//! statuses without a body, the listing page sizes; and the one rule
+//! between a lease and a retention.
 //!
-//! Role: one home for each limit, below both `config` (the variables) and
-//! `rpc` (the calls), so neither takes it from the other. The JS package
-//! holds the same numbers (tests/fixtures/limits.json pins both).
+//! Role: one home for each limit, below every room that holds a value to
+//! one (`config`, `rpc`, `ledger`, `contract`), so none takes it from
+//! another. The values are written once, in `src/protocol/limits.json`:
+//! build.rs compiles them in here, scripts/generate.mjs writes the JS
+//! package's copy (client/generated/limits.js).
 //!
 //! What must stay true here: a limit changes only with the contract
 //! (docs/contract.md), and every check answers a message naming the value.
 
-/// The most objects one tenant may be spread over.
-pub const MAX_SHARDS: u32 = 128;
-
-/// Longest lease or retention a caller may ask for (one year).
-pub const MAX_WINDOW_SECONDS: u64 = 31_536_000;
+include!(concat!(env!("OUT_DIR"), "/limits.rs"));
 
 /// Refuses a lease or retention (`name`) outside 1..=[`MAX_WINDOW_SECONDS`].
 pub fn check_window(name: &str, v: Option<u64>) -> Result<(), String> {

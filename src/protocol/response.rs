@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 /// Statuses that never carry a body (the Fetch `Response` constructor throws
 /// if given one).
 pub fn is_null_body_status(status: u16) -> bool {
-    matches!(status, 204 | 205 | 304)
+    super::limits::NULL_BODY_STATUSES.contains(&status)
 }
 
 /// Statuses that can be passed on and stored: a final answer. `1xx` (an

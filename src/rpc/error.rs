@@ -50,10 +50,7 @@ impl std::fmt::Display for LedgerError {
 
 impl std::error::Error for LedgerError {}
 
-/// Delays before a claim or an execute whose answer was lost is sent again
-/// (docs/contract.md §3, "A claim's lost answer"): twice, shortly, well
-/// inside a lease.
-pub const LOST_ANSWER_RETRY_DELAYS_MS: [u64; 2] = [50, 250];
+pub use crate::protocol::limits::LOST_ANSWER_RETRY_DELAYS_MS;
 
 impl LedgerError {
     /// Was the call sent and its answer lost (the stub's fetch threw: the

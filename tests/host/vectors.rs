@@ -144,56 +144,63 @@ fn the_target_matches_the_shared_vectors() {
     }
 }
 
-/// tests/fixtures/limits.json: the limits and rules the JS package applies too.
+/// src/protocol/limits.json: the limits' one home (build.rs compiles it into
+/// `protocol::limits`; the JS package's copy is generated from it).
+fn limits_home() -> Value {
+    let path = format!("{}/src/protocol/limits.json", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("home")).expect("home JSON")
+}
+
+/// tests/fixtures/limits.json: the lease/retention rule's vectors the JS package is held to too.
 fn limits_fixture() -> Value {
     let path = format!("{}/tests/fixtures/limits.json", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("fixture JSON")
 }
 
 #[test]
-fn the_core_limits_are_the_shared_fixture_s() {
-    let fixture = limits_fixture();
-    let l = &fixture["limits"];
+fn every_public_path_of_a_limit_carries_its_home_s_value() {
+    let home = limits_home();
+    let l = &home["limits"];
     let n = |name: &str| {
-        l[name]
+        l[name]["value"]
             .as_u64()
             .unwrap_or_else(|| panic!("{name} in limits.json"))
     };
     assert_eq!(
-        n("max_window_seconds"),
+        n("MAX_WINDOW_SECONDS"),
         idempotency_ledger::rpc::MAX_WINDOW_SECONDS
     );
     assert_eq!(
-        n("stored_body_ceiling"),
+        n("STORED_BODY_CEILING"),
         idempotency_ledger::ledger::STORED_BODY_CEILING as u64
     );
     assert_eq!(
-        n("max_request_body_ceiling"),
+        n("MAX_REQUEST_BODY_CEILING"),
         idempotency_ledger::config::MAX_REQUEST_BODY_CEILING
     );
     assert_eq!(
-        n("max_shards"),
+        n("MAX_SHARDS"),
         u64::from(idempotency_ledger::config::shards::MAX_SHARDS)
     );
     assert_eq!(
-        n("max_key_length"),
+        n("MAX_KEY_LEN"),
         idempotency_ledger::protocol::MAX_KEY_LEN as u64
     );
     assert_eq!(
-        n("list_default_limit"),
+        n("DEFAULT_LIST_LIMIT"),
         u64::from(idempotency_ledger::ledger::list::DEFAULT_LIST_LIMIT)
     );
     assert_eq!(
-        n("list_max_limit"),
+        n("MAX_LIST_LIMIT"),
         u64::from(idempotency_ledger::ledger::list::MAX_LIST_LIMIT)
     );
     assert_eq!(
-        n("max_wait_seconds"),
+        n("MAX_WAIT_SECONDS"),
         idempotency_ledger::config::waiting::MAX_WAIT_SECONDS
     );
-    let delays: Vec<u64> = l["settle_retry_delays_ms"]
+    let delays: Vec<u64> = l["SETTLE_RETRY_DELAYS_MS"]["value"]
         .as_array()
-        .expect("settle_retry_delays_ms")
+        .expect("SETTLE_RETRY_DELAYS_MS")
         .iter()
         .map(|d| d.as_u64().expect("a delay"))
         .collect();
@@ -201,9 +208,9 @@ fn the_core_limits_are_the_shared_fixture_s() {
         delays,
         idempotency_ledger::contract::proxy::SETTLE_RETRY_DELAYS_MS.to_vec()
     );
-    let lost: Vec<u64> = l["lost_answer_retry_delays_ms"]
+    let lost: Vec<u64> = l["LOST_ANSWER_RETRY_DELAYS_MS"]["value"]
         .as_array()
-        .expect("lost_answer_retry_delays_ms")
+        .expect("LOST_ANSWER_RETRY_DELAYS_MS")
         .iter()
         .map(|d| d.as_u64().expect("a delay"))
         .collect();
@@ -211,9 +218,9 @@ fn the_core_limits_are_the_shared_fixture_s() {
         lost,
         idempotency_ledger::rpc::LOST_ANSWER_RETRY_DELAYS_MS.to_vec()
     );
-    let null_body: Vec<u64> = l["null_body_statuses"]
+    let null_body: Vec<u64> = l["NULL_BODY_STATUSES"]["value"]
         .as_array()
-        .expect("null_body_statuses")
+        .expect("NULL_BODY_STATUSES")
         .iter()
         .map(|d| d.as_u64().expect("a status"))
         .collect();

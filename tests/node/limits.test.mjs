@@ -1,31 +1,38 @@
-// The JS package's limits and rules are the core's: each value and the
-// lease/retention rule come from tests/fixtures/limits.json, which
-// tests/host/vectors.rs holds the Rust constants to as well (Node only).
+// The JS package's limits and rules are the core's: every limit it applies
+// is the generated constant of src/protocol/limits.json (the home build.rs
+// compiles into the crate), and the lease/retention rule is held to the
+// vectors of tests/fixtures/limits.json, as tests/host/vectors.rs holds the
+// Rust rule (Node only).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 
 const fixture = JSON.parse(readFileSync(new URL("../fixtures/limits.json", import.meta.url), "utf8"));
+const home = JSON.parse(readFileSync(new URL("../../src/protocol/limits.json", import.meta.url), "utf8")).limits;
 
-test("every limit the JS package applies is the fixture's (and so the core's)", async () => {
+test("every limit the JS package applies is its home's, taken from the generated module", async () => {
   const defaults = await import("../../client/rules/defaults.js");
   const { MAX_SHARDS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } = await import("../../client/rpc/shards.js");
   const { MAX_KEY_LENGTH } = await import("../../client/rules/key.js");
   const { SETTLE_RETRY_DELAYS_MS } = await import("../../client/rpc/settle.js");
   const { LOST_ANSWER_RETRY_DELAYS_MS } = await import("../../client/rpc/client.js");
   const { NULL_BODY } = await import("../../client/rules/stored.js");
-  const l = fixture.limits;
-  assert.equal(defaults.MAX_WINDOW_SECONDS, l.max_window_seconds);
-  assert.equal(defaults.STORED_BODY_CEILING, l.stored_body_ceiling);
-  assert.equal(defaults.MAX_BODY_CEILING, l.max_request_body_ceiling);
-  assert.equal(defaults.MAX_WAIT_SECONDS, l.max_wait_seconds);
-  assert.equal(MAX_SHARDS, l.max_shards);
-  assert.equal(LIST_DEFAULT_LIMIT, l.list_default_limit);
-  assert.equal(LIST_MAX_LIMIT, l.list_max_limit);
-  assert.equal(MAX_KEY_LENGTH, l.max_key_length);
-  assert.deepEqual([...SETTLE_RETRY_DELAYS_MS], l.settle_retry_delays_ms);
-  assert.deepEqual([...LOST_ANSWER_RETRY_DELAYS_MS], l.lost_answer_retry_delays_ms);
-  assert.deepEqual([...NULL_BODY].sort(), [...l.null_body_statuses].sort());
+  const generated = await import("../../client/generated/limits.js");
+  assert.deepEqual(Object.keys(generated).sort(), Object.keys(home).sort(), "one constant per limit");
+  for (const [name, { value }] of Object.entries(home)) assert.deepEqual(Array.isArray(value) ? [...generated[name]] : generated[name], value, name);
+  // Each module's limit is the generated constant itself, not a copy.
+  assert.equal(defaults.MAX_WINDOW_SECONDS, generated.MAX_WINDOW_SECONDS);
+  assert.equal(defaults.STORED_BODY_CEILING, generated.STORED_BODY_CEILING);
+  assert.equal(defaults.MAX_BODY_CEILING, generated.MAX_REQUEST_BODY_CEILING);
+  assert.equal(defaults.MAX_WAIT_SECONDS, generated.MAX_WAIT_SECONDS);
+  assert.equal(MAX_SHARDS, generated.MAX_SHARDS);
+  assert.equal(LIST_DEFAULT_LIMIT, generated.DEFAULT_LIST_LIMIT);
+  assert.equal(LIST_MAX_LIMIT, generated.MAX_LIST_LIMIT);
+  assert.equal(MAX_KEY_LENGTH, generated.MAX_KEY_LEN);
+  assert.equal(SETTLE_RETRY_DELAYS_MS, generated.SETTLE_RETRY_DELAYS_MS);
+  assert.equal(LOST_ANSWER_RETRY_DELAYS_MS, generated.LOST_ANSWER_RETRY_DELAYS_MS);
+  assert.ok(Object.isFrozen(SETTLE_RETRY_DELAYS_MS) && Object.isFrozen(LOST_ANSWER_RETRY_DELAYS_MS));
+  assert.deepEqual([...NULL_BODY].sort(), [...generated.NULL_BODY_STATUSES].sort());
 });
 
 test("the middleware holds leaseSeconds and retentionSeconds to the core's one rule", async () => {
@@ -42,7 +49,7 @@ test("the middleware holds leaseSeconds and retentionSeconds to the core's one r
 test("the middleware's wait bounds are the core's", async () => {
   const { withIdempotency } = await import("../../client/index.js");
   const ledger = { claim: async () => ({}), complete: async () => ({}), release: async () => ({}) };
-  const max = fixture.limits.max_wait_seconds;
+  const max = home.MAX_WAIT_SECONDS.value;
   assert.doesNotThrow(() => withIdempotency(() => new Response("ok"), { ledger, maxWaitSeconds: max }));
   assert.throws(() => withIdempotency(() => new Response("ok"), { ledger, maxWaitSeconds: max + 1 }), TypeError);
 });
