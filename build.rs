@@ -117,10 +117,7 @@ fn trended(out: &Path) {
 
 /// `protocol::problem::CATALOG` and `PROBLEM_BASE`.
 fn problem_catalog(out: &Path) {
-    println!("cargo:rerun-if-changed=docs/problems.json");
-    let text = fs::read_to_string("docs/problems.json").expect("docs/problems.json is readable");
-    let catalog: serde_json::Value =
-        serde_json::from_str(&text).expect("docs/problems.json is valid JSON");
+    let catalog = read_json("docs/problems.json");
     let base = catalog["base"]
         .as_str()
         .expect("the catalog names its base");
