@@ -9,8 +9,9 @@ export { DEFAULTS };
 
 // The limits the options are held to: the core's, generated from their one
 // home, src/protocol/limits.json (../generated/limits.js).
-export { STORED_BODY_CEILING, MAX_WINDOW_SECONDS, MAX_WAIT_SECONDS } from "../generated/limits.js";
-export { MAX_REQUEST_BODY_CEILING as MAX_BODY_CEILING } from "../generated/limits.js";
+export {
+  STORED_BODY_CEILING, MAX_WINDOW_SECONDS, MAX_WAIT_SECONDS, MAX_REQUEST_BODY_CEILING as MAX_BODY_CEILING,
+} from "../generated/limits.js";
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
