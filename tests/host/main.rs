@@ -12,6 +12,7 @@ mod execute;
 mod fencing;
 mod fingerprint;
 mod fuzz;
+mod gen_v9;
 mod horizon;
 mod key;
 mod ledger;
