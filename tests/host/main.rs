@@ -12,7 +12,6 @@ mod execute;
 mod fencing;
 mod fingerprint;
 mod fuzz;
-mod gen_v9;
 mod horizon;
 mod key;
 mod ledger;
