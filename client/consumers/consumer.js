@@ -170,16 +170,24 @@ function deadline(ms, controller) {
 const LATE = Symbol("late");
 
 /**
- * Stores `result` for `key` at `generation` (retried as the gateway retries completions).
- * @param {TenantLedgerCalls} ledger
- * @param {{ key: string; generation: number; retentionSeconds?: number }} call
- * @param {unknown} result
- * @returns {Promise<boolean>} whether this generation's result is the one stored
+ * The grant a settlement names: its generation and, from an object with lease tokens, its token.
+ * @param {string} key
+ * @param {{ generation: number; lease?: string }} claimed
  */
-async function store(ledger, { key, generation, retentionSeconds }, result) {
+const grantOf = (key, { generation, lease }) => ({ key, generation, ...(typeof lease === "string" ? { lease } : {}) });
+
+/**
+ * Stores `result` for `key` as the grant at `generation` named by its lease token (retried as the
+ * gateway retries completions).
+ * @param {TenantLedgerCalls} ledger
+ * @param {{ key: string; generation: number; lease?: string; retentionSeconds?: number }} call
+ * @param {unknown} result
+ * @returns {Promise<boolean>} whether this grant's result is the one stored
+ */
+async function store(ledger, { key, generation, lease, retentionSeconds }, result) {
   try {
     const done = await settle(
-      () => ledger.complete({ key, generation, response: encodeResult(result), ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }) }),
+      () => ledger.complete({ ...grantOf(key, { generation, lease }), response: encodeResult(result), ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }) }),
       { landed: (a) => landedEarlier(a, generation, "completed") },
     );
     if (done.answer.outcome === "stored" || done.landed) return true;
@@ -229,7 +237,7 @@ export async function runOnce(call, fn) {
     case "claimed": break;
     default: return { outcome: "unavailable", error: new LedgerError(`unexpected claim answer ${JSON.stringify(answer)}`), retryAfterSeconds: null };
   }
-  const { generation, takeover } = answer;
+  const { generation, takeover, lease } = answer;
   // The lease began when it was granted: after the claim's own wait, if it parked on the key.
   const granted = started + (typeof answer.waited_ms === "number" ? answer.waited_ms : 0);
   const controller = new AbortController();
@@ -242,19 +250,20 @@ export async function runOnce(call, fn) {
   const leaseLeftMs = () => leaseSeconds * 1000 - (Date.now() - granted);
   if (first === LATE) {
     console.error(JSON.stringify({ event: "idempotency.consumer_timed_out", key, generation, timeout_seconds: timeoutSeconds }));
-    // It may still finish within its lease: store what it gives then (fenced on its generation).
-    const late = running.then((r) => (r.ok ? store(ledger, { key, generation, retentionSeconds }, r.value) : false));
+    // It may still finish: store what it gives then, fenced on its grant (its generation and lease
+    // token), so a late result never settles a later owner's claim, here or on another object.
+    const late = running.then((r) => (r.ok ? store(ledger, { key, generation, lease, retentionSeconds }, r.value) : false));
     waitUntil?.(late);
     return { outcome: "timed_out", retryAfterSeconds: delaySeconds(leaseLeftMs()) + 1 };
   }
   const settled = /** @type {{ ok: true; value: unknown } | { ok: false; error: unknown }} */ (first);
   if (settled.ok) {
-    const stored = await store(ledger, { key, generation, retentionSeconds }, settled.value);
+    const stored = await store(ledger, { key, generation, lease, retentionSeconds }, settled.value);
     return { outcome: "ran", result: settled.value, generation, stored };
   }
   try {
-    // Guard: the release is fenced on this generation (a superseded lease changes nothing).
-    await settle(() => ledger.release({ key, generation }), { landed: (a) => landedEarlier(a, generation, "released") });
+    // Guard: the release is fenced on this grant (a superseded lease changes nothing).
+    await settle(() => ledger.release(grantOf(key, { generation, lease })), { landed: (a) => landedEarlier(a, generation, "released") });
     return { outcome: "threw", error: settled.error, retryAfterSeconds: null };
   } catch (e) {
     console.error(JSON.stringify({ event: "idempotency.consumer_release_failed", key, generation, error: messageOf(e) }));

@@ -57,10 +57,11 @@ const CLAIM_OUTCOMES = new Set(["claimed", "completed", "in_flight", "mismatch",
 /**
  * What a claim comes to: an answer (nothing runs), a claim that never
  * reached the ledger (`unreached`, its reason), or the key claimed — its
- * generation, and `applied`, which adds `Preference-Applied` to the route's
+ * generation and lease token (the grant its settlement names), and
+ * `applied`, which adds `Preference-Applied` to the route's
  * response when the claim waited as `Prefer: wait` asked.
  * @typedef {{ answer: Response } | { unreached: string }
- *   | { generation: number; applied: (response: Response) => Response }} ClaimResult
+ *   | { generation: number; lease?: string; applied: (response: Response) => Response }} ClaimResult
  */
 
 /**
@@ -96,7 +97,9 @@ export async function claimKey(o, { request, args, ledger, key, body }) {
     out.headers.set("preference-applied", `wait=${seconds}`);
     return out;
   };
-  if (claim.outcome === "claimed") return { generation: claim.generation, applied };
+  if (claim.outcome === "claimed") {
+    return { generation: claim.generation, ...(typeof claim.lease === "string" ? { lease: claim.lease } : {}), applied };
+  }
   const answer = applied(refusalResponse(claim, { problemBase: base }));
   if (claim.outcome === "completed") {
     await tell(o.onReplayed, { key, generation: claim.generation, status: answer.status }, ...args);

@@ -121,7 +121,7 @@ export function idempotencyContract(options) {
       if ("answer" in claim) return claim.answer;
       if ("unreached" in claim) return unreached(o.failurePolicy, base, key, claim.unreached, () => next(body, key));
       return runClaimed(o, {
-        ledger, key, generation: claim.generation, ctx, retentionSeconds: o.retentionSeconds, report: o.onSettlementFailed,
+        ledger, key, generation: claim.generation, lease: claim.lease, ctx, retentionSeconds: o.retentionSeconds, report: o.onSettlementFailed,
         stored: (event) => tell(o.onStored, event, ...args),
       }, { args, body, next, applied: claim.applied });
     },

@@ -20,6 +20,7 @@ import { tell } from "./options.js";
  * @property {TenantLedgerCalls} ledger
  * @property {string} key
  * @property {number} generation
+ * @property {string} [lease] The claim's lease token (absent from an object older than tokens).
  * @property {{ waitUntil(promise: Promise<unknown>): void }} [ctx]
  * @property {number} [retentionSeconds]
  * @property {(failure: SettlementFailure) => void | Promise<void>} report
@@ -33,15 +34,17 @@ import { tell } from "./options.js";
  * same promise. Never rejects: a settlement that finally fails (an error
  * after the retries, or an answer without a known outcome) is reported
  * through the hook. `fenced_out` is an answer, not a failure (the object
- * logs it). A completion that lands tells `onStored`.
+ * logs it). A completion that lands tells `onStored`. The settlement
+ * presents the claim's lease token, so it settles this grant or nothing.
  * @param {Claimed} claimed
  * @param {StoredResponse} [response]
  * @returns {Promise<void>}
  */
-export function settlement({ ledger, key, generation, ctx, retentionSeconds, report, stored }, response) {
+export function settlement({ ledger, key, generation, lease, ctx, retentionSeconds, report, stored }, response) {
   const operation = response === undefined ? "release" : "complete";
-  const call = response === undefined ? () => ledger.release({ key, generation })
-    : () => ledger.complete({ key, generation, response, ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }) });
+  const grant = { key, generation, ...(lease === undefined ? {} : { lease }) };
+  const call = response === undefined ? () => ledger.release(grant)
+    : () => ledger.complete({ ...grant, response, ...(retentionSeconds === undefined ? {} : { retention_seconds: retentionSeconds }) });
   const [success, landedState] = response === undefined ? ["released", "released"] : ["stored", "completed"];
   const done = (async () => {
     let error;

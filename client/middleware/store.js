@@ -8,9 +8,11 @@
 //   - the request's fingerprint string (or null: keys alone) is one
 //     fingerprint component of its own, so a different string is a
 //     different request;
-//   - a lease is the claim's generation, as a string: `complete` and
-//     `release` are fenced on it by the object (a superseded lease changes
-//     nothing);
+//   - a lease is the claim's grant as a string, `<generation>.<token>`
+//     (the generation and the claim's lease token; `<generation>` alone
+//     from an object older than tokens): `complete` and `release` are
+//     fenced on both by the object (a superseded lease, or another
+//     object's grant of the same generation, changes nothing);
 //   - `leaseMs` and `expiresAt - now` become the claim's lease and
 //     retention in whole seconds (rounded up; the object's clock runs
 //     them, never the caller's `now`).
@@ -127,10 +129,22 @@ function fromSeed(r) {
   return { status, headers: pairs, body };
 }
 
-/** @param {unknown} lease @returns {number | null} the generation a lease names */
-function generationOf(lease) {
-  return typeof lease === "string" && /^[1-9][0-9]{0,15}$/.test(lease) && Number.isSafeInteger(Number(lease)) ? Number(lease) : null;
+/**
+ * The grant a lease this store gave names: `<generation>.<token>`, or `<generation>` alone.
+ * @param {unknown} lease
+ * @returns {{ generation: number; lease?: string } | null}
+ */
+function grantOf(lease) {
+  const m = typeof lease === "string" ? /^([1-9][0-9]{0,15})(?:\.([0-9a-f]{32}))?$/.exec(lease) : null;
+  if (m === null || !Number.isSafeInteger(Number(m[1]))) return null;
+  return { generation: Number(m[1]), ...(m[2] === undefined ? {} : { lease: m[2] }) };
 }
+
+/**
+ * The lease this store gives for a grant.
+ * @param {{ generation: number; lease?: string }} claimed
+ */
+const leaseOf = ({ generation, lease }) => (typeof lease === "string" ? `${generation}.${lease}` : String(generation));
 
 /** @param {unknown} e */
 const messageOf = (e) => (e instanceof Error ? e.message : String(e));
@@ -166,7 +180,7 @@ async function claimOn(resolve, request) {
     return failed(`claim failed: ${messageOf(e)}`, e);
   }
   switch (answer.outcome) {
-    case "claimed": return ok({ status: "claimed", lease: String(answer.generation) });
+    case "claimed": return ok({ status: "claimed", lease: leaseOf(answer) });
     case "in_flight": return ok({ status: "in-flight", fingerprint });
     case "completed": return ok({ status: "completed", fingerprint, response: toSeed(answer.response) });
     // The record was claimed with another fingerprint: the ledger keeps digests, not the string.
@@ -206,8 +220,8 @@ export function ledgerStore(options) {
 
     async complete(id, lease, response, expiresAt) {
       if (!isKey(id)) return failed("complete: id must be 1-255 printable ASCII characters");
-      const generation = generationOf(lease);
-      if (generation === null) return failed("complete: lease is not one this store gave");
+      const grant = grantOf(lease);
+      if (grant === null) return failed("complete: lease is not one this store gave");
       const stored = fromSeed(response);
       if (stored === null) return failed("complete: response must be { status 200-599, headers: lowercased [name, value] pairs without set-cookie, body: base64 }");
       const retention = seconds(typeof expiresAt === "number" ? expiresAt - Date.now() : NaN) ?? 1;
@@ -215,7 +229,7 @@ export function ledgerStore(options) {
       if ("ok" in calls) return calls;
       try {
         // `fenced_out`: the lease was superseded (taken over, released, completed): nothing changed.
-        await calls.complete({ key: id, generation, response: stored, retention_seconds: retention });
+        await calls.complete({ key: id, ...grant, response: stored, retention_seconds: retention });
         return ok(undefined);
       } catch (e) {
         return failed(`complete failed: ${messageOf(e)}`, e);
@@ -224,13 +238,13 @@ export function ledgerStore(options) {
 
     async release(id, lease) {
       if (!isKey(id)) return failed("release: id must be 1-255 printable ASCII characters");
-      const generation = generationOf(lease);
-      if (generation === null) return failed("release: lease is not one this store gave");
+      const grant = grantOf(lease);
+      if (grant === null) return failed("release: lease is not one this store gave");
       const calls = await resolve();
       if ("ok" in calls) return calls;
       try {
         // `fenced_out` (a completed record, or a superseded lease): left alone.
-        await calls.release({ key: id, generation });
+        await calls.release({ key: id, ...grant });
         return ok(undefined);
       } catch (e) {
         return failed(`release failed: ${messageOf(e)}`, e);

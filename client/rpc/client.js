@@ -39,13 +39,16 @@ export { LOST_ANSWER_RETRY_DELAYS_MS };
  */
 
 /**
- * @typedef {{ outcome: "claimed"; generation: number; takeover: boolean }
+ * @typedef {{ outcome: "claimed"; generation: number; takeover: boolean; lease?: string }
  *   | { outcome: "in_flight"; generation: number; retry_after_ms: number }
  *   | { outcome: "completed"; generation: number; response: StoredResponse; expires_at?: number }
  *   | { outcome: "mismatch"; differs: string[] }
  *   | { outcome: "ledger_full"; retry_after_ms: number }} ClaimOutcome
- * A claim's answer. `completed.expires_at`: epoch ms (the object's clock) when the record leaves
- * its retention window; the answer cannot change before.
+ * A claim's answer. `claimed.lease`: the token naming this grant across every object (present on
+ * every grant of an object with lease tokens); pass it to `complete` / `release` with the
+ * generation, so the settlement can never settle another object's grant of the same generation.
+ * `completed.expires_at`: epoch ms (the object's clock) when the record leaves its retention
+ * window; the answer cannot change before.
  */
 
 /** @typedef {Exclude<ClaimOutcome, { outcome: "claimed" }>} ClaimRefusal A claim's answer other than `claimed`. */
@@ -54,6 +57,8 @@ export { LOST_ANSWER_RETRY_DELAYS_MS };
  * @typedef {object} CompleteCall
  * @property {string} key
  * @property {number} generation
+ * @property {string} [lease] The claim's `lease` token: the completion is guarded by it (absent:
+ *   by the generation alone, as before tokens).
  * @property {StoredResponse} response
  * @property {number} [retention_seconds] Defaults to the object's RETENTION_SECONDS.
  */
@@ -71,6 +76,7 @@ export { LOST_ANSWER_RETRY_DELAYS_MS };
  * @typedef {object} ReleaseCall
  * @property {string} key
  * @property {number} generation
+ * @property {string} [lease] The claim's `lease` token, as `CompleteCall.lease`.
  */
 
 /** @typedef {{ outcome: "released" } | { outcome: "fenced_out"; current: RecordState | null }} ReleaseOutcome */

@@ -39,7 +39,7 @@ use crate::contract::proxy::{
 use crate::contract::waiting::WAIT_ANSWER_GRACE_MS;
 use crate::contract::{Disposition, OriginFailure};
 use crate::fields;
-use crate::ledger::{ClaimOutcome, CompleteOutcome, KeyState, ReleaseOutcome};
+use crate::ledger::{ClaimOutcome, CompleteOutcome, Grant, KeyState, ReleaseOutcome};
 use crate::platform::client::{LedgerClient, LedgerError, Waited};
 use crate::platform::env::new_attempt;
 use crate::platform::http::Bounded;
@@ -73,11 +73,12 @@ impl Protected<'_> {
             attempt: new_attempt(),
         };
         let (claimed, client) = self.claim_at_home(&claim).await?;
-        let (generation, takeover) = match claimed.outcome {
+        let (generation, takeover, lease) = match claimed.outcome {
             ClaimOutcome::Claimed {
                 generation,
                 takeover,
-            } => (generation, takeover),
+                lease,
+            } => (generation, takeover, lease),
             ClaimOutcome::Refused(refusal) => {
                 self.remember(&refusal);
                 let refused = answer::refusal_answer(refusal);
@@ -89,7 +90,8 @@ impl Protected<'_> {
                 // The same decision as for a whole response; only the body
                 // differs (what was read, and a reader for the rest).
                 let after = proxy::after_origin(Ok(head), takeover, self.config);
-                return Ok(self.streamed(client, generation, after, rest).await);
+                let grant = Grant::new(generation, lease.as_deref());
+                return Ok(self.streamed(client, grant, after, rest).await);
             }
             Ok(Bounded::Whole(response)) => Ok(response),
             Err(failure) => Err(failure),
@@ -99,18 +101,20 @@ impl Protected<'_> {
             reply,
             outcome,
         } = proxy::after_origin(result, takeover, self.config);
-        let outcome = self.settle(client, generation, settle, outcome).await;
+        let grant = Grant::new(generation, lease.as_deref());
+        let outcome = self.settle(client, grant, settle, outcome).await;
         // The caller whose run produced this response always gets it.
         Ok(self.answered((reply, outcome), claimed.waited_ms))
     }
 
     /// Settles the key as the contract decided (complete, release or keep)
-    /// at the object that granted the claim, and says what the request
+    /// at the object that granted the claim, presenting the grant's lease
+    /// token, and says what the request
     /// finally came to (`fenced_out`, `complete_failed`, or as planned).
     pub(super) async fn settle(
         &self,
         client: &LedgerClient,
-        generation: i64,
+        grant: Grant<'_>,
         settle: Settle,
         outcome: Disposition,
     ) -> Disposition {
@@ -118,7 +122,8 @@ impl Protected<'_> {
             Settle::Complete(response) => {
                 let call = CompleteCall {
                     key: self.key.to_string(),
-                    generation,
+                    generation: grant.generation,
+                    lease: grant.lease.map(str::to_string),
                     response,
                     retention_seconds: None,
                 };
@@ -132,7 +137,8 @@ impl Protected<'_> {
             Settle::Release => {
                 let call = ReleaseCall {
                     key: self.key.to_string(),
-                    generation,
+                    generation: grant.generation,
+                    lease: grant.lease.map(str::to_string),
                 };
                 // A fenced-out release is logged by the object as idempotency.fenced_out.
                 if let Err(e) = self.outliving(release_durably(client.clone(), call)).await {
@@ -211,13 +217,17 @@ impl Protected<'_> {
                 let (client, key) = (client.clone(), claim.key.clone());
                 self.ctx.wait_until(async move {
                     if let Ok(Waited {
-                        outcome: ClaimOutcome::Claimed { generation, .. },
+                        outcome:
+                            ClaimOutcome::Claimed {
+                                generation, lease, ..
+                            },
                         ..
                     }) = abandoned.await
                     {
                         let call = ReleaseCall {
                             key: key.clone(),
                             generation,
+                            lease,
                         };
                         let released = release_durably(client, call).await;
                         log::warn(

@@ -27,6 +27,7 @@ use super::protected::Protected;
 use crate::contract::proxy::{self, AfterOrigin, Settle};
 use crate::contract::{Disposition, OriginFailure};
 use crate::fields;
+use crate::ledger::Grant;
 use crate::platform::client::LedgerClient;
 use crate::platform::http::{self, read_chunk};
 use crate::platform::log;
@@ -41,7 +42,7 @@ impl Protected<'_> {
     pub(super) async fn streamed(
         &self,
         client: &LedgerClient,
-        generation: i64,
+        grant: Grant<'_>,
         after: AfterOrigin,
         rest: worker::worker_sys::web_sys::ReadableStreamDefaultReader,
     ) -> (Response, Disposition) {
@@ -72,7 +73,7 @@ impl Protected<'_> {
         // out, as the JS middleware's captureBounded: a pump that outlives
         // waitUntil or the lease, or a body that breaks off, changes
         // nothing from here on.
-        let outcome = self.settle(client, generation, settle, outcome).await;
+        let outcome = self.settle(client, grant, settle, outcome).await;
         let key = self.key.to_string();
         let prefix = reply.body;
         self.ctx.wait_until(async move {

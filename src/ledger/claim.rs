@@ -22,11 +22,15 @@
 //!   quota first: a new key, a rebirth, a reclaim and a takeover are all
 //!   refused `ledger_full` once the database has reached
 //!   `MAX_DB_BYTES_PER_OBJECT` (docs/contract.md §4).
+//! - Every grant writes a fresh lease token (`ledger::lease`) with its
+//!   lease, in the same statement: the token names this grant across every
+//!   object, and is what its settlement presents.
 //! - Every grant writes its attempt's name (or NULL) with its lease, so a
 //!   repeated attempt is answered only the grant it was given; a repeat
 //!   writes and counts nothing (it is the same grant).
 
 use super::clock::Millis;
+use super::lease;
 use super::machine::Ledger;
 use super::outcome::{Claim, ClaimOutcome, Counter, KeyState, Refusal};
 use super::policy::ClaimPolicy;
@@ -147,14 +151,16 @@ impl<S: SqlStore> Ledger<S> {
         }
         let components = components(fp)?;
         let generation = self.generation_floor()? + 1;
+        let lease = lease::mint()?;
         // Guard: the primary key — the key was read absent in this
         // transaction, so exactly one claimant inserts; a row that exists
         // after all fails the insert, and the transaction, loudly.
         self.store.execute(
             "INSERT INTO idempotency_records
                 (key, state, generation, fingerprint, components, created_at, claimed_at,
-                 lease_expires_at, expires_at, sweep_at, lease_attempt, lease_took_over)
-             VALUES (?, 'in_flight', ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                 lease_expires_at, expires_at, sweep_at, lease_attempt, lease_took_over,
+                 lease_token)
+             VALUES (?, 'in_flight', ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
             &[
                 key.into(),
                 generation.into(),
@@ -166,10 +172,12 @@ impl<S: SqlStore> Ledger<S> {
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
                 attempt.into(),
+                lease.as_str().into(),
             ],
         )?;
         self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
-        self.granted(true, generation, None, false, now, "a new key")
+        let grant = (generation, Some(lease));
+        self.granted(true, grant, None, false, now, "a new key")
     }
 
     /// Embedded mode's fresh key: the record written once, already
@@ -216,7 +224,7 @@ impl<S: SqlStore> Ledger<S> {
             &params,
         )?;
         self.note_expiry(policy.sweep_at(now), policy.sweep_at(now), now)?;
-        self.granted(true, generation, None, false, now, "a new key")?;
+        self.granted(true, (generation, None), None, false, now, "a new key")?;
         // Granted in flight, then completed: the record counts as completed.
         let mut tally = self.tally();
         tally.moved(Some(Counter::InFlight), Counter::Completed, now);
@@ -242,6 +250,7 @@ impl<S: SqlStore> Ledger<S> {
             return Ok(ClaimOutcome::Refused(full));
         }
         let components = components(fp)?;
+        let lease = lease::mint()?;
         // Guard: expires_at <= now and no live lease — a record inside its
         // window, or whose owner may still be running, is never reborn.
         let changed = self.store.update(
@@ -250,7 +259,7 @@ impl<S: SqlStore> Ledger<S> {
                  components = ?, created_at = ?, claimed_at = ?, lease_expires_at = ?,
                  completed_at = NULL, expires_at = ?, sweep_at = ?, response_status = NULL,
                  response_headers = NULL, response_body = NULL, retained = NULL, replays = 0,
-                 lease_attempt = ?, lease_took_over = 0
+                 lease_attempt = ?, lease_took_over = 0, lease_token = ?
              WHERE key = ? AND expires_at <= ?
                AND NOT (state = 'in_flight' AND lease_expires_at > ?)",
             &[
@@ -262,6 +271,7 @@ impl<S: SqlStore> Ledger<S> {
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
                 attempt.into(),
+                lease.as_str().into(),
                 key.into(),
                 now.into(),
                 now.into(),
@@ -271,15 +281,8 @@ impl<S: SqlStore> Ledger<S> {
             self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Counter::of_state(record.state);
-        let generation = record.generation + 1;
-        self.granted(
-            changed,
-            generation,
-            Some(from),
-            false,
-            now,
-            "an expired record",
-        )
+        let grant = (record.generation + 1, Some(lease));
+        self.granted(changed, grant, Some(from), false, now, "an expired record")
     }
 
     /// A released record is claimed again at generation+1.
@@ -294,13 +297,14 @@ impl<S: SqlStore> Ledger<S> {
         if let Some(full) = self.bytes_full(policy, now)? {
             return Ok(ClaimOutcome::Refused(full));
         }
+        let lease = lease::mint()?;
         // Guard: released, at the generation we saw — only a released
         // record is reclaimed here.
         let changed = self.store.update(
             "UPDATE idempotency_records
              SET state = 'in_flight', generation = generation + 1, claimed_at = ?,
                  lease_expires_at = ?, expires_at = ?, sweep_at = ?,
-                 lease_attempt = ?, lease_took_over = 0
+                 lease_attempt = ?, lease_took_over = 0, lease_token = ?
              WHERE key = ? AND state = 'released' AND generation = ?",
             &[
                 now.into(),
@@ -308,6 +312,7 @@ impl<S: SqlStore> Ledger<S> {
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
                 attempt.into(),
+                lease.as_str().into(),
                 key.into(),
                 seen_generation.into(),
             ],
@@ -316,8 +321,8 @@ impl<S: SqlStore> Ledger<S> {
             self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Some(Counter::Released);
-        let generation = seen_generation + 1;
-        self.granted(changed, generation, from, false, now, "a released record")
+        let grant = (seen_generation + 1, Some(lease));
+        self.granted(changed, grant, from, false, now, "a released record")
     }
 
     /// An in-flight record whose lease has ended is taken over at generation+1.
@@ -332,13 +337,16 @@ impl<S: SqlStore> Ledger<S> {
         if let Some(full) = self.bytes_full(policy, now)? {
             return Ok(ClaimOutcome::Refused(full));
         }
+        let lease = lease::mint()?;
         // Guard: still in flight, at the generation we saw, with its lease
-        // over. The new owner's attempt replaces the old one's, so the old
-        // attempt's name never answers for this grant.
+        // over. The new owner's attempt and token replace the old one's, so
+        // the old attempt's name never answers for this grant, and the old
+        // owner's token settles nothing.
         let changed = self.store.update(
             "UPDATE idempotency_records
              SET generation = generation + 1, claimed_at = ?, lease_expires_at = ?,
-                 expires_at = ?, sweep_at = ?, lease_attempt = ?, lease_took_over = 1
+                 expires_at = ?, sweep_at = ?, lease_attempt = ?, lease_took_over = 1,
+                 lease_token = ?
              WHERE key = ? AND state = 'in_flight' AND generation = ?
                AND lease_expires_at <= ?",
             &[
@@ -347,6 +355,7 @@ impl<S: SqlStore> Ledger<S> {
                 policy.in_flight_expires_at(now).into(),
                 policy.sweep_at(now).into(),
                 attempt.into(),
+                lease.as_str().into(),
                 key.into(),
                 seen_generation.into(),
                 now.into(),
@@ -356,11 +365,12 @@ impl<S: SqlStore> Ledger<S> {
             self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         }
         let from = Some(Counter::InFlight);
-        let generation = seen_generation + 1;
-        self.granted(changed, generation, from, true, now, "an in-flight record")
+        let grant = (seen_generation + 1, Some(lease));
+        self.granted(changed, grant, from, true, now, "an in-flight record")
     }
 
-    /// Turns a guarded claim statement into `Claimed` at `generation`,
+    /// Turns a guarded claim statement into `Claimed` at `grant`'s
+    /// generation under its lease token,
     /// counting the claim, the takeover and the record's move from `from`
     /// (None: a new record) to in flight. A guard that did not match
     /// (`changed` false) cannot happen inside the claim's transaction:
@@ -368,7 +378,7 @@ impl<S: SqlStore> Ledger<S> {
     fn granted(
         &self,
         changed: bool,
-        generation: i64,
+        (generation, lease): (i64, Option<String>),
         from: Option<Counter>,
         takeover: bool,
         now: Millis,
@@ -386,6 +396,7 @@ impl<S: SqlStore> Ledger<S> {
         Ok(ClaimOutcome::Claimed {
             generation,
             takeover,
+            lease,
         })
     }
 }

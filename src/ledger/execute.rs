@@ -14,6 +14,7 @@
 //!   false), the application's own writes still commit.
 
 use super::clock::Millis;
+use super::lease::Grant;
 use super::machine::Ledger;
 use super::outcome::{ClaimOutcome, ExecuteOutcome};
 use super::policy::ClaimPolicy;
@@ -52,12 +53,13 @@ impl<S: SqlStore> Ledger<S> {
                     response,
                 });
             }
-            let (generation, takeover) =
+            let (generation, takeover, lease) =
                 match self.claim_record(record, key, fp, None, policy, now)? {
                     ClaimOutcome::Claimed {
                         generation,
                         takeover,
-                    } => (generation, takeover),
+                        lease,
+                    } => (generation, takeover, lease),
                     ClaimOutcome::Refused(refusal) => return Ok(ExecuteOutcome::Refused(refusal)),
                 };
             let response = app(&self.store)?;
@@ -66,8 +68,9 @@ impl<S: SqlStore> Ledger<S> {
             // already equals the expiry, so no fix-up as in `complete`.
             let expires_at = now.saturating_add(policy.retention_ms);
             let max_db_bytes = policy.max_db_bytes;
+            let grant = Grant::new(generation, lease.as_deref());
             let Some(kept) =
-                self.store_completion(key, generation, &stored, expires_at, max_db_bytes, now)?
+                self.store_completion(key, grant, &stored, expires_at, max_db_bytes, now)?
             else {
                 // Impossible inside one transaction; refuse loudly and roll back
                 // the application's writes rather than let them stand unrecorded.

@@ -15,7 +15,9 @@
 //!   reclaim after release and rebirth after expiry all take generation+1, so
 //!   an owner from an earlier generation can never complete a later claim.
 //! - `complete` and `release` succeed only while the record is in flight at
-//!   the caller's generation. A completed record's response is never replaced.
+//!   the caller's generation and, when the caller presents one, under the
+//!   lease token its grant was given (`lease`): a token names one grant
+//!   across every object. A completed record's response is never replaced.
 //! - A record is deleted only by the sweep, once `expires_at <= now`, or by
 //!   an operator's eviction (`evict`), never while its lease is live.
 //! - A new record starts above every generation the object has swept or
@@ -31,6 +33,8 @@
 //! - the operations, each adding its methods to [`Ledger`]: `claim`,
 //!   `execute`, `settle` (complete, release), `evict`, `sweep`, `list`,
 //!   `stats`, `counters` (writing the counts), `quota`, `horizon`;
+//! - [`lease`] — the token that names a grant, and the grant a settlement
+//!   names;
 //! - [`machine`] — the `Ledger` struct: its transactions and how counts
 //!   follow only what committed;
 //! - [`state`], [`pending`], [`trend`] — the `ledger_state` row, the counts
@@ -46,6 +50,7 @@ mod counters;
 mod evict;
 mod execute;
 mod horizon;
+pub mod lease;
 pub mod list;
 pub mod machine;
 pub mod outcome;
@@ -69,6 +74,7 @@ pub use store::rusqlite as rusqlite_store;
 pub use clock::{earliest, Millis};
 pub use evict::EvictOutcome;
 pub use horizon::{HORIZON_GAP_MS, HORIZON_SLACK_MS};
+pub use lease::Grant;
 pub use list::{ListPage, ListQuery, ListedKey, ObjectPage, Position, Walk};
 pub use machine::Ledger;
 pub use outcome::{

@@ -63,7 +63,7 @@ pub fn rfc3339(ms: Millis) -> String {
 pub(super) const SELECT_RECORD: &str =
     "SELECT state, generation, fingerprint, components, lease_expires_at,
         expires_at, response_status, response_headers, response_body, retained, created_at, replays,
-        lease_attempt, lease_took_over
+        lease_attempt, lease_took_over, lease_token
      FROM idempotency_records WHERE key = ?";
 
 /// A record as read by [`SELECT_RECORD`].
@@ -85,6 +85,9 @@ pub(super) struct Record {
     pub lease_attempt: Option<String>,
     /// Did the lease's grant take the record over from an earlier owner?
     pub lease_took_over: bool,
+    /// The lease token of the record's latest grant (schema 10; `None`:
+    /// granted before, or written completed by `execute`).
+    pub lease_token: Option<String>,
 }
 
 impl Record {
@@ -102,9 +105,10 @@ impl Record {
             && self.lease_attempt.as_deref() == attempt
             && self.fingerprint == fp.digest
             && self.lease_live(now);
-        held.then_some(ClaimOutcome::Claimed {
+        held.then(|| ClaimOutcome::Claimed {
             generation: self.generation,
             takeover: self.lease_took_over,
+            lease: self.lease_token.clone(),
         })
     }
 
@@ -138,6 +142,7 @@ impl Record {
             replays: row.int(11)?,
             lease_attempt: row.opt_text(12)?,
             lease_took_over: row.int(13)? != 0,
+            lease_token: row.opt_text(14)?,
         })
     }
 

@@ -7,8 +7,13 @@
 //!
 //! What must stay true here:
 //! - Both succeed only while the record is in flight at the caller's
-//!   generation (the guard is in the `WHERE`); otherwise the caller is
-//!   fenced out, counted in memory, and told the current state.
+//!   generation and, when the caller presents one, under its grant's lease
+//!   token (the guard is in the `WHERE`): a grant of the same generation
+//!   by another object, or after an eviction, is never settled by this
+//!   caller. Otherwise the caller is fenced out, counted in memory, and
+//!   told the current state — unless its token shows the very settlement
+//!   already landed (a repeat after a lost answer): then it is told so
+//!   again, writing and counting nothing.
 //! - A completed record's response is never replaced; a release never
 //!   deletes the record nor resets its generation.
 //! - A completion's `sweep_at` never stays after its `expires_at`.
@@ -25,8 +30,9 @@
 
 use super::clock::Millis;
 use super::horizon::HORIZON_GAP_MS;
+use super::lease::Grant;
 use super::machine::Ledger;
-use super::outcome::{CompleteOutcome, Counter, ReleaseOutcome};
+use super::outcome::{CompleteOutcome, Counter, KeyState, ReleaseOutcome};
 use super::store::{SqlStore, SqlValue, StoreError};
 use crate::protocol::StoredResponse;
 
@@ -42,20 +48,21 @@ pub(super) enum Kept {
 }
 
 impl<S: SqlStore> Ledger<S> {
-    /// Records the response of the owner at `generation`: it is kept for the
+    /// Records the response of the owner of `grant` (a generation, and the
+    /// lease token its claim answered): it is kept for the
     /// retention from now. Its `sweep_at` (the claim time + the claim's
     /// retention) is left as it is — one row written — unless this
     /// completion's retention is shorter than the claim's. No byte quota:
     /// [`Ledger::complete_within`] holds one.
-    pub fn complete(
+    pub fn complete<'a>(
         &self,
         key: &str,
-        generation: i64,
+        grant: impl Into<Grant<'a>>,
         response: &StoredResponse,
         retention_ms: Millis,
         now: Millis,
     ) -> Result<CompleteOutcome, StoreError> {
-        self.complete_within(key, generation, response, retention_ms, u64::MAX, now)
+        self.complete_within(key, grant, response, retention_ms, u64::MAX, now)
             .map(|(out, _)| out)
     }
 
@@ -64,21 +71,26 @@ impl<S: SqlStore> Ledger<S> {
     /// not stored — the record completes as a tombstone, counted in
     /// `quota_tombstones` (see [`Ledger::fit_to_quota`]). With the outcome:
     /// whether the quota made it a tombstone (for the object's log line).
-    pub fn complete_within(
+    pub fn complete_within<'a>(
         &self,
         key: &str,
-        generation: i64,
+        grant: impl Into<Grant<'a>>,
         response: &StoredResponse,
         retention_ms: Millis,
         max_db_bytes: u64,
         now: Millis,
     ) -> Result<(CompleteOutcome, bool), StoreError> {
+        let grant = grant.into();
+        let generation = grant.generation;
         let expires_at = now.saturating_add(retention_ms);
         let out = self.transaction(|| {
             self.upgrade_key_first(key)?;
             let stored =
-                self.store_completion(key, generation, response, expires_at, max_db_bytes, now)?;
+                self.store_completion(key, grant, response, expires_at, max_db_bytes, now)?;
             let Some(kept) = stored else {
+                if self.settled_by(key, grant, KeyState::Completed)? {
+                    return Ok((CompleteOutcome::Stored, false));
+                }
                 self.tally().count(Counter::FencedOut, None, now);
                 let current = self.current_state(key)?;
                 return Ok((CompleteOutcome::FencedOut { current }, false));
@@ -103,14 +115,14 @@ impl<S: SqlStore> Ledger<S> {
         Ok(out)
     }
 
-    /// Stores `response` as the answer of the owner at `generation`, if
-    /// the record is still in flight at that generation (`None`: it is
-    /// not, the owner was fenced out), and counts the move; `Some`: stored,
-    /// and what of it was kept.
+    /// Stores `response` as the answer of the owner of `grant`, if the
+    /// record is still in flight under that grant (`None`: it is not, the
+    /// owner was fenced out), and counts the move; `Some`: stored, and
+    /// what of it was kept.
     pub(super) fn store_completion(
         &self,
         key: &str,
-        generation: i64,
+        grant: Grant<'_>,
         response: &StoredResponse,
         expires_at: Millis,
         max_db_bytes: u64,
@@ -122,7 +134,8 @@ impl<S: SqlStore> Ledger<S> {
              SET state = 'completed', lease_expires_at = NULL, completed_at = ?,
                  expires_at = ?, response_status = ?, response_headers = ?,
                  response_body = ?, retained = ?
-             WHERE key = ? AND state = 'in_flight' AND generation = ?";
+             WHERE key = ? AND state = 'in_flight' AND generation = ?
+               AND (? IS NULL OR lease_token = ?)";
         let mut params: Vec<SqlValue> = vec![
             now.into(),
             expires_at.into(),
@@ -131,11 +144,14 @@ impl<S: SqlStore> Ledger<S> {
             response.body.clone().into(),
             i64::from(response.retained()).into(),
             key.into(),
-            generation.into(),
+            grant.generation.into(),
+            grant.lease.into(),
+            grant.lease.into(),
         ];
         // One row: the completion moves no index entry.
         let kept = self.fit_to_quota(&mut params, 3, 1, max_db_bytes);
-        // Guard: in flight at the caller's generation, and this expiry
+        // Guard: in flight under the caller's grant (its generation, and
+        // its lease token when it presents one), and this expiry
         // within HORIZON_GAP_MS of the record's sweep_at (a completion soon
         // after its claim, with the claim's retention: the usual one), so
         // the latest sweep_at bounds it without a row of its own.
@@ -144,7 +160,7 @@ impl<S: SqlStore> Ledger<S> {
             .store
             .update(&format!("{SET} AND sweep_at >= ?"), &params)?;
         params.pop();
-        // Guard: in flight at the caller's generation — a late completion,
+        // Guard: in flight under the caller's grant — a late completion,
         // or a longer retention than the claim's: the horizon is raised
         // with it. A late completion with no takeover since is still
         // accepted: nobody else ran.
@@ -190,26 +206,38 @@ impl<S: SqlStore> Ledger<S> {
         Kept::OverQuota
     }
 
-    /// Gives the key back so the next claim runs again (at generation+1).
-    /// Never deletes the record and never resets its generation.
-    pub fn release(
+    /// Gives the key back so the next claim runs again (at generation+1),
+    /// as the owner of `grant`. Never deletes the record and never resets
+    /// its generation.
+    pub fn release<'a>(
         &self,
         key: &str,
-        generation: i64,
+        grant: impl Into<Grant<'a>>,
         now: Millis,
     ) -> Result<ReleaseOutcome, StoreError> {
+        let grant = grant.into();
         let out = self.transaction(|| {
             self.upgrade_key_first(key)?;
-            // Guard: in flight at the caller's generation.
+            // Guard: in flight under the caller's grant — its generation,
+            // and its lease token when it presents one.
             let changed = self.store.update(
                 "UPDATE idempotency_records
                  SET state = 'released', lease_expires_at = NULL
-                 WHERE key = ? AND state = 'in_flight' AND generation = ?",
-                &[key.into(), generation.into()],
+                 WHERE key = ? AND state = 'in_flight' AND generation = ?
+                   AND (? IS NULL OR lease_token = ?)",
+                &[
+                    key.into(),
+                    grant.generation.into(),
+                    grant.lease.into(),
+                    grant.lease.into(),
+                ],
             )?;
             if changed {
                 self.tally()
                     .moved(Some(Counter::InFlight), Counter::Released, now);
+                return Ok(ReleaseOutcome::Released);
+            }
+            if self.settled_by(key, grant, KeyState::Released)? {
                 return Ok(ReleaseOutcome::Released);
             }
             self.tally().count(Counter::FencedOut, None, now);
@@ -219,5 +247,20 @@ impl<S: SqlStore> Ledger<S> {
         })?;
         self.flush_after_commit(now);
         Ok(out)
+    }
+
+    /// Did `grant` itself already settle `key` into `state`? Only a grant
+    /// that presents its lease token can tell (a bare generation could be
+    /// another object's grant): the record, read in the settlement's
+    /// transaction, is at its generation under its token, in `state`.
+    fn settled_by(&self, key: &str, grant: Grant<'_>, state: KeyState) -> Result<bool, StoreError> {
+        let Some(lease) = grant.lease else {
+            return Ok(false);
+        };
+        Ok(self.read(key)?.is_some_and(|r| {
+            r.state == state
+                && r.generation == grant.generation
+                && r.lease_token.as_deref() == Some(lease)
+        }))
     }
 }

@@ -22,7 +22,7 @@ use std::cell::Cell;
 
 use super::alarm::Alarm;
 use crate::fields;
-use crate::ledger::schema::{Found, SCHEMA_VERSION};
+use crate::ledger::schema::SCHEMA_VERSION;
 use crate::ledger::{Ledger, SqlStore};
 use crate::orders;
 use crate::platform::{log, now_ms};
@@ -52,17 +52,7 @@ pub(super) fn start<S: SqlStore>(ledger: &Ledger<S>) -> (Result<(), String>, Upg
         .migrate_within(now_ms(), UPGRADE_STEPS_ON_START)
         .and_then(|(found, done)| {
             upgrading = !done;
-            let from = match found {
-                Found::V1 => Some(1),
-                Found::V2 => Some(2),
-                Found::V3 => Some(3),
-                Found::V4 => Some(4),
-                Found::V5 => Some(5),
-                Found::V6 => Some(6),
-                Found::V7 => Some(7),
-                Found::V8 => Some(8),
-                _ => None,
-            };
+            let from = found.upgraded_from();
             if let Some(from) = from {
                 log::warn(
                     "idempotency.schema_upgraded",

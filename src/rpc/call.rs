@@ -46,6 +46,16 @@ pub(crate) fn check_generation(generation: i64) -> Result<(), String> {
     Ok(())
 }
 
+pub(crate) fn check_lease(lease: Option<&str>) -> Result<(), String> {
+    match lease {
+        Some(token) if !crate::ledger::lease::is_lease_token(token) => Err(format!(
+            "lease must be the token a claim answered ({} lowercase hex characters)",
+            2 * crate::ledger::lease::LEASE_TOKEN_BYTES
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn check_wait(wait_ms: Option<u64>) -> Result<(), String> {
     match wait_ms {
         Some(ms) if ms > MAX_CALL_WAIT_MS => {

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::call::{check_generation, check_key, Call, Route};
-use crate::ledger::{CompleteOutcome, STORED_BODY_CEILING};
+use super::call::{check_generation, check_key, check_lease, Call, Route};
+use crate::ledger::{CompleteOutcome, Grant, STORED_BODY_CEILING};
 use crate::protocol::limits::check_window;
 use crate::protocol::StoredResponse;
 
@@ -16,10 +16,23 @@ use crate::protocol::StoredResponse;
 pub struct CompleteCall {
     pub key: String,
     pub generation: i64,
+    /// The lease token the claim answered (`claimed.lease`): the
+    /// settlement is then guarded by it, so it never settles another
+    /// object's grant of the same generation (docs/rpc-v1.md). Absent: the
+    /// generation alone guards it (callers older than tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
     pub response: StoredResponse,
     /// Defaults to the object's `RETENTION_SECONDS`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_seconds: Option<u64>,
+}
+
+impl CompleteCall {
+    /// The grant this settles: its generation, under its lease token.
+    pub fn grant(&self) -> Grant<'_> {
+        Grant::new(self.generation, self.lease.as_deref())
+    }
 }
 
 impl Call for CompleteCall {
@@ -29,6 +42,7 @@ impl Call for CompleteCall {
     fn validate(&self) -> Result<(), String> {
         check_key(&self.key)?;
         check_generation(self.generation)?;
+        check_lease(self.lease.as_deref())?;
         check_window("retention_seconds", self.retention_seconds)?;
         let r = &self.response;
         // Only a final status can be replayed: a stored 1xx (or 600+) would

@@ -2,7 +2,7 @@
 // npm package's client, bound to the real TenantLedger with script_name.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, read, json, eventually, jsClientWorker, ACME } from "./harness.mjs";
+import { startGateway, unleased, read, json, eventually, jsClientWorker, ACME } from "./harness.mjs";
 
 const jsWorker = jsClientWorker("js-client", { className: "TenantLedger", scriptName: "gateway", useSQLite: true });
 
@@ -33,9 +33,9 @@ test("JS client: claim, run once, complete, then replay", async () => {
 });
 
 test("JS client: claim, release, reclaim at the next generation; stale generations are fenced out", async () => {
-  assert.deepEqual(await call("claim", { key: "js-rel", request }), { outcome: "claimed", generation: 1, takeover: false });
+  assert.deepEqual(unleased(await call("claim", { key: "js-rel", request })), { outcome: "claimed", generation: 1, takeover: false });
   assert.deepEqual(await call("release", { key: "js-rel", generation: 1 }), { outcome: "released" });
-  assert.deepEqual(await call("claim", { key: "js-rel", request }), { outcome: "claimed", generation: 2, takeover: false });
+  assert.deepEqual(unleased(await call("claim", { key: "js-rel", request })), { outcome: "claimed", generation: 2, takeover: false });
   const stale = await call("complete", { key: "js-rel", generation: 1, response: stored("stale") });
   assert.deepEqual(stale, { outcome: "fenced_out", current: { state: "in_flight", generation: 2 } });
   assert.equal((await call("release", { key: "js-rel", generation: 1 })).outcome, "fenced_out");

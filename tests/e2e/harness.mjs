@@ -119,6 +119,21 @@ export class Rng {
 }
 
 /** Reads a response fully: status, headers as a plain object, body bytes. */
+/**
+ * A claim's answer with its lease token checked — 32 lowercase hex
+ * characters on every grant — and set aside, so the rest compares exactly
+ * (the token is random: no test can name it in advance).
+ * @param {any} answer
+ */
+export function unleased(answer) {
+  if (answer?.outcome !== "claimed") return answer;
+  const { lease, ...rest } = answer;
+  if (typeof lease !== "string" || !/^[0-9a-f]{32}$/.test(lease)) {
+    throw new Error(`a grant without a lease token: ${JSON.stringify(answer)}`);
+  }
+  return rest;
+}
+
 export async function read(res) {
   const body = Buffer.from(await res.arrayBuffer());
   return { status: res.status, headers: Object.fromEntries(res.headers), body, text: body.toString("utf8") };

@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { transformSync } from "esbuild";
-import { startGateway, read, json, eventually, ROOT, ACME, CLIENT_MODULES } from "./harness.mjs";
+import { startGateway, unleased, read, json, eventually, ROOT, ACME, CLIENT_MODULES } from "./harness.mjs";
 import { fingerprint } from "../../client/index.js";
 
 const source = readFileSync(`${ROOT}tests/e2e/workers/ts-rpc.ts`, "utf8");
@@ -38,7 +38,7 @@ test("JS RPC: claim, complete, replay, lookup and stats through a service bindin
   const fingerprint = await fp("5.00");
   const claim = await rpc("claim", "rpc-tenant", { key: "rpc-1", fingerprint });
   assert.equal(claim.status, 200);
-  assert.deepEqual(claim.body, { outcome: "claimed", generation: 1, takeover: false });
+  assert.deepEqual(unleased(claim.body), { outcome: "claimed", generation: 1, takeover: false });
   const busy = await rpc("claim", "rpc-tenant", { key: "rpc-1", fingerprint });
   assert.equal(busy.body.outcome, "in_flight");
   const done = await rpc("complete", "rpc-tenant", { key: "rpc-1", generation: 1, response: stored("paid") });

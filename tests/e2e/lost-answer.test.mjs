@@ -6,7 +6,7 @@
 // (tests/e2e/workers/lost-answer-entry.mjs).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, startOrigin, jsClientWorker, GATEWAY_MODULES, orderInit, orders, read, json, ACME } from "./harness.mjs";
+import { startGateway, unleased, startOrigin, jsClientWorker, GATEWAY_MODULES, orderInit, orders, read, json, ACME } from "./harness.mjs";
 import { fingerprint } from "../../client/rules/fingerprint.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -97,7 +97,7 @@ test("RPC claim: the same attempt is answered its grant; another attempt meets t
     return { status: r.status, json: await r.json() };
   };
   const first = await claim({ key: "rpc-attempt", fingerprint: fp, attempt: "a-1" });
-  assert.deepEqual(first.json, { outcome: "claimed", generation: 1, takeover: false });
+  assert.deepEqual(unleased(first.json), { outcome: "claimed", generation: 1, takeover: false });
   const lease = (await lookup(proxy, "rpc-attempt")).json.lease_expires_at;
   const repeat = await claim({ key: "rpc-attempt", fingerprint: fp, attempt: "a-1" });
   assert.deepEqual(repeat.json, first.json, "the same grant");
@@ -118,7 +118,7 @@ test("JS LedgerClient: a claim that names its attempt is sent again when its ans
     (await js.fetch(`https://js/raw/${op}`, { method: "POST", headers: { "x-tenant": "js-tenant" }, body: JSON.stringify(payload) })).json();
   const request = { method: "POST", target: "/payments", headers: { "content-type": "application/json" }, body: '{"amount":5}' };
   assert.deepEqual(
-    await call("claim", { key: "lose-once-js", request, attempt: crypto.randomUUID() }),
+    unleased(await call("claim", { key: "lose-once-js", request, attempt: crypto.randomUUID() })),
     { outcome: "claimed", generation: 1, takeover: false },
   );
   const unnamed = await call("claim", { key: "lose-once-js-unnamed", request });

@@ -2,8 +2,8 @@
 // database was written by the v1 code (tests/fixtures/ledger-v1.sqlite, the
 // same file the host migration tests use) starts under this version and
 // keeps every record, generation, lease, stored response and counter; so
-// do objects the v3, v5 and v8 code wrote (ledger-v3.sqlite, ledger-v5.sqlite,
-// ledger-v8.sqlite).
+// do objects the v3, v5, v8 and v9 code wrote (ledger-v3.sqlite,
+// ledger-v5.sqlite, ledger-v8.sqlite, ledger-v9.sqlite).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -13,7 +13,7 @@ import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harne
 import { fingerprint } from "../../client/rules/fingerprint.js";
 
 /** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
-const SCHEMA_VERSION = 9;
+const SCHEMA_VERSION = 10;
 
 /** Every SQLite file below `dir` (the persisted Durable Object databases). */
 function sqliteFiles(dir) {
@@ -163,5 +163,34 @@ test("an object written by the v8 code gains the evicted counter on its first st
     const after = (await json(await get(gw, "/v1/idempotency/stats"))).json;
     assert.equal(after.evicted, 1);
     assert.equal(after.trend.reduce((n, m) => n + m.evicted, 0), 1);
+  });
+});
+
+test("an object written by the v9 code gains lease tokens on its first start: its own grant is settled by generation, every new grant by its token", async () => {
+  await fromFixture("ledger-v9.sqlite", async (gw) => {
+    const s = (await json(await get(gw, "/v1/idempotency/stats"))).json;
+    assert.deepEqual(
+      [s.records, s.in_flight, s.completed, s.released, s.claims, s.replays, s.evicted],
+      [3, 1, 1, 1, 5, 1, 1],
+      JSON.stringify(s),
+    );
+    assert.equal(gw.events("idempotency.schema_upgraded").find((e) => e.from === 9)?.to, SCHEMA_VERSION);
+    const rpc = async (op, call) => {
+      const stub = await gw.ledger("acme");
+      return json(await stub.fetch(`https://ledger/rpc/v1/${op}`, { method: "POST", body: JSON.stringify(call) }));
+    };
+    const stored = { status: 200, headers: [], body: Buffer.from("late").toString("base64") };
+    // The claim schema 9 granted has no token: one it never had settles nothing...
+    const stranger = await rpc("release", { key: "busy", generation: 1, lease: "0".repeat(32) });
+    assert.deepEqual(stranger.json, { outcome: "fenced_out", current: { state: "in_flight", generation: 1 } });
+    // ...and its owner, older than tokens, completes it by its generation.
+    assert.deepEqual((await rpc("complete", { key: "busy", generation: 1, response: stored })).json, { outcome: "stored" });
+    // A new grant carries a token; its settlement presents it.
+    const fp = await fingerprint({ method: "POST", target: "/x", headers: new Headers(), fingerprintHeaders: [], body: new Uint8Array() });
+    const granted = (await rpc("claim", { key: "fresh", fingerprint: fp })).json;
+    assert.equal(granted.outcome, "claimed");
+    assert.match(granted.lease, /^[0-9a-f]{32}$/);
+    assert.equal((await rpc("complete", { key: "fresh", generation: 1, lease: "f".repeat(32), response: stored })).json.outcome, "fenced_out");
+    assert.deepEqual((await rpc("complete", { key: "fresh", generation: 1, lease: granted.lease, response: stored })).json, { outcome: "stored" });
   });
 });

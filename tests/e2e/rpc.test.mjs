@@ -3,7 +3,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { startGateway, slug } from "./harness.mjs";
+import { startGateway, unleased, slug } from "./harness.mjs";
 
 let gw, ledger;
 before(async () => {
@@ -48,7 +48,7 @@ const stored = (text) => ({ status: 200, headers: [["content-type", "text/plain"
 test("claim, complete, then claim again replays the stored response", async () => {
   const fp = fingerprint("amount=100");
   const c = await call("claim", { key: "rpc-1", fingerprint: fp });
-  assert.deepEqual(c.json, { outcome: "claimed", generation: 1, takeover: false });
+  assert.deepEqual(unleased(c.json), { outcome: "claimed", generation: 1, takeover: false });
   const busy = await call("claim", { key: "rpc-1", fingerprint: fp });
   assert.equal(busy.json.outcome, "in_flight");
   assert.ok(busy.json.retry_after_ms > 0 && busy.json.retry_after_ms <= 60_000);
@@ -65,7 +65,7 @@ test("release lets the key run again at the next generation; stale owners are fe
   assert.equal((await call("claim", { key: "rpc-2", fingerprint: fp })).json.generation, 1);
   assert.deepEqual((await call("release", { key: "rpc-2", generation: 1 })).json, { outcome: "released" });
   const again = await call("claim", { key: "rpc-2", fingerprint: fp });
-  assert.deepEqual(again.json, { outcome: "claimed", generation: 2, takeover: false });
+  assert.deepEqual(unleased(again.json), { outcome: "claimed", generation: 2, takeover: false });
   const stale = await call("complete", { key: "rpc-2", generation: 1, response: stored("stale") });
   assert.equal(stale.json.outcome, "fenced_out");
   assert.deepEqual(stale.json.current, { state: "in_flight", generation: 2 });

@@ -6,7 +6,7 @@
 // through a payment service this suite counts.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, read, eventually, ROOT } from "./harness.mjs";
+import { startGateway, unleased, read, eventually, ROOT } from "./harness.mjs";
 import { LedgerClient } from "../../client/rpc/client.js";
 
 const example = `${ROOT}examples/embedded-ledger/build`;
@@ -96,7 +96,7 @@ test("library mode: a transfer and its ledger record commit together, once per k
 });
 
 test("typed Rust client: claim, complete, replay against the deployed TenantLedger", async () => {
-  assert.deepEqual(await op("claim", { key: "r-1", body: "amount=1" }), { outcome: "claimed", generation: 1, takeover: false });
+  assert.deepEqual(unleased(await op("claim", { key: "r-1", body: "amount=1" })), { outcome: "claimed", generation: 1, takeover: false });
   assert.equal((await op("claim", { key: "r-1", body: "amount=1" })).outcome, "in_flight");
   assert.deepEqual(await op("complete", { key: "r-1", generation: 1, response_text: "paid" }), { outcome: "stored" });
   const replay = await op("claim", { key: "r-1", body: "amount=1" });
@@ -108,7 +108,7 @@ test("typed Rust client: claim, complete, replay against the deployed TenantLedg
 test("typed Rust client: release, reclaim, and fencing of a stale generation", async () => {
   assert.equal((await op("claim", { key: "r-2", body: "x" })).generation, 1);
   assert.deepEqual(await op("release", { key: "r-2", generation: 1 }), { outcome: "released" });
-  assert.deepEqual(await op("claim", { key: "r-2", body: "x" }), { outcome: "claimed", generation: 2, takeover: false });
+  assert.deepEqual(unleased(await op("claim", { key: "r-2", body: "x" })), { outcome: "claimed", generation: 2, takeover: false });
   const stale = await op("complete", { key: "r-2", generation: 1, response_text: "stale" });
   assert.deepEqual(stale, { outcome: "fenced_out", current: { state: "in_flight", generation: 2 } });
   assert.equal((await op("release", { key: "r-2", generation: 1 })).outcome, "fenced_out");
@@ -134,7 +134,7 @@ test("typed Rust client: evict a completed key; the next claim runs again above 
   assert.equal(gone.record.state, "completed");
   assert.equal(gone.record.response_status, 200);
   assert.deepEqual(await op("evict", { key: "r-3" }), { outcome: "not_found" });
-  assert.deepEqual(await op("claim", { key: "r-3", body: "x" }), { outcome: "claimed", generation: 2, takeover: false });
+  assert.deepEqual(unleased(await op("claim", { key: "r-3", body: "x" })), { outcome: "claimed", generation: 2, takeover: false });
   // The owner of generation 1 stays fenced out.
   assert.equal((await op("complete", { key: "r-3", generation: 1, response_text: "late" })).outcome, "fenced_out");
   assert.equal((await op("stats", {})).evicted, 1);

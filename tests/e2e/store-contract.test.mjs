@@ -40,7 +40,8 @@ test("concurrent claims on one id: exactly one is claimed, the others see it in 
   assert.ok(answers.every((a) => a.ok), JSON.stringify(answers));
   const claimed = answers.filter((a) => a.value.status === "claimed");
   assert.equal(claimed.length, 1, JSON.stringify(answers));
-  assert.match(claimed[0].value.lease, /^[1-9][0-9]*$/);
+  // The grant, as this store names it: the generation and the claim's lease token.
+  assert.match(claimed[0].value.lease, /^1\.[0-9a-f]{32}$/);
   for (const a of answers.filter((x) => x.value.status !== "claimed")) assert.deepEqual(a.value, { status: "in-flight", fingerprint: "fp-a" });
 });
 

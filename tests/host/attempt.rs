@@ -8,11 +8,20 @@ use idempotency_ledger::ledger::{Claim, ClaimOutcome, CompleteOutcome, Refusal};
 const A: Option<&str> = Some("attempt-a");
 const B: Option<&str> = Some("attempt-b");
 
+/// A claim with its lease token checked and set aside (`without_lease`).
+fn unleased(claim: Claim) -> Claim {
+    Claim {
+        outcome: without_lease(claim.outcome),
+        repeated: claim.repeated,
+    }
+}
+
 fn granted(generation: i64, takeover: bool, repeated: bool) -> Claim {
     Claim {
         outcome: ClaimOutcome::Claimed {
             generation,
             takeover,
+            lease: None,
         },
         repeated,
     }
@@ -23,12 +32,12 @@ fn a_repeated_attempt_is_answered_its_grant_without_extending_the_lease() {
     let l = ledger();
     let p = policy();
     assert_eq!(
-        l.claim_as("k", &fp("a"), A, &p, 1_000).unwrap(),
+        unleased(l.claim_as("k", &fp("a"), A, &p, 1_000).unwrap()),
         granted(1, false, false)
     );
     let lease = l.lookup("k", 1_000).unwrap().unwrap().lease_expires_at;
     assert_eq!(
-        l.claim_as("k", &fp("a"), A, &p, 5_000).unwrap(),
+        unleased(l.claim_as("k", &fp("a"), A, &p, 5_000).unwrap()),
         granted(1, false, true),
         "the same grant, again"
     );
@@ -95,7 +104,7 @@ fn after_a_takeover_the_old_attempt_does_not_get_the_new_grant() {
         l.claim_as("k", &fp("a"), A, &p, 1_000).unwrap();
         let after_lease = 1_000 + LEASE_MS;
         assert_eq!(
-            l.claim_as("k", &fp("a"), taker, &p, after_lease).unwrap(),
+            unleased(l.claim_as("k", &fp("a"), taker, &p, after_lease).unwrap()),
             granted(2, true, false)
         );
         assert_eq!(
@@ -110,8 +119,10 @@ fn after_a_takeover_the_old_attempt_does_not_get_the_new_grant() {
         );
         if taker.is_some() {
             assert_eq!(
-                l.claim_as("k", &fp("a"), taker, &p, after_lease + 2)
-                    .unwrap(),
+                unleased(
+                    l.claim_as("k", &fp("a"), taker, &p, after_lease + 2)
+                        .unwrap()
+                ),
                 granted(2, true, true),
                 "the taker's own repeat is its takeover"
             );
@@ -125,7 +136,7 @@ fn an_attempt_whose_lease_ended_takes_the_key_over_as_any_claim() {
     let p = policy();
     l.claim_as("k", &fp("a"), A, &p, 1_000).unwrap();
     assert_eq!(
-        l.claim_as("k", &fp("a"), A, &p, 1_000 + LEASE_MS).unwrap(),
+        unleased(l.claim_as("k", &fp("a"), A, &p, 1_000 + LEASE_MS).unwrap()),
         granted(2, true, false)
     );
 }
@@ -144,7 +155,7 @@ fn a_settled_key_answers_the_attempt_as_any_claim() {
     l.claim_as("freed", &fp("a"), A, &p, 1_000).unwrap();
     l.release("freed", 1, 2_000).unwrap();
     assert_eq!(
-        l.claim_as("freed", &fp("a"), B, &p, 3_000).unwrap(),
+        unleased(l.claim_as("freed", &fp("a"), B, &p, 3_000).unwrap()),
         granted(2, false, false)
     );
     assert_eq!(
@@ -164,7 +175,7 @@ fn the_attempt_is_kept_with_the_record_across_a_restart() {
     file.open().claim_as("k", &fp("a"), A, &p, 1_000).unwrap();
     // The object was reset between its grant and the caller's read.
     assert_eq!(
-        file.open().claim_as("k", &fp("a"), A, &p, 2_000).unwrap(),
+        unleased(file.open().claim_as("k", &fp("a"), A, &p, 2_000).unwrap()),
         granted(1, false, true)
     );
 }

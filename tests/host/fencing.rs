@@ -22,6 +22,7 @@ fn granted(out: ClaimOutcome) -> (i64, bool) {
         ClaimOutcome::Claimed {
             generation,
             takeover,
+            ..
         } => (generation, takeover),
         other => panic!("expected a grant, got {other:?}"),
     }

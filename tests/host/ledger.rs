@@ -10,10 +10,11 @@ fn a_fresh_key_is_claimed_at_generation_one() {
     let l = ledger();
     let out = l.claim("k", &fp("a"), &policy(), 1_000).unwrap();
     assert_eq!(
-        out,
+        without_lease(out),
         ClaimOutcome::Claimed {
             generation: 1,
-            takeover: false
+            takeover: false,
+            lease: None
         }
     );
     let view = l.lookup("k", 1_000).unwrap().unwrap();
@@ -122,10 +123,11 @@ fn an_expired_lease_is_taken_over_and_the_old_owner_is_fenced_out() {
     let t = 1_000 + LEASE_MS;
     let out = l.claim("k", &fp("a"), &policy(), t).unwrap();
     assert_eq!(
-        out,
+        without_lease(out),
         ClaimOutcome::Claimed {
             generation: 2,
-            takeover: true
+            takeover: true,
+            lease: None
         }
     );
     // The takeover completes first; the superseded owner's completion is refused.
@@ -193,10 +195,11 @@ fn release_lets_the_next_claim_run_at_the_next_generation() {
     assert_eq!((view.state.as_str(), view.generation), ("released", 1));
     let out = l.claim("k", &fp("a"), &policy(), 2).unwrap();
     assert_eq!(
-        out,
+        without_lease(out),
         ClaimOutcome::Claimed {
             generation: 2,
-            takeover: false
+            takeover: false,
+            lease: None
         }
     );
     // The generation-1 owner can neither complete nor release generation 2.
@@ -278,10 +281,11 @@ fn a_record_past_its_window_is_a_new_operation_at_the_next_generation() {
     );
     let out = l.claim("k", &fp("different"), &policy(), after).unwrap();
     assert_eq!(
-        out,
+        without_lease(out),
         ClaimOutcome::Claimed {
             generation: 2,
-            takeover: false
+            takeover: false,
+            lease: None
         }
     );
     assert!(matches!(

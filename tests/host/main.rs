@@ -14,6 +14,7 @@ mod fingerprint;
 mod fuzz;
 mod horizon;
 mod key;
+mod lease;
 mod ledger;
 mod list;
 mod meter;

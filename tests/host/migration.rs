@@ -1,7 +1,7 @@
-//! The in-place upgrades from schema v1, v2, v3, v4, v5, v6, v7 and v8,
-//! from databases those versions wrote (tests/fixtures/ledger-v1.sqlite,
-//! ledger-v2.sqlite, ledger-v3.sqlite, ledger-v4.sqlite, ledger-v5.sqlite,
-//! ledger-v6.sqlite, ledger-v7.sqlite and ledger-v8.sqlite:
+//! The in-place upgrades from schema v1 to v9, from databases those
+//! versions wrote (tests/fixtures/ledger-v1.sqlite, ledger-v2.sqlite,
+//! ledger-v3.sqlite, ledger-v4.sqlite, ledger-v5.sqlite, ledger-v6.sqlite,
+//! ledger-v7.sqlite, ledger-v8.sqlite and ledger-v9.sqlite:
 //! each made at the commit that added it, by that version's ledger on
 //! rusqlite — its generator is in that commit).
 
@@ -12,7 +12,8 @@ use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
 use idempotency_ledger::ledger::schema::Found;
 use idempotency_ledger::ledger::schema::SCHEMA_VERSION;
 use idempotency_ledger::ledger::{
-    ClaimOutcome, CompleteOutcome, ExecuteOutcome, LayoutRecord, Ledger, Refusal,
+    ClaimOutcome, CompleteOutcome, ExecuteOutcome, Grant, LayoutRecord, Ledger, Refusal,
+    ReleaseOutcome,
 };
 
 /// The v1 fixture's clock: records were written around this time.
@@ -173,18 +174,20 @@ fn in_flight_keys_keep_their_generation_and_lease() {
     );
     // freed: released at generation 1, reclaimed at 2.
     assert_eq!(
-        l.claim("freed", &fp("e"), &p, T0 + 2_000).unwrap(),
+        without_lease(l.claim("freed", &fp("e"), &p, T0 + 2_000).unwrap()),
         ClaimOutcome::Claimed {
             generation: 2,
-            takeover: false
+            takeover: false,
+            lease: None
         }
     );
     // busy is taken over once its lease has ended, at generation 2.
     assert_eq!(
-        l.claim("busy", &fp("c"), &p, T0 + 61_001).unwrap(),
+        without_lease(l.claim("busy", &fp("c"), &p, T0 + 61_001).unwrap()),
         ClaimOutcome::Claimed {
             generation: 2,
-            takeover: true
+            takeover: true,
+            lease: None
         }
     );
 }
@@ -865,16 +868,17 @@ fn a_v7_database_upgrades_in_place_with_no_recorded_jurisdiction_keeping_every_r
     let l = fixture_ledger("ledger-v7.sqlite");
     assert_eq!(version_of(&l), 7, "the fixture is v7");
     assert!(!columns_of(&l, "ledger_state").contains(&"jurisdiction".to_string()));
-    let records = sql_of(&l, "idempotency_records");
+    let records = columns_of(&l, "idempotency_records");
     let index = indexes(&l);
     assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V7);
     assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
     assert_eq!(version_of(&l), SCHEMA_VERSION);
     assert!(columns_of(&l, "ledger_state").contains(&"jurisdiction".to_string()));
-    // The records table and its indexes are untouched; nothing is
-    // recorded: the tenant's keys are where schema 7 kept them
-    // (unrestricted).
-    assert_eq!(sql_of(&l, "idempotency_records"), records);
+    // The records table gains only the lease token (the 9 → 10 step) and
+    // its indexes are untouched; nothing is recorded: the tenant's keys
+    // are where schema 7 kept them (unrestricted).
+    let with_lease: Vec<String> = records.into_iter().chain(["lease_token".into()]).collect();
+    assert_eq!(columns_of(&l, "idempotency_records"), with_lease);
     assert_eq!(indexes(&l), index);
     assert_eq!(l.recorded_jurisdiction().unwrap(), None);
     assert_eq!(count(&l, "idempotency_records"), 4);
@@ -972,4 +976,92 @@ fn a_v8_database_upgrades_in_place_with_no_evictions_keeping_every_record_counte
     ));
     let s = reopened.stats(T0 + 3_200).unwrap();
     assert_eq!((s.evicted, s.claims, s.trend[59].evicted), (1, 5, 1));
+}
+
+#[test]
+fn a_v9_database_upgrades_in_place_its_grants_settled_by_generation_and_new_ones_by_token() {
+    let l = fixture_ledger("ledger-v9.sqlite");
+    assert_eq!(version_of(&l), 9, "the fixture is v9");
+    let records = columns_of(&l, "idempotency_records");
+    assert!(!records.contains(&"lease_token".to_string()));
+    let index = indexes(&l);
+    assert_eq!(l.migrate_at(T0 + 100).unwrap(), Found::V9);
+    assert_eq!(
+        Found::V9.upgraded_from(),
+        Some(9),
+        "logged as an upgrade from 9"
+    );
+    assert_eq!(l.migrate_at(T0 + 200).unwrap(), Found::Current);
+    assert_eq!(Found::Current.upgraded_from(), None);
+    assert_eq!(version_of(&l), SCHEMA_VERSION);
+    // One column added; no record rewritten, no index touched.
+    let with_lease: Vec<String> = records.into_iter().chain(["lease_token".into()]).collect();
+    assert_eq!(columns_of(&l, "idempotency_records"), with_lease);
+    assert_eq!(indexes(&l), index);
+    assert_eq!(count(&l, "idempotency_records"), 3);
+    assert_eq!(l.object_name().unwrap().as_deref(), Some("acme"));
+    let s = l.stats(T0 + 2_000).unwrap();
+    assert_eq!(
+        (s.claims, s.replays, s.reused, s.in_use, s.evicted),
+        (5, 1, 1, 1, 1),
+        "every counter kept"
+    );
+    // The claim schema 9 granted has no token: its attempt's repeat is
+    // answered its grant without one...
+    let again = l
+        .claim_as("busy", &fp("c"), Some("attempt-1"), &policy(), T0 + 2_500)
+        .unwrap();
+    assert!(again.repeated, "{again:?}");
+    assert_eq!(
+        again.outcome,
+        ClaimOutcome::Claimed {
+            generation: 1,
+            takeover: false,
+            lease: None
+        }
+    );
+    // ...a token it never had settles nothing, and its owner settles it
+    // by its generation, as it was granted.
+    let stranger = "00000000000000000000000000000000";
+    assert!(matches!(
+        l.release("busy", Grant::new(1, Some(stranger)), T0 + 2_600)
+            .unwrap(),
+        ReleaseOutcome::FencedOut { .. }
+    ));
+    assert_eq!(
+        l.complete("busy", 1, &response("late"), RETENTION_MS, T0 + 2_700)
+            .unwrap(),
+        CompleteOutcome::Stored
+    );
+    // A new grant carries a token, and is settled by it alone.
+    let ClaimOutcome::Claimed {
+        generation, lease, ..
+    } = l.claim("freed", &fp("e"), &policy(), T0 + 3_000).unwrap()
+    else {
+        panic!("the released key is claimed again")
+    };
+    assert_eq!(generation, 3);
+    let lease = lease.expect("a grant after the upgrade carries a token");
+    assert!(matches!(
+        l.complete(
+            "freed",
+            Grant::new(3, Some(stranger)),
+            &response("x"),
+            RETENTION_MS,
+            T0 + 3_100
+        )
+        .unwrap(),
+        CompleteOutcome::FencedOut { .. }
+    ));
+    assert_eq!(
+        l.complete(
+            "freed",
+            Grant::new(3, Some(&lease)),
+            &response("x"),
+            RETENTION_MS,
+            T0 + 3_200
+        )
+        .unwrap(),
+        CompleteOutcome::Stored
+    );
 }

@@ -6,13 +6,17 @@
 //! and evictions), a completed response is never replaced, the quota
 //! counter equals the rows held. Claims come from
 //! named and unnamed attempts: only the attempt holding a live lease is
-//! answered its grant again.
+//! answered its grant again. Every grant carries a lease token never seen
+//! before (the model adopts it); settlements present their grant's token,
+//! a stale token of the same key, or none (a bare generation, as callers
+//! older than tokens), and a token's repeat of its own landed settlement
+//! is told it landed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::support::*;
 use idempotency_ledger::ledger::{
-    ClaimOutcome, ClaimPolicy, CompleteOutcome, EvictOutcome, Refusal, ReleaseOutcome,
+    ClaimOutcome, ClaimPolicy, CompleteOutcome, EvictOutcome, Grant, Refusal, ReleaseOutcome,
 };
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -36,6 +40,8 @@ struct Rec {
     /// The claim attempt that holds the lease, and whether it took over.
     attempt: Option<u8>,
     took_over: bool,
+    /// The lease token of the latest grant (adopted from the ledger).
+    lease: Option<String>,
 }
 
 #[derive(Default)]
@@ -65,6 +71,7 @@ impl Model {
                 let granted = ClaimOutcome::Claimed {
                     generation: r.generation,
                     takeover: r.took_over,
+                    lease: r.lease.clone(),
                 };
                 return (granted, true);
             }
@@ -90,6 +97,7 @@ impl Model {
             response: None,
             attempt,
             took_over: false,
+            lease: None,
         };
         let floor = self.floor;
         match self.recs.get_mut(key) {
@@ -117,6 +125,7 @@ impl Model {
                 ClaimOutcome::Claimed {
                     generation: floor + 1,
                     takeover: false,
+                    lease: None,
                 }
             }
             Some(r) if r.expires_at <= now => {
@@ -124,6 +133,7 @@ impl Model {
                 ClaimOutcome::Claimed {
                     generation: r.generation,
                     takeover: false,
+                    lease: None,
                 }
             }
             Some(r) if r.fp != fpid => ClaimOutcome::Refused(Refusal::Mismatch {
@@ -144,6 +154,7 @@ impl Model {
                     ClaimOutcome::Claimed {
                         generation: r.generation,
                         takeover: false,
+                        lease: None,
                     }
                 }
                 St::InFlight if r.lease_end > now => ClaimOutcome::Refused(Refusal::InFlight {
@@ -160,22 +171,38 @@ impl Model {
                     ClaimOutcome::Claimed {
                         generation: r.generation,
                         takeover: true,
+                        lease: None,
                     }
                 }
             },
         }
     }
 
+    /// Does `lease` (when presented) name the record's latest grant?
+    fn named(r: &Rec, lease: Option<&str>) -> bool {
+        lease.is_none() || r.lease.as_deref() == lease
+    }
+
+    /// Is this the very settlement `lease` already made (a repeat)?
+    fn landed(r: &Rec, generation: i64, lease: Option<&str>, state: St) -> bool {
+        lease.is_some() && r.state == state && r.generation == generation && Self::named(r, lease)
+    }
+
     fn complete(
         &mut self,
         key: &str,
-        generation: i64,
+        (generation, lease): (i64, Option<&str>),
         body: &str,
         p: &ClaimPolicy,
         now: i64,
     ) -> bool {
         match self.recs.get_mut(key) {
-            Some(r) if r.state == St::InFlight && r.generation == generation => {
+            Some(r) if Self::landed(r, generation, lease, St::Completed) => true,
+            Some(r)
+                if r.state == St::InFlight
+                    && r.generation == generation
+                    && Self::named(r, lease) =>
+            {
                 r.state = St::Completed;
                 r.response = Some(body.into());
                 r.expires_at = now + p.retention_ms;
@@ -186,9 +213,14 @@ impl Model {
         }
     }
 
-    fn release(&mut self, key: &str, generation: i64) -> bool {
+    fn release(&mut self, key: &str, (generation, lease): (i64, Option<&str>)) -> bool {
         match self.recs.get_mut(key) {
-            Some(r) if r.state == St::InFlight && r.generation == generation => {
+            Some(r) if Self::landed(r, generation, lease, St::Released) => true,
+            Some(r)
+                if r.state == St::InFlight
+                    && r.generation == generation
+                    && Self::named(r, lease) =>
+            {
                 r.state = St::Released;
                 true
             }
@@ -220,6 +252,26 @@ impl Model {
     }
 }
 
+/// Who settles: mostly an owner the ledger granted, presenting its token
+/// (or none, as a caller older than tokens; or another grant's token, as a
+/// confused or hostile caller), else a stranger's bare generation.
+fn settling(
+    rng: &mut SmallRng,
+    owners: &[(String, i64, String)],
+    key: &str,
+) -> (String, i64, Option<String>) {
+    if owners.is_empty() || rng.gen_bool(0.1) {
+        return (key.to_string(), rng.gen_range(1..4), None);
+    }
+    let (k, g, lease) = owners[rng.gen_range(0..owners.len())].clone();
+    let presented = match rng.gen_range(0..10) {
+        0..=6 => Some(lease),
+        7..=8 => None,
+        _ => Some(owners[rng.gen_range(0..owners.len())].2.clone()),
+    };
+    (k, g, presented)
+}
+
 fn run_one_seed(seed: u64, steps: usize) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let l = ledger();
@@ -232,7 +284,8 @@ fn run_one_seed(seed: u64, steps: usize) {
     };
     let keys = ["a", "b", "c", "d", "e", "f"];
     let mut model = Model::default();
-    let mut owners: Vec<(String, i64)> = Vec::new();
+    let mut owners: Vec<(String, i64, String)> = Vec::new();
+    let mut seen_leases: HashSet<String> = HashSet::new();
     let mut now = 0i64;
     let mut last_generation: HashMap<String, i64> = HashMap::new();
     let mut highest_granted: HashMap<String, i64> = HashMap::new();
@@ -249,13 +302,31 @@ fn run_one_seed(seed: u64, steps: usize) {
                 let got = l
                     .claim_as(key, &fp(&format!("body-{fpid}")), named.as_deref(), &p, now)
                     .unwrap();
+                // A repeat is answered the token the model adopted; a new
+                // grant's token is the ledger's to draw.
+                let compared = if got.repeated {
+                    got.outcome.clone()
+                } else {
+                    without_lease(got.outcome.clone())
+                };
                 assert_eq!(
-                    (got.outcome.clone(), got.repeated),
+                    (compared, got.repeated),
                     expected,
                     "seed {seed} step {step}: claim {key} as {attempt:?}"
                 );
-                if let ClaimOutcome::Claimed { generation, .. } = got.outcome {
-                    owners.push((key.to_string(), generation));
+                if let ClaimOutcome::Claimed {
+                    generation, lease, ..
+                } = got.outcome
+                {
+                    let lease = lease.expect("every grant carries a lease token");
+                    if !got.repeated {
+                        assert!(
+                            seen_leases.insert(lease.clone()),
+                            "seed {seed} step {step}: a lease token granted twice"
+                        );
+                        model.recs.get_mut(key).unwrap().lease = Some(lease.clone());
+                    }
+                    owners.push((key.to_string(), generation, lease));
                     let highest = highest_granted.entry(key.to_string()).or_insert(0);
                     assert!(
                         generation > *highest || (got.repeated && generation == *highest),
@@ -265,35 +336,28 @@ fn run_one_seed(seed: u64, steps: usize) {
                 }
             }
             40..=64 => {
-                let (k, g) = if !owners.is_empty() && rng.gen_bool(0.9) {
-                    owners[rng.gen_range(0..owners.len())].clone()
-                } else {
-                    (key.to_string(), rng.gen_range(1..4))
-                };
+                let (k, g, lease) = settling(&mut rng, &owners, key);
                 completions += 1;
                 let body = format!("response-{completions}");
-                let expected = model.complete(&k, g, &body, &p, now);
+                let grant = Grant::new(g, lease.as_deref());
+                let expected = model.complete(&k, (g, lease.as_deref()), &body, &p, now);
                 let got = l
-                    .complete(&k, g, &response(&body), p.retention_ms, now)
+                    .complete(&k, grant, &response(&body), p.retention_ms, now)
                     .unwrap();
                 assert_eq!(
                     got == CompleteOutcome::Stored,
                     expected,
-                    "seed {seed} step {step}: complete {k}@{g}"
+                    "seed {seed} step {step}: complete {k}@{g} under {lease:?}"
                 );
             }
             65..=79 => {
-                let (k, g) = if !owners.is_empty() && rng.gen_bool(0.9) {
-                    owners[rng.gen_range(0..owners.len())].clone()
-                } else {
-                    (key.to_string(), rng.gen_range(1..4))
-                };
-                let expected = model.release(&k, g);
-                let got = l.release(&k, g, 0).unwrap();
+                let (k, g, lease) = settling(&mut rng, &owners, key);
+                let expected = model.release(&k, (g, lease.as_deref()));
+                let got = l.release(&k, Grant::new(g, lease.as_deref()), 0).unwrap();
                 assert_eq!(
                     got == ReleaseOutcome::Released,
                     expected,
-                    "seed {seed} step {step}: release {k}@{g}"
+                    "seed {seed} step {step}: release {k}@{g} under {lease:?}"
                 );
             }
             // Coarse steps land exactly on lease and retention boundaries.

@@ -20,6 +20,18 @@ fn claim_outcomes_keep_rpc_v1_flat_json() {
         ClaimOutcome::Claimed {
             generation: 2,
             takeover: true,
+            lease: Some("0123456789abcdef0123456789abcdef".into()),
+        },
+        json!({"outcome": "claimed", "generation": 2, "takeover": true,
+               "lease": "0123456789abcdef0123456789abcdef"}),
+    );
+    // A grant without a token (made before tokens, or by an object older
+    // than them) carries no `lease` member, as RPC v1 always did.
+    round_trip(
+        ClaimOutcome::Claimed {
+            generation: 2,
+            takeover: true,
+            lease: None,
         },
         json!({"outcome": "claimed", "generation": 2, "takeover": true}),
     );
@@ -120,7 +132,8 @@ fn fields_an_outcome_does_not_carry_are_ignored_as_before() {
         .unwrap(),
         ClaimOutcome::Claimed {
             generation: 4,
-            takeover: false
+            takeover: false,
+            lease: None
         }
     );
     assert_eq!(

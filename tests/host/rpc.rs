@@ -2,7 +2,7 @@
 //! keeps.
 
 use idempotency_ledger::ledger::ClaimOutcome;
-use idempotency_ledger::protocol::Fingerprint;
+use idempotency_ledger::protocol::{Fingerprint, StoredResponse};
 use idempotency_ledger::rpc::*;
 
 #[test]
@@ -30,6 +30,7 @@ fn outcomes_are_tagged_json() {
     let json = serde_json::to_value(ClaimOutcome::Claimed {
         generation: 2,
         takeover: true,
+        lease: None,
     })
     .unwrap();
     assert_eq!(
@@ -318,4 +319,53 @@ fn only_complete_and_release_settle_so_no_operation_refuses_only_them() {
         .filter(|r| r.settles())
         .collect();
     assert_eq!(settling, vec![Route::Complete, Route::Release]);
+}
+
+#[test]
+fn a_settlement_lease_is_optional_and_only_a_token_shape_is_accepted() {
+    let complete = |lease: Option<&str>| CompleteCall {
+        key: "k".into(),
+        generation: 1,
+        lease: lease.map(str::to_string),
+        response: StoredResponse {
+            status: 201,
+            headers: vec![],
+            body: Some(b"ok".to_vec()),
+        },
+        retention_seconds: None,
+    };
+    let release = |lease: Option<&str>| ReleaseCall {
+        key: "k".into(),
+        generation: 1,
+        lease: lease.map(str::to_string),
+    };
+    // Absent from the JSON when not set: a caller older than tokens sends
+    // exactly what it sent before, and an object older than tokens (which
+    // refuses unknown fields) is never sent one it did not grant.
+    assert!(serde_json::to_value(complete(None))
+        .unwrap()
+        .get("lease")
+        .is_none());
+    assert!(serde_json::to_value(release(None))
+        .unwrap()
+        .get("lease")
+        .is_none());
+    let token = "0123456789abcdef0123456789abcdef";
+    assert_eq!(complete(Some(token)).validate(), Ok(()));
+    assert_eq!(release(Some(token)).validate(), Ok(()));
+    assert_eq!(release(None).validate(), Ok(()));
+    for bad in [
+        "",
+        "0123456789ABCDEF0123456789ABCDEF",
+        "0123456789abcdef0123456789abcde",
+        "0123456789abcdef0123456789abcdef0",
+        "0123456789abcdef0123456789abcdeg",
+        "1",
+    ] {
+        assert!(complete(Some(bad)).validate().is_err(), "{bad:?}");
+        assert!(release(Some(bad)).validate().is_err(), "{bad:?}");
+    }
+    let number: Result<ReleaseCall, _> =
+        serde_json::from_value(serde_json::json!({"key": "k", "generation": 1, "lease": 7}));
+    assert!(number.is_err());
 }

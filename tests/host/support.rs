@@ -1,7 +1,8 @@
 //! Shared fixtures for the host tests.
 
+use idempotency_ledger::ledger::lease::is_lease_token;
 use idempotency_ledger::ledger::rusqlite_store::RusqliteStore;
-use idempotency_ledger::ledger::{ClaimPolicy, Ledger};
+use idempotency_ledger::ledger::{ClaimOutcome, ClaimPolicy, Ledger};
 use idempotency_ledger::protocol::{CapturePolicy, Fingerprint, RequestParts, StoredResponse};
 
 pub const LEASE_MS: i64 = 60_000;
@@ -57,6 +58,28 @@ pub fn capture() -> CapturePolicy {
     CapturePolicy {
         stored_headers: vec!["content-type".into(), "location".into()],
         max_stored_body_bytes: 1024,
+    }
+}
+
+/// A claim's outcome with its lease token set aside, so the rest compares
+/// exactly: a grant must carry a token of a token's shape (a random one:
+/// no test can name it in advance), which is checked here.
+pub fn without_lease(out: ClaimOutcome) -> ClaimOutcome {
+    match out {
+        ClaimOutcome::Claimed {
+            generation,
+            takeover,
+            lease,
+        } => {
+            let token = lease.expect("every grant carries a lease token");
+            assert!(is_lease_token(&token), "not a lease token: {token:?}");
+            ClaimOutcome::Claimed {
+                generation,
+                takeover,
+                lease: None,
+            }
+        }
+        refused => refused,
     }
 }
 

@@ -161,6 +161,7 @@ struct LedgerCall {
     key: Option<String>,
     body: Option<String>,
     generation: Option<i64>,
+    lease: Option<String>,
     response_text: Option<String>,
 }
 
@@ -220,6 +221,7 @@ async fn ledger_route(env: &Env, tenant: &str, op: &str, call: LedgerCall) -> Re
                     .complete(&CompleteCall {
                         key,
                         generation,
+                        lease: call.lease,
                         response,
                         retention_seconds: None,
                     })
@@ -231,6 +233,7 @@ async fn ledger_route(env: &Env, tenant: &str, op: &str, call: LedgerCall) -> Re
                 .release(&ReleaseCall {
                     key,
                     generation: call.generation.unwrap_or(0),
+                    lease: call.lease,
                 })
                 .await,
         ),

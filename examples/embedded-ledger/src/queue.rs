@@ -71,8 +71,10 @@ where
         // A lost answer is sent again and answered with the same grant.
         attempt: new_attempt(),
     };
-    let generation = match client.claim(&claim).await {
-        Ok(ClaimOutcome::Claimed { generation, .. }) => generation,
+    let (generation, lease) = match client.claim(&claim).await {
+        Ok(ClaimOutcome::Claimed {
+            generation, lease, ..
+        }) => (generation, lease),
         Ok(ClaimOutcome::Refused(Refusal::Completed { response, .. })) => {
             return Once::Replayed {
                 result: response.body,
@@ -87,12 +89,12 @@ where
     };
     match effect().await {
         Ok(result) => {
-            let stored = complete(client, key, generation, &result).await;
+            let stored = complete(client, key, (generation, lease), &result).await;
             Once::Ran { result, stored }
         }
         Err(why) => {
             // It did not take effect: free the key (a failed release leaves it to its lease).
-            release(client, key, generation).await;
+            release(client, key, (generation, lease)).await;
             Once::Failed(why)
         }
     }
@@ -122,12 +124,20 @@ where
     }
 }
 
-/// Stores `result` for `key` at `generation`; whether this generation's
-/// result is the one stored (a retry that finds it there landed earlier).
-async fn complete(client: &LedgerClient, key: &str, generation: i64, result: &[u8]) -> bool {
+/// Stores `result` for `key` as the grant at `generation` named by its
+/// lease token (the object answers `stored` again to a retry of this very
+/// completion); whether this grant's result is the one stored (an object
+/// older than lease tokens answers a retry `fenced_out`: it landed earlier).
+async fn complete(
+    client: &LedgerClient,
+    key: &str,
+    (generation, lease): (i64, Option<String>),
+    result: &[u8],
+) -> bool {
     let call = CompleteCall {
         key: key.to_string(),
         generation,
+        lease,
         response: StoredResponse {
             status: 200,
             headers: vec![("content-type".into(), "application/json".into())],
@@ -147,12 +157,14 @@ async fn complete(client: &LedgerClient, key: &str, generation: i64, result: &[u
     }
 }
 
-/// Frees `key` at `generation` (fenced: a superseded lease changes
+/// Frees `key` as the grant at `generation` named by its lease token
+/// (fenced: a superseded lease, or another object's grant, changes
 /// nothing; a release that fails leaves the key to its lease).
-async fn release(client: &LedgerClient, key: &str, generation: i64) {
+async fn release(client: &LedgerClient, key: &str, (generation, lease): (i64, Option<String>)) {
     let call = ReleaseCall {
         key: key.to_string(),
         generation,
+        lease,
     };
     if let Err(e) = settled(|| client.release(&call)).await {
         worker::console_error!("queue consumer: {key} could not be released: {e}");

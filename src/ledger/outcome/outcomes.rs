@@ -48,8 +48,17 @@ impl Refusal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ClaimOutcome {
-    /// The caller owns the key at `generation` and must run, then complete or release.
-    Claimed { generation: i64, takeover: bool },
+    /// The caller owns the key at `generation` and must run, then complete
+    /// or release, presenting `lease`: the token naming this grant across
+    /// every object (`ledger::lease`). `None` only for a grant made before
+    /// tokens (schema 9 and older), repeated to its attempt, or read from
+    /// an object older than tokens: settled by its generation alone.
+    Claimed {
+        generation: i64,
+        takeover: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease: Option<String>,
+    },
     /// The caller must not run; [`Refusal`] says what to answer instead.
     #[serde(untagged)]
     Refused(Refusal),

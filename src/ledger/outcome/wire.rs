@@ -27,6 +27,7 @@ struct Wire {
     expires_at: Option<Millis>,
     differs: Option<Vec<String>>,
     current: Option<RecordState>,
+    lease: Option<String>,
 }
 
 /// A field the outcome must carry.
@@ -95,6 +96,7 @@ impl<'de> Deserialize<'de> for ClaimOutcome {
         Ok(ClaimOutcome::Claimed {
             generation: required(wire.generation, "generation")?,
             takeover: required(wire.takeover, "takeover")?,
+            lease: wire.lease,
         })
     }
 }

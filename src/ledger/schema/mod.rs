@@ -1,5 +1,5 @@
-//! The ledger's tables (schema version 8), and the in-place upgrade of an
-//! object written by an earlier version (1, 2, 3, 4, 5, 6 or 7).
+//! The ledger's tables (schema version 10), and the in-place upgrade of an
+//! object written by an earlier version (1 to 9).
 //!
 //! Role: the one place the schema is written down. The state machine in
 //! `ledger::mod` relies on every constraint here. Billed rows decided the
@@ -40,6 +40,11 @@
 //!   its settlement (completion or release) removes the entry, which the
 //!   platform does not bill (bench/cost.mjs measures both). A key new to
 //!   `execute` is written already completed: no entry;
+//! - the lease token of a record's latest grant (`lease_token`, schema
+//!   10: see `ledger::lease`) is one column of the record's own row,
+//!   written by the grant's own statement, kept by its settlement (a
+//!   repeated settlement is told it landed) and never indexed: it costs
+//!   no row;
 //! - the jurisdiction a tenant's keys live in (`jurisdiction`, schema 8:
 //!   see `crate::config::jurisdictions`), recorded by the tenant's
 //!   unrestricted object, is one column of the state row, read with it:
@@ -90,10 +95,31 @@ pub enum Found {
     V7,
     /// Schema version 8 (no `evicted` counter).
     V8,
+    /// Schema version 9 (no lease token on records).
+    V9,
     /// This version's schema.
     Current,
     /// A version newer than this code knows: refuse to touch it.
     Newer(i64),
+}
+
+impl Found {
+    /// The earlier version an upgrade starts from (`None`: a new object,
+    /// this version's schema, or a newer one — nothing to upgrade).
+    pub fn upgraded_from(self) -> Option<i64> {
+        match self {
+            Found::V1 => Some(1),
+            Found::V2 => Some(2),
+            Found::V3 => Some(3),
+            Found::V4 => Some(4),
+            Found::V5 => Some(5),
+            Found::V6 => Some(6),
+            Found::V7 => Some(7),
+            Found::V8 => Some(8),
+            Found::V9 => Some(9),
+            Found::Empty | Found::Current | Found::Newer(_) => None,
+        }
+    }
 }
 
 /// Which schema the database holds.
@@ -111,6 +137,7 @@ pub fn found(store: &impl SqlStore) -> Result<Found, StoreError> {
             6 => Found::V6,
             7 => Found::V7,
             8 => Found::V8,
+            9 => Found::V9,
             _ => Found::V1,
         });
     }
@@ -141,7 +168,8 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v5(store)?;
             upgrade_v6(store)?;
             upgrade_v7(store)?;
-            upgrade_v8(store)?
+            upgrade_v8(store)?;
+            upgrade_v9(store)?
         }
         Found::V3 => {
             upgrade_v3(store)?;
@@ -149,31 +177,40 @@ pub fn migrate(store: &impl SqlStore, now: i64) -> Result<Found, StoreError> {
             upgrade_v5(store)?;
             upgrade_v6(store)?;
             upgrade_v7(store)?;
-            upgrade_v8(store)?
+            upgrade_v8(store)?;
+            upgrade_v9(store)?
         }
         Found::V4 => {
             upgrade_v4(store)?;
             upgrade_v5(store)?;
             upgrade_v6(store)?;
             upgrade_v7(store)?;
-            upgrade_v8(store)?
+            upgrade_v8(store)?;
+            upgrade_v9(store)?
         }
         Found::V5 => {
             upgrade_v5(store)?;
             upgrade_v6(store)?;
             upgrade_v7(store)?;
-            upgrade_v8(store)?
+            upgrade_v8(store)?;
+            upgrade_v9(store)?
         }
         Found::V6 => {
             upgrade_v6(store)?;
             upgrade_v7(store)?;
-            upgrade_v8(store)?
+            upgrade_v8(store)?;
+            upgrade_v9(store)?
         }
         Found::V7 => {
             upgrade_v7(store)?;
-            upgrade_v8(store)?
+            upgrade_v8(store)?;
+            upgrade_v9(store)?
         }
-        Found::V8 => upgrade_v8(store)?,
+        Found::V8 => {
+            upgrade_v8(store)?;
+            upgrade_v9(store)?
+        }
+        Found::V9 => upgrade_v9(store)?,
     }
     Ok(was)
 }
@@ -291,10 +328,26 @@ fn upgrade_v7(store: &impl SqlStore) -> Result<(), StoreError> {
 /// Schema 8 → 9: the state row gains the `evicted` counter, at 0 (schema 8
 /// could not evict). One column of one row, whatever the object holds; the
 /// trend's stored minutes of seven counts are read as they are (see
-/// `trend`). Then the version.
+/// `trend`). Then the version. [`upgrade_v9`] follows.
 fn upgrade_v8(store: &impl SqlStore) -> Result<(), StoreError> {
     store.execute(
         "ALTER TABLE ledger_state ADD COLUMN evicted INTEGER NOT NULL DEFAULT 0",
+        &[],
+    )?;
+    store.execute(
+        "UPDATE ledger_state SET schema_version = 9 WHERE id = 1",
+        &[],
+    )
+}
+
+/// Schema 9 → 10: records gain the lease token of their latest grant,
+/// NULL (schema 9 minted none, so a claim granted before the upgrade is
+/// settled by its generation alone, as it was granted). `ADD COLUMN`
+/// changes the table's definition only — no record is rewritten, whatever
+/// the object holds — and adds no index entry; then the version.
+fn upgrade_v9(store: &impl SqlStore) -> Result<(), StoreError> {
+    store.execute(
+        "ALTER TABLE idempotency_records ADD COLUMN lease_token TEXT",
         &[],
     )?;
     store.execute(

@@ -6,7 +6,7 @@ use crate::ledger::outcome::Counter;
 use crate::ledger::store::{SqlStore, StoreError};
 
 /// The schema this code writes (`ledger_state.schema_version`).
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The records table (also the target of the v1 → v2 copy).
 pub(super) const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records (
@@ -27,7 +27,8 @@ pub(super) const RECORDS: &str = "CREATE TABLE IF NOT EXISTS idempotency_records
         retained         INTEGER,
         replays          INTEGER NOT NULL DEFAULT 0,
         lease_attempt    TEXT,              -- the claim attempt holding the lease (schema 6)
-        lease_took_over  INTEGER NOT NULL DEFAULT 0  -- its grant was a takeover
+        lease_took_over  INTEGER NOT NULL DEFAULT 0, -- its grant was a takeover
+        lease_token      TEXT               -- the grant's lease token (schema 10)
     ) WITHOUT ROWID";
 
 pub(super) const SWEEP_INDEX: &str = "CREATE INDEX IF NOT EXISTS idempotency_records_sweep_at

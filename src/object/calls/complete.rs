@@ -42,7 +42,7 @@ pub(in crate::object) async fn complete(
         .ledger
         .complete_within(
             &call.key,
-            call.generation,
+            call.grant(),
             &call.response,
             retention,
             policy.max_db_bytes,

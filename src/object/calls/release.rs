@@ -35,7 +35,7 @@ pub(in crate::object) async fn release(
     object.home.check_home(config, &call.key, now_ms())?;
     let out = object
         .ledger
-        .release(&call.key, call.generation, now_ms())
+        .release(&call.key, call.grant(), now_ms())
         .map_err(|e| store_unavailable(&e))?;
     match &out {
         ReleaseOutcome::FencedOut { current } => {

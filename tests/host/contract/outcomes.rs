@@ -84,6 +84,7 @@ fn a_takeover_runs_and_the_superseded_completion_is_fenced_out() {
     let ClaimOutcome::Claimed {
         generation,
         takeover,
+        ..
     } = l.claim("k", &fp("a"), &policy(), 1_000 + LEASE_MS).unwrap()
     else {
         panic!("expected a takeover")
