@@ -24,6 +24,7 @@ mod nesting;
 mod outcome;
 mod pending;
 mod problems;
+mod protocol_model;
 mod quota;
 mod replay_cache;
 mod reshard;
