@@ -119,7 +119,7 @@ export function parseTenantShards(raw) {
  */
 async function keyHomes(namespace, tenant, key, layout = SINGLE) {
   /** @param {number} n */
-  const home = async (n) => LedgerClient.forTenant(namespace, shardObjectName(tenant, n <= 1 ? 0 : await shardOf(String(key), n), n));
+  const home = async (n) => LedgerClient.forObject(namespace, shardObjectName(tenant, n <= 1 ? 0 : await shardOf(String(key), n), n));
   return { current: await home(layout.shards), previous: layout.previous === null ? null : await home(layout.previous) };
 }
 
@@ -272,7 +272,7 @@ export class TenantLedgers {
    */
   #objects(tenant) {
     const { shards, previous } = this.layout(tenant);
-    if (shards <= 1 && previous === null) return [{ name: tenant, current: true }];
+    if (shards <= 1 && previous === null) return [{ name: shardObjectName(tenant, 0, 1), current: true }];
     const objects = [];
     for (const [n, current] of /** @type {const} */ ([[shards, true], [previous, false]])) {
       if (n !== null) for (let i = 0; i < n; i++) objects.push({ name: shardObjectName(tenant, i, n), current });
@@ -290,11 +290,11 @@ export class TenantLedgers {
     if (shards > 1 || previous !== null) {
       throw new TypeError("execute is not available for a sharded tenant (its orders must commit with one ledger)");
     }
-    return this.#object(tenant, tenant).execute(call);
+    return this.#object(tenant, shardObjectName(tenant, 0, 1)).execute(call);
   }
 
-  /** @param {string} tenant @param {string} name one of its objects' names (or the tenant id) */
+  /** @param {string} tenant @param {string} name one of its objects' names (`shardObjectName`), never the tenant id */
   #object(tenant, name) {
-    return LedgerClient.forTenant(this.#objectsOf(tenant), name);
+    return LedgerClient.forObject(this.#objectsOf(tenant), name);
   }
 }
