@@ -41,7 +41,9 @@ export async function shardOf(key, shards) {
 }
 
 /**
- * The Durable Object name of shard `index` of `tenant` over `shards` (the tenant itself for one shard).
+ * The Durable Object name of shard `index` of `tenant` (a tenant id) over `shards`: built on its object name
+ * (`tenantObjectName`: a v1.3 id itself, any other escaped), that name alone for one shard. Reach it with
+ * `LedgerClient.forObject`.
  * @param {string} tenant
  * @param {number} index
  * @param {number} shards
@@ -149,8 +151,8 @@ async function routeKeyed(homes, call) {
  * Every tenant's ledger behind one TenantLedger namespace binding, routed
  * as the gateway routes it: `new TenantLedgers(env.TENANT_LEDGER,
  * env.TENANT_SHARDS)`, then `claim("acme", call)`, … A tenant not in
- * TENANT_SHARDS is one object named by the tenant. Every method checks
- * the tenant id (a TypeError otherwise); keyed calls follow
+ * TENANT_SHARDS is one object, named by the one rule (`shardObjectName(tenant, 0, 1)`). Every method takes a
+ * tenant id, never an object's name (a TypeError otherwise); keyed calls follow
  * {@link routeKeyed}; `lookup` answers the previous layout's record if it
  * has one, else the current's, and `evict` removes it where it is; `stats` is summed over every object of both
  * layouts; `list` merges every object's page ({@link mergeListPages}). `LedgerService` of the deployed script is this class over RPC.
