@@ -33,6 +33,9 @@ import { ledgerSource } from "../rpc/sources.js";
  *   TenantLedger Durable Object namespace with `tenant`.
  * @property {string} [tenant] The tenant, with a binding or a namespace.
  * @property {TenantShardsValue} [tenantShards] TENANT_SHARDS, with a namespace.
+ * @property {string | null} [jurisdiction] With a namespace: the tenant's TENANT_JURISDICTIONS value (`"eu"`,
+ *   `"fedramp"`, `"fedramp-high"`, `"us"`; null: unrestricted), so its objects are `namespace.jurisdiction(J)`'s,
+ *   as the gateway's ([clients.md](../../docs/clients.md#tenants-kept-in-a-jurisdiction)).
  * @property {string} key The effect's key, 1–255 printable ASCII characters. It must name the
  *   effect, not the attempt: `${event.instanceId}:charge` survives step retries and restarts of
  *   the instance; a business id (the order's) also survives a new instance made for the same order.
@@ -71,7 +74,7 @@ const SCHEDULED = "idempotency-ledger/workflows onceScheduled";
  * @type {Readonly<Record<string, OptionSpec>>}
  */
 const ONCE_SPEC = Object.freeze({
-  ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true }, key: { any: true },
+  ledger: { any: true }, tenant: { any: true }, tenantShards: { any: true }, jurisdiction: { any: true }, key: { any: true },
   // The lease is also the effect's deadline (a timer): at most 12 hours, as the Queue consumer's.
   leaseSeconds: { whole: [1, MAX_RETRY_DELAY_SECONDS], default: 60 },
   retentionSeconds: { whole: [1, MAX_WINDOW_SECONDS] },
@@ -89,10 +92,11 @@ const SCHEDULED_SPEC = Object.freeze(Object.fromEntries(Object.entries(ONCE_SPEC
 function checked(who, options, spec) {
   if (options === undefined || options === null) throw new TypeError(`${who} needs options: { ledger, tenant, key }`);
   const o = checkOptions(who, options, spec);
-  if (typeof o.ledger === "function" || typeof o.tenant === "function" || typeof o.tenantShards === "function") {
-    throw new TypeError(`${who}: ledger, tenant and tenantShards are values here`);
+  if ([o.ledger, o.tenant, o.tenantShards, o.jurisdiction].some((v) => typeof v === "function")) {
+    throw new TypeError(`${who}: ledger, tenant, tenantShards and jurisdiction are values here`);
   }
-  const source = ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards });
+  const jurisdiction = o.jurisdiction ?? undefined; // null: unrestricted, as absent
+  const source = ledgerSource({ ledger: o.ledger, tenant: o.tenant, tenantShards: o.tenantShards, jurisdiction });
   return { source, leaseSeconds: /** @type {number} */ (o.leaseSeconds), retentionSeconds: /** @type {number | undefined} */ (o.retentionSeconds) };
 }
 

@@ -1,7 +1,7 @@
 // @ts-check
 // Typed calls to one TenantLedger Durable Object over RPC v1 (its fetch;
 // docs/rpc-v1.md), and the types of that protocol.
-import { inJurisdiction, isObjectName, isTenantId, tenantObjectName } from "../rules/tenant.js";
+import { TENANT_RULE, inJurisdiction, isObjectName, isTenantId, tenantObjectName } from "../rules/tenant.js";
 import { LedgerError, retryAfterSeconds } from "./error.js";
 import { LOST_ANSWER_RETRY_DELAYS_MS } from "../generated/limits.js";
 
@@ -245,14 +245,14 @@ export class LedgerClient {
   }
 
   /**
-   * The object of `tenant` (or the object a shard's name names) in a namespace bound with script_name.
-   * A tenant id names its object by the one rule the gateway uses (`tenantObjectName`: a v1.3 id as it
-   * is, any other escaped); a name `shardObjectName` made is taken as it is. A TypeError for anything else.
+   * The object of `tenant` in a namespace bound with script_name. `tenant` is a tenant id, always (a
+   * TypeError otherwise), named by the one rule the gateway uses (`tenantObjectName`: a v1.3 id as it is,
+   * any other escaped) — even one that looks like an object's name: `~user%40example.com` is a tenant of
+   * its own, never `user@example.com`'s object. To name one object yourself, use {@link LedgerClient.forObject}.
    * One client is one object, so this is an unsharded tenant's ledger: a tenant that TENANT_SHARDS
-   * spreads over several objects has no single object to name (its keys live in different ones).
-   * For a sharded tenant use `TenantLedgers` (./shards.js: `new TenantLedgers(env.LEDGER,
-   * env.TENANT_SHARDS).claim(tenant, call)`), or give the middleware the namespace with `tenant` and
-   * `tenantShards`; or name a shard's object yourself (`shardObjectName`).
+   * spreads over several objects has no single object to name. For a sharded tenant use `TenantLedgers`
+   * (./shards.js: `new TenantLedgers(env.LEDGER, env.TENANT_SHARDS).claim(tenant, call)`), or give the
+   * middleware the namespace with `tenant` and `tenantShards`.
    * A tenant that TENANT_JURISDICTIONS keeps in a jurisdiction needs `{ jurisdiction }` (the same value):
    * its object is then `namespace.jurisdiction(J)`'s; a bad value is a TypeError, and a runtime that keeps
    * no jurisdictions (local workerd) throws — never the unrestricted object instead.
@@ -262,12 +262,28 @@ export class LedgerClient {
    * @returns {LedgerClient}
    */
   static forTenant(namespace, tenant, options = {}) {
-    if (typeof tenant !== "string" || !(isObjectName(tenant) || isTenantId(tenant))) {
-      throw new TypeError("LedgerClient.forTenant needs a tenant id (1-256 bytes of UTF-8 without control characters) or a shard's object name");
-    }
+    if (!isTenantId(tenant)) throw new TypeError(`LedgerClient.forTenant needs a tenant id (${TENANT_RULE}); name an object with LedgerClient.forObject`);
+    return LedgerClient.#named("forTenant", namespace, tenantObjectName(tenant), options);
+  }
+
+  /**
+   * The object named `name`, one of a tenant's objects as the one rule spells it: `shardObjectName(tenant,
+   * i, N)` for shard `i` of `N`, `shardObjectName(tenant, 0, 1)` for its single object. Any other name is a
+   * TypeError (no tenant's objects are named `acme/shard-01-of-2` or `~x`). `jurisdiction` as in `forTenant`.
+   * @param {LedgerNamespace} namespace
+   * @param {string} name
+   * @param {{ jurisdiction?: string | null }} [options]
+   * @returns {LedgerClient}
+   */
+  static forObject(namespace, name, options = {}) {
+    if (!isObjectName(name)) throw new TypeError(`LedgerClient.forObject needs a tenant's object name, as shardObjectName spells it (got ${JSON.stringify(name) ?? String(name)})`);
+    return LedgerClient.#named("forObject", namespace, name, options);
+  }
+
+  /** @param {string} who @param {LedgerNamespace} namespace @param {string} name @param {{ jurisdiction?: string | null }} options */
+  static #named(who, namespace, name, options) {
     const unknown = Object.keys(options ?? {}).find((k) => k !== "jurisdiction");
-    if (unknown !== undefined) throw new TypeError(`LedgerClient.forTenant: unknown option ${JSON.stringify(unknown)} (known: jurisdiction)`);
-    const name = isObjectName(tenant) ? tenant : tenantObjectName(tenant);
+    if (unknown !== undefined) throw new TypeError(`LedgerClient.${who}: unknown option ${JSON.stringify(unknown)} (known: jurisdiction)`);
     const objects = inJurisdiction(namespace, options?.jurisdiction);
     return new LedgerClient(objects.get(objects.idFromName(name)));
   }

@@ -41,7 +41,9 @@ export async function shardOf(key, shards) {
 }
 
 /**
- * The Durable Object name of shard `index` of `tenant` over `shards` (the tenant itself for one shard).
+ * The Durable Object name of shard `index` of `tenant` (a tenant id) over `shards`: built on its object name
+ * (`tenantObjectName`: a v1.3 id itself, any other escaped), that name alone for one shard. Reach it with
+ * `LedgerClient.forObject`.
  * @param {string} tenant
  * @param {number} index
  * @param {number} shards
@@ -119,7 +121,7 @@ export function parseTenantShards(raw) {
  */
 async function keyHomes(namespace, tenant, key, layout = SINGLE) {
   /** @param {number} n */
-  const home = async (n) => LedgerClient.forTenant(namespace, shardObjectName(tenant, n <= 1 ? 0 : await shardOf(String(key), n), n));
+  const home = async (n) => LedgerClient.forObject(namespace, shardObjectName(tenant, n <= 1 ? 0 : await shardOf(String(key), n), n));
   return { current: await home(layout.shards), previous: layout.previous === null ? null : await home(layout.previous) };
 }
 
@@ -149,8 +151,8 @@ async function routeKeyed(homes, call) {
  * Every tenant's ledger behind one TenantLedger namespace binding, routed
  * as the gateway routes it: `new TenantLedgers(env.TENANT_LEDGER,
  * env.TENANT_SHARDS)`, then `claim("acme", call)`, … A tenant not in
- * TENANT_SHARDS is one object named by the tenant. Every method checks
- * the tenant id (a TypeError otherwise); keyed calls follow
+ * TENANT_SHARDS is one object, named by the one rule (`shardObjectName(tenant, 0, 1)`). Every method takes a
+ * tenant id, never an object's name (a TypeError otherwise); keyed calls follow
  * {@link routeKeyed}; `lookup` answers the previous layout's record if it
  * has one, else the current's, and `evict` removes it where it is; `stats` is summed over every object of both
  * layouts; `list` merges every object's page ({@link mergeListPages}). `LedgerService` of the deployed script is this class over RPC.
@@ -272,7 +274,7 @@ export class TenantLedgers {
    */
   #objects(tenant) {
     const { shards, previous } = this.layout(tenant);
-    if (shards <= 1 && previous === null) return [{ name: tenant, current: true }];
+    if (shards <= 1 && previous === null) return [{ name: shardObjectName(tenant, 0, 1), current: true }];
     const objects = [];
     for (const [n, current] of /** @type {const} */ ([[shards, true], [previous, false]])) {
       if (n !== null) for (let i = 0; i < n; i++) objects.push({ name: shardObjectName(tenant, i, n), current });
@@ -290,11 +292,11 @@ export class TenantLedgers {
     if (shards > 1 || previous !== null) {
       throw new TypeError("execute is not available for a sharded tenant (its orders must commit with one ledger)");
     }
-    return this.#object(tenant, tenant).execute(call);
+    return this.#object(tenant, shardObjectName(tenant, 0, 1)).execute(call);
   }
 
-  /** @param {string} tenant @param {string} name one of its objects' names (or the tenant id) */
+  /** @param {string} tenant @param {string} name one of its objects' names (`shardObjectName`), never the tenant id */
   #object(tenant, name) {
-    return LedgerClient.forTenant(this.#objectsOf(tenant), name);
+    return LedgerClient.forObject(this.#objectsOf(tenant), name);
   }
 }

@@ -45,13 +45,61 @@ export function tenantObjectName(tenant) {
   return name;
 }
 
+/** A shard's suffix in its one spelling: decimal without a sign or leading zeros (Rust config::shards). */
+const SHARD_SUFFIX = /\/shard-(0|[1-9][0-9]*)-of-([1-9][0-9]*)$/;
+/** The largest shard count a name can spell (Rust reads the counts as u32). */
+const U32_MAX = 0xffff_ffff;
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 /**
- * Is `name` one `tenantObjectName` makes, or a shard's name built on one (`shardObjectName`)?
+ * Reads an object name as the objects read their own (Rust config::shards `parse_object_name`): a name ending
+ * `/shard-{i}-of-{n}` spelled the one way (`i` and `n` decimal without a sign or leading zeros, `i` < `n`, `n` ≥ 2)
+ * is shard `i` of a layout of `n` objects built on `base`, the name before it; any other name is a one-object
+ * layout, its own base. So `acme/shard-01-of-2` is not a shard of acme.
+ * @param {string} name
+ * @returns {{ base: string; index: number; shards: number }}
+ */
+export function parseObjectName(name) {
+  const m = SHARD_SUFFIX.exec(name);
+  if (m !== null) {
+    const index = Number(m[1]);
+    const shards = Number(m[2]);
+    if (shards <= U32_MAX && index < shards && shards > 1) return { base: name.slice(0, m.index), index, shards };
+  }
+  return { base: name, index: 0, shards: 1 };
+}
+
+/**
+ * The tenant id whose objects are built on `base` (`tenantObjectName(tenant) === base`), or null when no tenant's
+ * are: the one rule read backwards, so every tenant's object name has exactly one tenant.
+ * @param {string} base
+ * @returns {string | null}
+ */
+export function tenantOfObjectName(base) {
+  if (V13_TENANT_ID.test(base)) return base;
+  if (!/^~(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/.test(base)) return null;
+  /** @type {number[]} */
+  const bytes = [];
+  for (let i = 1; i < base.length; i++) {
+    if (base[i] === "%") {
+      bytes.push(parseInt(base.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else {
+      bytes.push(base.charCodeAt(i));
+    }
+  }
+  let tenant;
+  try { tenant = strictUtf8.decode(new Uint8Array(bytes)); } catch { return null; }
+  return isTenantId(tenant) && tenantObjectName(tenant) === base ? tenant : null;
+}
+
+/**
+ * Is `name` the name of one of some tenant's objects, spelled the one way: `tenantObjectName(tenant)`, or a shard's
+ * name built on it (`shardObjectName`)? Never a tenant id's test: a tenant id is mapped by `tenantObjectName`, always.
  * @param {string} name
  */
 export function isObjectName(name) {
-  const base = /^(.*)\/shard-[0-9]+-of-[0-9]+$/.exec(name)?.[1] ?? name;
-  return V13_TENANT_ID.test(base) || /^~(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/.test(base);
+  return typeof name === "string" && tenantOfObjectName(parseObjectName(name).base) !== null;
 }
 
 /**

@@ -17,7 +17,11 @@
 //!   so resharding never mixes two layouts' records in one database.
 //! - Names here are built on the tenant's object name, never on the raw
 //!   tenant id: [`ShardMap`] is keyed by it, as an object parses it out of
-//!   its own name.
+//!   its own name. A tenant id goes through `protocol::object_base` first
+//!   ([`shard_object_name`], [`ShardMap::layout_of_tenant`]).
+//! - A shard's name has one spelling (decimal, no sign, no leading zero):
+//!   [`parse_object_name`] reads `acme/shard-01-of-2` as no shard of
+//!   `acme`, so no second "shard 1" can take keys.
 //! - While a tenant is resharded (`{"shards": N, "previous": M}`), the
 //!   previous layout stays **authoritative for the keys it holds** and takes
 //!   no new key: an object of the previous layout answers `421
@@ -43,13 +47,22 @@ pub fn shard_of(key: &str, shards: u32) -> u32 {
     (u64::from_be_bytes(first) % u64::from(shards.max(1))) as u32
 }
 
-/// The object name of shard `index` of a tenant spread over `shards`.
-pub fn object_name(tenant: &str, index: u32, shards: u32) -> String {
+/// The object name of shard `index` of a layout of `shards` objects built
+/// on `base`: the tenant's object name (`protocol::object_base(tenant)`),
+/// never a tenant id itself — from a tenant id, [`shard_object_name`].
+pub fn object_name(base: &str, index: u32, shards: u32) -> String {
     if shards <= 1 {
-        tenant.to_string()
+        base.to_string()
     } else {
-        format!("{tenant}/shard-{index}-of-{shards}")
+        format!("{base}/shard-{index}-of-{shards}")
     }
+}
+
+/// The object name of shard `index` of `tenant` (a tenant id, mapped by
+/// `protocol::object_base`, always) spread over `shards`: the JS package's
+/// `shardObjectName`.
+pub fn shard_object_name(tenant: &str, index: u32, shards: u32) -> String {
+    object_name(&crate::protocol::object_base(tenant), index, shards)
 }
 
 /// A parsed object name: its tenant and its place in a layout.
@@ -59,13 +72,24 @@ pub struct ObjectPlace {
     pub shards: u32,
 }
 
+/// A shard index or count spelled the one way [`object_name`] writes it:
+/// decimal digits, no sign, no leading zero (`0` alone is zero).
+fn canonical_number(digits: &str) -> Option<u32> {
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
 /// Reads an object name written by [`object_name`]; a name without a
-/// shard suffix is the tenant's single object (1 shard).
+/// shard suffix is the tenant's single object (1 shard). The suffix has
+/// one spelling: `acme/shard-01-of-2` or `acme/shard-+1-of-2` is not a
+/// shard of `acme` but a one-object name of its own (no tenant's objects
+/// are named so: `protocol::object_base` never writes a `/`).
 pub fn parse_object_name(name: &str) -> ObjectPlace {
     let parsed = name.rsplit_once("/shard-").and_then(|(tenant, rest)| {
         let (index, shards) = rest.split_once("-of-")?;
-        let (index, shards) = (index.parse().ok()?, shards.parse().ok()?);
-        let (index, shards): (u32, u32) = (index, shards);
+        let (index, shards) = (canonical_number(index)?, canonical_number(shards)?);
         (index < shards && shards > 1).then(|| ObjectPlace {
             tenant: tenant.to_string(),
             shards,
@@ -96,24 +120,25 @@ impl Layout {
         self.shards > 1 || self.previous.is_some()
     }
 
-    /// The key's object in the current layout.
-    pub fn home(&self, tenant: &str, key: &str) -> String {
-        object_name(tenant, shard_of(key, self.shards), self.shards)
+    /// The key's object in the current layout (`base`: the tenant's object
+    /// name, `protocol::object_base(tenant)`, as in [`object_name`]).
+    pub fn home(&self, base: &str, key: &str) -> String {
+        object_name(base, shard_of(key, self.shards), self.shards)
     }
 
     /// The key's object in the previous layout, while there is one.
-    pub fn previous_home(&self, tenant: &str, key: &str) -> Option<String> {
+    pub fn previous_home(&self, base: &str, key: &str) -> Option<String> {
         self.previous
-            .map(|m| object_name(tenant, shard_of(key, m), m))
+            .map(|m| object_name(base, shard_of(key, m), m))
     }
 
     /// Every object of the current and previous layouts (for `stats`).
-    pub fn objects(&self, tenant: &str) -> Vec<String> {
+    pub fn objects(&self, base: &str) -> Vec<String> {
         let mut names: Vec<String> = (0..self.shards)
-            .map(|i| object_name(tenant, i, self.shards))
+            .map(|i| object_name(base, i, self.shards))
             .collect();
         if let Some(m) = self.previous {
-            names.extend((0..m).map(|i| object_name(tenant, i, m)));
+            names.extend((0..m).map(|i| object_name(base, i, m)));
         }
         names
     }
@@ -184,9 +209,17 @@ impl ShardMap {
         Ok(ShardMap { tenants })
     }
 
-    /// The tenant's layout (one shard unless configured).
-    pub fn layout(&self, tenant: &str) -> Layout {
-        self.tenants.get(tenant).copied().unwrap_or(Layout::SINGLE)
+    /// The layout of the tenant whose object name is `base`
+    /// (`protocol::object_base(tenant)`, as an object parses it out of its
+    /// own name; one shard unless configured).
+    pub fn layout(&self, base: &str) -> Layout {
+        self.tenants.get(base).copied().unwrap_or(Layout::SINGLE)
+    }
+
+    /// The layout of `tenant`, a tenant id (mapped by
+    /// `protocol::object_base`, always).
+    pub fn layout_of_tenant(&self, tenant: &str) -> Layout {
+        self.layout(&crate::protocol::object_base(tenant))
     }
 
     /// A tenant spread over several objects (now or while resharding), if

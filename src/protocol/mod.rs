@@ -20,4 +20,4 @@ pub use response::{
     StoredResponse,
 };
 pub use target::{path_of, target_of};
-pub use tenant::{is_valid_tenant_id, object_base, TENANT_RULE};
+pub use tenant::{is_valid_tenant_id, object_base, tenant_of_object_base, TENANT_RULE};

@@ -18,6 +18,9 @@
 //!   `[A-Za-z0-9._-]` written `%XX` (uppercase hex): one name per id, never
 //!   a v1.3 name (those have no `~`), never holding a `/`, so the shard
 //!   suffix stays unambiguous.
+//! - A name is some tenant's only when [`tenant_of_object_base`] reads it
+//!   back to the id that [`object_base`] maps to it: one tenant per name,
+//!   one spelling per tenant.
 
 /// The longest tenant id, in UTF-8 bytes.
 pub const MAX_TENANT_ID_BYTES: usize = 256;
@@ -58,4 +61,36 @@ pub fn object_base(tenant: &str) -> String {
         }
     }
     name
+}
+
+/// The tenant whose objects are built on `base` (`object_base(tenant) ==
+/// base`), or `None` when no tenant's are: [`object_base`] read backwards.
+pub fn tenant_of_object_base(base: &str) -> Option<String> {
+    if is_v13_tenant_id(base) {
+        return Some(base.to_string());
+    }
+    let escaped = base.strip_prefix('~')?.as_bytes();
+    let mut bytes = Vec::with_capacity(escaped.len());
+    let mut i = 0;
+    while i < escaped.len() {
+        let b = escaped[i];
+        if b == b'%' {
+            let hex = escaped.get(i + 1..i + 3)?;
+            if !hex
+                .iter()
+                .all(|h| h.is_ascii_digit() || (b'A'..=b'F').contains(h))
+            {
+                return None;
+            }
+            bytes.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            i += 3;
+        } else if unreserved(b) {
+            bytes.push(b);
+            i += 1;
+        } else {
+            return None;
+        }
+    }
+    let tenant = String::from_utf8(bytes).ok()?;
+    (is_valid_tenant_id(&tenant) && object_base(&tenant) == base).then_some(tenant)
 }

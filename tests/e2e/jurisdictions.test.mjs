@@ -214,7 +214,7 @@ test("without a runtime that keeps jurisdictions (local workerd), a tenant kept 
   } finally { await gw.dispose(); await origin.close(); }
 });
 
-test("the package's jurisdiction option — withIdempotency, ledgerStore, LedgerClient.forTenant — and LedgerService reach the tenant's objects in its jurisdiction; without it they are refused, never served unrestricted", async () => {
+test("the package's jurisdiction option — withIdempotency, ledgerStore, LedgerClient.forTenant, Workflows once — and LedgerService reach the tenant's objects in its jurisdiction; without it they are refused, never served unrestricted", async () => {
   const app = {
     name: "app",
     modulesRoot: ROOT,
@@ -267,5 +267,17 @@ test("the package's jurisdiction option — withIdempotency, ledgerStore, Ledger
     assert.match(local.json.detail, /TENANT_JURISDICTIONS/);
     assert.equal((await (await worker.fetch("https://app/asked")).json()).runs, 1, "no handler ran again");
     for (const key of ["mw-2", "mw-3"]) assert.equal(await lookupIn(gw, "TENANT_LEDGER", "acme", key), null, key);
+
+    // Workflows `once` with `jurisdiction`: the effect runs once, in the eu object; without it, refused and nothing runs.
+    for (let i = 0; i < 2; i++) {
+      const wf = await json(await call("/workflow", "wf-1", eu));
+      assert.deepEqual(wf.json, { ran: 2 }, wf.text);
+    }
+    assert.equal((await lookupIn(gw, "TENANT_LEDGER_EU", "acme", "wf-1"))?.state, "completed");
+    assert.equal(await lookupIn(gw, "TENANT_LEDGER", "acme", "wf-1"), null);
+    const unrouted = await json(await call("/workflow", "wf-2"));
+    assert.equal(unrouted.status, 500, unrouted.text);
+    assert.equal((await (await worker.fetch("https://app/asked")).json()).runs, 2, "the unrouted workflow ran nothing");
+    assert.equal(await lookupIn(gw, "TENANT_LEDGER", "acme", "wf-2"), null);
   } finally { await gw.dispose(); }
 });

@@ -4,7 +4,7 @@
 //! its role while a tenant is resharded.
 
 use idempotency_ledger::config::shards::{
-    object_name, parse_object_name, Layout, ObjectPlace, Role, ShardMap,
+    object_name, parse_object_name, shard_object_name, Layout, ObjectPlace, Role, ShardMap,
 };
 
 #[test]
@@ -36,6 +36,47 @@ fn names_round_trip() {
     // Not a shard name: the whole string is the tenant.
     assert_eq!(parse_object_name("x/shard-9-of-4").shards, 1);
     assert_eq!(parse_object_name("x/shard-a-of-4").shards, 1);
+}
+
+#[test]
+fn a_shard_name_has_one_spelling_so_a_map_never_gives_a_second_shard_its_role() {
+    let m = ShardMap::parse(r#"{"acme": 2}"#).unwrap();
+    assert_eq!(m.role_of("acme/shard-1-of-2"), Role::Current);
+    for other in [
+        "acme/shard-01-of-2",
+        "acme/shard-1-of-02",
+        "acme/shard-+1-of-2",
+    ] {
+        // Read as a one-object name of its own, not acme's shard 1 (the
+        // fixture tests/fixtures/tenants.json `objects` holds the rest).
+        assert_eq!(parse_object_name(other).tenant, other);
+        assert_eq!(parse_object_name(other).shards, 1);
+    }
+}
+
+#[test]
+fn a_tenant_id_is_mapped_to_its_object_name_before_it_names_a_layout() {
+    let m = ShardMap::parse(r#"{"org/team": 2, "acme": 4}"#).unwrap();
+    assert_eq!(m.layout_of_tenant("org/team").shards, 2);
+    assert_eq!(m.layout("~org%2Fteam").shards, 2);
+    assert_eq!(
+        m.layout("org/team"),
+        Layout::SINGLE,
+        "keyed by object names"
+    );
+    assert_eq!(
+        m.layout_of_tenant("acme").shards,
+        4,
+        "a v1.3 id is its name"
+    );
+    assert_eq!(
+        shard_object_name("org/team", 1, 2),
+        "~org%2Fteam/shard-1-of-2"
+    );
+    assert_eq!(
+        shard_object_name("acme/shard-1-of-2", 0, 1),
+        "~acme%2Fshard-1-of-2"
+    );
 }
 
 #[test]

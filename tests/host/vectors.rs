@@ -5,12 +5,19 @@
 use idempotency_ledger::protocol::parse_idempotency_key;
 use serde_json::Value;
 
-/// The `vectors` array of a shared fixture file in tests/fixtures.
-fn vectors(file: &str) -> Vec<Value> {
+/// A shared fixture file in tests/fixtures.
+fn fixture(file: &str) -> Value {
     let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).expect("fixture");
-    let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
-    fixture["vectors"].as_array().expect("vectors").clone()
+    serde_json::from_str(&text).expect("fixture JSON")
+}
+
+/// The `vectors` array of a shared fixture file in tests/fixtures.
+fn vectors(file: &str) -> Vec<Value> {
+    fixture(file)["vectors"]
+        .as_array()
+        .expect("vectors")
+        .clone()
 }
 
 #[test]
@@ -277,9 +284,13 @@ fn to_hex_is_lowercase_hex_of_every_byte() {
 
 #[test]
 fn tenant_ids_and_their_object_names_match_the_shared_vectors() {
-    use idempotency_ledger::protocol::{is_valid_tenant_id, object_base};
+    use idempotency_ledger::config::shards::{object_name, shard_object_name};
+    use idempotency_ledger::protocol::{is_valid_tenant_id, object_base, tenant_of_object_base};
     let vectors = vectors("tenants.json");
     assert!(vectors.len() >= 20);
+    // Every object of every valid id (its single object, each shard of 2
+    // and 4) belongs to that id alone.
+    let mut owners: std::collections::HashMap<String, String> = Default::default();
     for v in vectors {
         let tenant = v["tenant"].as_str().unwrap();
         assert_eq!(
@@ -287,12 +298,56 @@ fn tenant_ids_and_their_object_names_match_the_shared_vectors() {
             v["valid"].as_bool().unwrap(),
             "{tenant:?}"
         );
-        if let Some(object) = v["object"].as_str() {
-            assert_eq!(object_base(tenant), object, "{tenant:?}");
+        let Some(object) = v["object"].as_str() else {
+            continue;
+        };
+        assert_eq!(object_base(tenant), object, "{tenant:?}");
+        assert_eq!(
+            object_name(object, 1, 2),
+            v["shard_1_of_2"].as_str().unwrap()
+        );
+        assert_eq!(
+            shard_object_name(tenant, 1, 2),
+            v["shard_1_of_2"].as_str().unwrap()
+        );
+        assert_eq!(shard_object_name(tenant, 0, 1), object);
+        assert_eq!(tenant_of_object_base(object).as_deref(), Some(tenant));
+        let names = [(0, 1), (0, 2), (1, 2), (0, 4), (1, 4), (2, 4), (3, 4)]
+            .map(|(i, n)| object_name(object, i, n));
+        for name in names {
+            if let Some(other) = owners.insert(name.clone(), tenant.to_string()) {
+                assert_eq!(other, tenant, "{name:?} is two tenants' object");
+            }
         }
     }
     // v1.3 ids keep their objects.
     for t in ["acme", "globex", "a.b-c_D9"] {
         assert_eq!(object_base(t), t);
+    }
+}
+
+#[test]
+fn object_names_have_one_spelling_and_one_tenant_as_the_shared_vectors_say() {
+    use idempotency_ledger::config::shards::parse_object_name;
+    use idempotency_ledger::protocol::tenant_of_object_base;
+    let objects = fixture("tenants.json")["objects"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(objects.len() >= 20);
+    for v in objects {
+        let name = v["name"].as_str().unwrap();
+        let place = parse_object_name(name);
+        assert_eq!(place.tenant, v["base"].as_str().unwrap(), "{name:?}");
+        assert_eq!(
+            u64::from(place.shards),
+            v["shards"].as_u64().unwrap(),
+            "{name:?}"
+        );
+        assert_eq!(
+            tenant_of_object_base(&place.tenant).as_deref(),
+            v["tenant"].as_str(),
+            "{name:?}"
+        );
     }
 }

@@ -341,38 +341,6 @@ test("knownOptions: the nearest name is suggested only when it is near, and an i
   assert.deepEqual(knownOptions("x", undefined, known), {});
 });
 
-test("tenant ids and their objects' names follow the one rule both languages pin (tests/fixtures/tenants.json)", async () => {
-  const { isTenantId, tenantObjectName, isObjectName } = await import("../../client/rules/tenant.js");
-  const { shardObjectName, LedgerClient } = await import("../../client/index.js");
-  const { readFileSync } = await import("node:fs");
-  const { vectors } = JSON.parse(readFileSync(new URL("../fixtures/tenants.json", import.meta.url), "utf8"));
-  assert.ok(vectors.length >= 20);
-  const named = [];
-  const namespace = { idFromName: (name) => { named.push(name); return name; }, get: (id) => ({ id, fetch: async () => new Response() }) };
-  const names = new Set();
-  for (const v of vectors) {
-    assert.equal(isTenantId(v.tenant), v.valid, JSON.stringify(v.tenant));
-    if (!v.valid) {
-      assert.throws(() => LedgerClient.forTenant(namespace, v.tenant), TypeError, JSON.stringify(v.tenant));
-      continue;
-    }
-    assert.equal(tenantObjectName(v.tenant), v.object, JSON.stringify(v.tenant));
-    assert.equal(shardObjectName(v.tenant, 1, 2), v.shard_1_of_2);
-    assert.equal(shardObjectName(v.tenant, 0, 1), v.object);
-    assert.ok(isObjectName(v.object) && isObjectName(v.shard_1_of_2));
-    assert.ok(!names.has(v.object), "one object per tenant");
-    names.add(v.object);
-    // A tenant id names its object by the rule; a name the rule made is taken as it is.
-    LedgerClient.forTenant(namespace, v.tenant);
-    assert.equal(named.at(-1), v.tenant.startsWith("~") || /\/shard-[0-9]+-of-[0-9]+$/.test(v.tenant) ? v.tenant : v.object, JSON.stringify(v.tenant));
-    LedgerClient.forTenant(namespace, v.shard_1_of_2);
-    assert.equal(named.at(-1), v.shard_1_of_2);
-  }
-  // v1.3 ids keep their objects: the name is the id.
-  for (const t of ["acme", "globex", "a.b-c_D9"]) assert.equal(tenantObjectName(t), t);
-  assert.equal(isTenantId("\ud800"), false, "a lone surrogate is not UTF-8");
-});
-
 test("a tenant's jurisdiction: TENANT_JURISDICTIONS parsed as the gateway does, and every path to its objects asks namespace.jurisdiction(J) for it", async () => {
   const { JURISDICTIONS, parseTenantJurisdictions, inJurisdiction } = await import("../../client/rules/tenant.js");
   const { LedgerClient, TenantLedgers } = await import("../../client/index.js");

@@ -1,7 +1,9 @@
 // idempotency-ledger/workflows' arguments, checked before anything is
 // claimed: a TypeError naming the option (the ledger is never called, so
-// none is needed here). Its behaviour against the real ledger, in a real
-// Workflow, cron trigger and alarm: tests/e2e/workflows.test.mjs.
+// none is needed here); and the `jurisdiction` option routed through
+// `namespace.jurisdiction(J)` (a recording namespace stand-in; in workerd:
+// tests/e2e/jurisdictions.test.mjs). Its behaviour against the real ledger,
+// in a real Workflow, cron trigger and alarm: tests/e2e/workflows.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { once, onceScheduled } from "../../client/consumers/workflows.js";
@@ -11,6 +13,8 @@ const unreached = { fetch: async () => { throw new Error("the ledger must not be
 const ledger = new LedgerClient(unreached);
 const step = { do: () => { throw new Error("step.do must not be called"); } };
 const effect = () => { throw new Error("the effect must not run"); };
+/** A TenantLedger namespace stand-in no call may reach. */
+const namespace = { idFromName: () => { throw new Error("no object may be named"); }, get: () => unreached, jurisdiction: () => namespace };
 
 test("once refuses bad arguments with a TypeError naming them, before any step or claim", () => {
   for (const [options, message] of [
@@ -28,6 +32,10 @@ test("once refuses bad arguments with a TypeError naming them, before any step o
     [{ ledger, key: "k", tenant: "acme" }, /a LedgerClient is already one tenant's object/],
     [{ key: "k" }, /needs options\.ledger/],
     [{ ledger: () => ledger, key: "k" }, /are values here/],
+    [{ ledger: namespace, tenant: "acme", key: "k", jurisdiction: () => "eu" }, /are values here/],
+    [{ ledger: namespace, tenant: "acme", key: "k", jurisdiction: "mars" }, /options\.jurisdiction: "mars" is not a jurisdiction/],
+    [{ ledger, key: "k", jurisdiction: "eu" }, /options\.jurisdiction routes a TenantLedger namespace/],
+    [{ ledger: namespace, tenant: "acme", key: "k", jurisdictions: "eu" }, /unknown option "jurisdictions" \(did you mean "jurisdiction"\?\)/],
     [undefined, /needs options/],
   ]) {
     assert.throws(() => once(step, "charge", /** @type {any} */ (options), effect), (e) => e instanceof TypeError && message.test(e.message), JSON.stringify(options));
@@ -49,4 +57,27 @@ test("onceScheduled refuses bad arguments with a TypeError naming them, and take
   ]) {
     assert.throws(() => onceScheduled(/** @type {any} */ (when), name, /** @type {any} */ (options), effect), (e) => e instanceof TypeError && message.test(e.message), String(name));
   }
+});
+
+test("once and onceScheduled with jurisdiction reach the tenant's object through namespace.jurisdiction(J), and run the effect there", async () => {
+  const asked = [];
+  /** A namespace stand-in recording the jurisdiction and name asked; its object grants and stores. */
+  const namespaceOf = (jurisdiction) => ({
+    idFromName: (name) => { asked.push({ jurisdiction, name }); return name; },
+    get: () => ({
+      fetch: async (url) => Response.json(url.endsWith("/claim") ? { outcome: "claimed", generation: 1, takeover: false } : { outcome: "stored" }),
+    }),
+    jurisdiction: (j) => namespaceOf(j),
+  });
+  const runStep = { do: (_name, ...rest) => rest.at(-1)() };
+  let runs = 0;
+  const charge = () => { runs += 1; return { charged: runs }; };
+  assert.deepEqual(await once(runStep, "charge", { ledger: namespaceOf(null), tenant: "org/team", jurisdiction: "eu", key: "wf-1" }, charge), { charged: 1 });
+  assert.deepEqual(await onceScheduled(0, "nightly", { ledger: namespaceOf(null), tenant: "acme", jurisdiction: "fedramp" }, charge), { charged: 2 });
+  assert.deepEqual(await once(runStep, "charge", { ledger: namespaceOf(null), tenant: "acme", jurisdiction: null, key: "wf-2" }, charge), { charged: 3 });
+  assert.deepEqual(asked, [
+    { jurisdiction: "eu", name: "~org%2Fteam" }, { jurisdiction: "eu", name: "~org%2Fteam" }, // claim, complete
+    { jurisdiction: "fedramp", name: "acme" }, { jurisdiction: "fedramp", name: "acme" },
+    { jurisdiction: null, name: "acme" }, { jurisdiction: null, name: "acme" }, // null: unrestricted
+  ]);
 });

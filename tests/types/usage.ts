@@ -271,3 +271,11 @@ export const badOnce = once(step, "charge", { ledger: wfNs, tenant: "acme", key:
 export const keyless = once(step, "charge", { ledger: wfNs, tenant: "acme" }, () => 1);
 // @ts-expect-error a scheduled run is keyed by its time: no key option
 export const keyedSchedule = onceScheduled(0, "nightly", { ledger: wfNs, tenant: "acme", key: "k" }, () => 1);
+// A tenant kept in a jurisdiction: its value, a string or null (unrestricted).
+export const euOnce = once(step, "charge", { ledger: wfNs, tenant: "acme-eu", jurisdiction: "eu", key: "k" }, () => 1);
+export const euSchedule = onceScheduled(0, "nightly", { ledger: wfNs, tenant: "acme", jurisdiction: null }, () => 1);
+// @ts-expect-error jurisdiction is a value here, not a function
+export const perCallJurisdiction = once(step, "charge", { ledger: wfNs, tenant: "acme", jurisdiction: () => "eu", key: "k" }, () => 1);
+// One object by its name (a shard's): forObject, never forTenant.
+import { shardObjectName } from "idempotency-ledger";
+export const shardClient: LedgerClient = LedgerClient.forObject(wfNs, shardObjectName("acme", 1, 2), { jurisdiction: "eu" });

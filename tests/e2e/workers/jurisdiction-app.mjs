@@ -1,7 +1,7 @@
 // A JavaScript Worker over the deployed TenantLedger namespace (LEDGER,
 // script "gateway"), for tests/e2e/jurisdictions.test.mjs: the package's
 // `jurisdiction` option on each path to a tenant's objects — withIdempotency,
-// ledgerStore, LedgerClient.forTenant — and the deployed LedgerService
+// ledgerStore, LedgerClient.forTenant, Workflows `once` — and the deployed LedgerService
 // (SERVICE). Local workerd refuses `jurisdiction(J)`, so LEDGER is wrapped
 // in a stand-in whose `jurisdiction("eu")` answers the gateway's eu
 // namespace (LEDGER_EU, class TenantLedgerEu of
@@ -9,6 +9,7 @@
 // (`GET /asked`); `?real=1` hands over the real binding instead.
 import { LedgerClient, fingerprint, withIdempotency } from "../../../client/index.js";
 import { ledgerStore } from "../../../client/middleware/store.js";
+import { once } from "../../../client/consumers/workflows.js";
 
 const asked = [];
 let runs = 0;
@@ -54,6 +55,16 @@ export default {
         return Response.json(await client.claim({ key, fingerprint: fp }));
       } catch (e) {
         return Response.json({ error: e.message, problem: e.problem ?? null }, { status: e.status ?? 599 });
+      }
+    }
+    if (url.pathname === "/workflow") {
+      // The step's callback run as the engine's first attempt runs it (the engine itself: tests/e2e/workflows.test.mjs).
+      const step = { do: (_name, ...rest) => rest.at(-1)() };
+      const options = { ledger: namespace(request, env), tenant: tenant(request), jurisdiction: jurisdiction(request), key };
+      try {
+        return Response.json(await once(step, "charge", options, () => { runs += 1; return { ran: runs }; }));
+      } catch (e) {
+        return Response.json({ error: e.message }, { status: 500 });
       }
     }
     if (url.pathname === "/service") return Response.json(await env.SERVICE.claim(tenant(request), { key, fingerprint: fp }));
