@@ -247,8 +247,10 @@ export class LedgerClient {
   /**
    * The object of `tenant` in a namespace bound with script_name. `tenant` is a tenant id, always (a
    * TypeError otherwise), named by the one rule the gateway uses (`tenantObjectName`: a v1.3 id as it is,
-   * any other escaped) — even one that looks like an object's name: `~user%40example.com` is a tenant of
-   * its own, never `user@example.com`'s object. To name one object yourself, use {@link LedgerClient.forObject}.
+   * any other escaped). An id spelled like another tenant's object name (`~user%40example.com`,
+   * `acme/shard-1-of-2`) is a TypeError: before v1.5 forTenant took it as that object, and a caller
+   * written then must not silently reach another object now; the tenant with such an id is reached
+   * through `TenantLedgers`. To name one object yourself, use {@link LedgerClient.forObject}.
    * One client is one object, so this is an unsharded tenant's ledger: a tenant that TENANT_SHARDS
    * spreads over several objects has no single object to name. For a sharded tenant use `TenantLedgers`
    * (./shards.js: `new TenantLedgers(env.LEDGER, env.TENANT_SHARDS).claim(tenant, call)`), or give the
@@ -263,7 +265,12 @@ export class LedgerClient {
    */
   static forTenant(namespace, tenant, options = {}) {
     if (!isTenantId(tenant)) throw new TypeError(`LedgerClient.forTenant needs a tenant id (${TENANT_RULE}); name an object with LedgerClient.forObject`);
-    return LedgerClient.#named("forTenant", namespace, tenantObjectName(tenant), options);
+    const name = tenantObjectName(tenant);
+    // Before v1.5 forTenant took such an id as the object it spells: refused, never silently another object.
+    if (name !== tenant && isObjectName(tenant)) {
+      throw new TypeError(`LedgerClient.forTenant: ${JSON.stringify(tenant)} is spelled like an object's name, which forTenant took as that object before v1.5; to reach that object use LedgerClient.forObject, and for the tenant with this id TenantLedgers (its object is ${JSON.stringify(name)})`);
+    }
+    return LedgerClient.#named("forTenant", namespace, name, options);
   }
 
   /**

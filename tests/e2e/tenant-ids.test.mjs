@@ -10,7 +10,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, startOrigin, read, json, sha256hex, rpcCaller, orderInit, DEMO_TOKENS, ACME, bundledWorkerModules } from "./harness.mjs";
-import { LedgerClient, fingerprint, shardOf } from "../../client/index.js";
+import { LedgerClient, fingerprint, shardOf, shardObjectName } from "../../client/index.js";
 
 const TENANTS = {
   "tok-api-key": "api-key:123",
@@ -51,14 +51,17 @@ async function orderCall(key, fingerprintOf = { target: "/v1/orders", headers: {
   const fp = await fingerprint({ method: "POST", target: fingerprintOf.target, headers: fingerprintOf.headers, body: new TextEncoder().encode(fingerprintOf.body) });
   return { key, fingerprint: fp, request: { method: "POST", target: "/v1/orders", body: Buffer.from(body).toString("base64") } };
 }
-/** Asserts `tenant` sees nothing of `key` (another tenant's) through LedgerService and LedgerClient.forTenant. */
+/** Asserts `tenant` sees nothing of `key` (another tenant's) through LedgerService and its own object. */
 async function seesNothing(worker, namespace, tenant, key) {
   const stats = await service(worker, "stats", tenant);
   assert.equal(stats.error, undefined, JSON.stringify(stats));
   assert.deepEqual([stats.records, stats.completed, stats.claims], [0, 0, 0], `${tenant}: stats of its own object`);
   assert.deepEqual(await service(worker, "list", tenant, {}), { keys: [], next: null }, `${tenant}: no keys`);
   assert.equal(await service(worker, "lookup", tenant, key), null, `${tenant}: LedgerService.lookup`);
-  assert.equal(await LedgerClient.forTenant(namespace, tenant).lookup(key), null, `${tenant}: LedgerClient.forTenant(…).lookup`);
+  // forTenant refuses the lookalike id (before v1.5 it took it as the object it spells); the tenant's
+  // own object, by the one rule, holds nothing of the other's.
+  assert.throws(() => LedgerClient.forTenant(namespace, tenant), /spelled like an object's name/, `${tenant}: forTenant refuses it`);
+  assert.equal(await LedgerClient.forObject(namespace, shardObjectName(tenant, 0, 1)).lookup(key), null, `${tenant}: its own object's lookup`);
 }
 after(async () => { await gw?.dispose(); });
 

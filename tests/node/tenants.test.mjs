@@ -27,6 +27,7 @@ test("tenant ids and their objects' names follow the one rule both languages pin
   const namespace = recordingNamespace();
   /** @type {Map<string, string>} object name → the tenant whose it is */
   const owners = new Map();
+  let refused = 0;
   for (const v of vectors) {
     assert.equal(isTenantId(v.tenant), v.valid, JSON.stringify(v.tenant));
     if (!v.valid) {
@@ -43,13 +44,20 @@ test("tenant ids and their objects' names follow the one rule both languages pin
       assert.equal(owners.get(name) ?? v.tenant, v.tenant, `${name} is two tenants' object`);
       owners.set(name, v.tenant);
     }
-    // A tenant id names its object by the rule, always: even one that is another tenant's object name.
-    LedgerClient.forTenant(namespace, v.tenant);
-    assert.equal(namespace.named.at(-1), v.object, JSON.stringify(v.tenant));
+    // A tenant id names its object by the rule; one spelled like another tenant's object name (which
+    // forTenant took as that object before v1.5) is refused loudly, never sent to another object.
+    if (v.object !== v.tenant && isObjectName(v.tenant)) {
+      assert.throws(() => LedgerClient.forTenant(namespace, v.tenant), /spelled like an object's name.*forObject.*TenantLedgers/, JSON.stringify(v.tenant));
+      refused++;
+    } else {
+      LedgerClient.forTenant(namespace, v.tenant);
+      assert.equal(namespace.named.at(-1), v.object, JSON.stringify(v.tenant));
+    }
     // An object's name is taken as it is, through forObject only.
     LedgerClient.forObject(namespace, v.shard_1_of_2);
     assert.equal(namespace.named.at(-1), v.shard_1_of_2);
   }
+  assert.ok(refused >= 3, `the fixture's lookalike ids are refused by forTenant (${refused})`);
   // v1.3 ids keep their objects: the name is the id.
   for (const t of ["acme", "globex", "a.b-c_D9"]) assert.equal(tenantObjectName(t), t);
   assert.equal(isTenantId("\ud800"), false, "a lone surrogate is not UTF-8");
