@@ -12,6 +12,8 @@ export { LedgerError, retryAfterSeconds };
 export const RPC_V1_PREFIX = "/rpc/v1/";
 /** The object's answer header naming how long a claim waited (ms). */
 export const WAITED_HEADER = "ledger-waited-ms";
+/** A keyed call's header: its caller asked the previous layout (of this many objects) first (Rust rpc). */
+export const PREVIOUS_ASKED_HEADER = "ledger-previous-asked";
 // Delays before a claim that names its attempt, or an execute, whose answer
 // was lost is sent again (src/protocol/limits.json, as the Rust client's).
 export { LOST_ANSWER_RETRY_DELAYS_MS };

@@ -4,7 +4,7 @@
 // operator's map, and the one routing rule for keyed calls while a tenant
 // is resharded. Shared vectors: tests/fixtures/shards.json.
 import { encoder, sha256 } from "../rules/bytes.js";
-import { LedgerClient, LedgerError } from "./client.js";
+import { LedgerClient, LedgerError, PREVIOUS_ASKED_HEADER } from "./client.js";
 import { TENANT_RULE, inJurisdiction, isTenantId, parseTenantJurisdictions, tenantObjectName } from "../rules/tenant.js";
 
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, mergeListPages, sumStats } from "./merge.js";
@@ -122,7 +122,28 @@ export function parseTenantShards(raw) {
 async function keyHomes(namespace, tenant, key, layout = SINGLE) {
   /** @param {number} n */
   const home = async (n) => LedgerClient.forObject(namespace, shardObjectName(tenant, n <= 1 ? 0 : await shardOf(String(key), n), n));
-  return { current: await home(layout.shards), previous: layout.previous === null ? null : await home(layout.previous) };
+  const current = await home(layout.shards);
+  if (layout.previous === null) return { current, previous: null };
+  return { current: askedPrevious(current, layout.previous), previous: await home(layout.previous) };
+}
+
+/**
+ * `client`, telling the object with every call that the previous layout (of `previous` objects) was
+ * asked first ({@link routeKeyed} always asks it first): that object then does not ask it again. Any
+ * other caller's call is checked there by the object itself, whatever its configuration says.
+ * @param {LedgerClient} client
+ * @param {number} previous
+ * @returns {LedgerClient}
+ */
+function askedPrevious(client, previous) {
+  const { stub } = client;
+  return new LedgerClient({
+    fetch(input, init = {}) {
+      const headers = new Headers(init.headers);
+      headers.set(PREVIOUS_ASKED_HEADER, String(previous));
+      return stub.fetch(input, { ...init, headers });
+    },
+  });
 }
 
 /**

@@ -42,8 +42,10 @@ pub fn store_unavailable(error: &LedgerError) -> Response {
 }
 
 /// The client of `key`'s object and, while the tenant is resharded, of its
-/// object in the previous layout. An unsharded tenant's key lives in the
-/// tenant's one object (its base). Both in the tenant's jurisdiction.
+/// object in the previous layout (then the current one's calls say the
+/// previous layout was asked first: every caller of this asks it first).
+/// An unsharded tenant's key lives in the tenant's one object (its base).
+/// Both in the tenant's jurisdiction.
 pub fn key_homes(
     who: &Tenancy,
     key: &str,
@@ -61,6 +63,12 @@ pub fn key_homes(
         .previous_home(&who.objects, key)
         .map(|name| who.object(&name).map(like))
         .transpose()?;
+    // Every keyed call of the gateway asks the previous layout first, so
+    // its calls to the current one say so: that object does not ask again.
+    let current = match layout.previous {
+        Some(m) => current.after_asking_previous(m),
+        None => current,
+    };
     Ok((current, previous))
 }
 

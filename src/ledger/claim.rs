@@ -35,9 +35,8 @@ use super::machine::Ledger;
 use super::outcome::{Claim, ClaimOutcome, Counter, KeyState, Refusal};
 use super::policy::ClaimPolicy;
 use super::record::Record;
-use super::settle::Kept;
-use super::store::{SqlStore, SqlValue, StoreError};
-use crate::protocol::{Fingerprint, StoredResponse};
+use super::store::{SqlStore, StoreError};
+use crate::protocol::Fingerprint;
 
 impl<S: SqlStore> Ledger<S> {
     /// Claims `key` for the request with fingerprint `fp` (an unnamed
@@ -178,60 +177,6 @@ impl<S: SqlStore> Ledger<S> {
         self.note_expiry(policy.in_flight_expires_at(now), policy.sweep_at(now), now)?;
         let grant = (generation, Some(lease));
         self.granted(true, grant, None, false, now, "a new key")
-    }
-
-    /// Embedded mode's fresh key: the record written once, already
-    /// completed with `stored` (the application ran in this transaction),
-    /// its body kept if the byte quota has room for it (see
-    /// [`Ledger::fit_to_quota`]). Its generation, and whether the body was kept.
-    pub(super) fn insert_completed(
-        &self,
-        key: &str,
-        fp: &Fingerprint,
-        stored: &StoredResponse,
-        policy: &ClaimPolicy,
-        now: Millis,
-    ) -> Result<(i64, bool), StoreError> {
-        let components = components(fp)?;
-        let headers = serde_json::to_string(&stored.headers)
-            .map_err(|e| StoreError::Decode(e.to_string()))?;
-        let generation = self.generation_floor()? + 1;
-        let mut params: Vec<SqlValue> = vec![
-            key.into(),
-            generation.into(),
-            fp.digest.as_str().into(),
-            components.into(),
-            now.into(),
-            now.into(),
-            now.into(),
-            policy.sweep_at(now).into(),
-            policy.sweep_at(now).into(),
-            i64::from(stored.status).into(),
-            headers.into(),
-            stored.body.clone().into(),
-            i64::from(stored.retained()).into(),
-        ];
-        // Two rows: the record and its sweep_at index entry.
-        let kept = self.fit_to_quota(&mut params, 10, 2, policy.max_db_bytes);
-        // Guard: the primary key — the key was read absent in this
-        // transaction; a row that exists after all fails the insert loudly.
-        self.store.execute(
-            "INSERT INTO idempotency_records
-                (key, state, generation, fingerprint, components, created_at, claimed_at,
-                 completed_at, expires_at, sweep_at, response_status, response_headers,
-                 response_body, retained)
-             VALUES (?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            &params,
-        )?;
-        self.note_expiry(policy.sweep_at(now), policy.sweep_at(now), now)?;
-        self.granted(true, (generation, None), None, false, now, "a new key")?;
-        // Granted in flight, then completed: the record counts as completed.
-        let mut tally = self.tally();
-        tally.moved(Some(Counter::InFlight), Counter::Completed, now);
-        if kept == Kept::OverQuota {
-            tally.count(Counter::QuotaTombstones, None, now);
-        }
-        Ok((generation, kept == Kept::Body))
     }
 
     /// A record past its retention window that the sweep has not reached yet
@@ -375,7 +320,7 @@ impl<S: SqlStore> Ledger<S> {
     /// (None: a new record) to in flight. A guard that did not match
     /// (`changed` false) cannot happen inside the claim's transaction:
     /// refuse loudly.
-    fn granted(
+    pub(super) fn granted(
         &self,
         changed: bool,
         (generation, lease): (i64, Option<String>),
@@ -402,6 +347,6 @@ impl<S: SqlStore> Ledger<S> {
 }
 
 /// The fingerprint's components as stored (names what differed on a 422).
-fn components(fp: &Fingerprint) -> Result<String, StoreError> {
+pub(super) fn components(fp: &Fingerprint) -> Result<String, StoreError> {
     serde_json::to_string(&fp.components).map_err(|e| StoreError::Decode(e.to_string()))
 }

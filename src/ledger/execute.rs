@@ -12,14 +12,18 @@
 //! - Its completion is held to the byte quota as `complete` is: an answer
 //!   the database has no room for is stored as a tombstone (`retained`
 //!   false), the application's own writes still commit.
+//! - A key new to it is written once, already completed
+//!   ([`Ledger::insert_completed`]): one row and its index entry, and no
+//!   lease token (no settlement follows its grant).
 
+use super::claim::components;
 use super::clock::Millis;
 use super::lease::Grant;
 use super::machine::Ledger;
-use super::outcome::{ClaimOutcome, ExecuteOutcome};
+use super::outcome::{ClaimOutcome, Counter, ExecuteOutcome};
 use super::policy::ClaimPolicy;
 use super::settle::Kept;
-use super::store::{SqlStore, StoreError};
+use super::store::{SqlStore, SqlValue, StoreError};
 use crate::protocol::{AppResponse, CapturePolicy, Fingerprint, StoredResponse};
 
 impl<S: SqlStore> Ledger<S> {
@@ -88,5 +92,59 @@ impl<S: SqlStore> Ledger<S> {
         })?;
         self.flush_after_commit(now);
         Ok(out)
+    }
+
+    /// Embedded mode's fresh key: the record written once, already
+    /// completed with `stored` (the application ran in this transaction),
+    /// its body kept if the byte quota has room for it (see
+    /// [`Ledger::fit_to_quota`]). Its generation, and whether the body was kept.
+    pub(super) fn insert_completed(
+        &self,
+        key: &str,
+        fp: &Fingerprint,
+        stored: &StoredResponse,
+        policy: &ClaimPolicy,
+        now: Millis,
+    ) -> Result<(i64, bool), StoreError> {
+        let components = components(fp)?;
+        let headers = serde_json::to_string(&stored.headers)
+            .map_err(|e| StoreError::Decode(e.to_string()))?;
+        let generation = self.generation_floor()? + 1;
+        let mut params: Vec<SqlValue> = vec![
+            key.into(),
+            generation.into(),
+            fp.digest.as_str().into(),
+            components.into(),
+            now.into(),
+            now.into(),
+            now.into(),
+            policy.sweep_at(now).into(),
+            policy.sweep_at(now).into(),
+            i64::from(stored.status).into(),
+            headers.into(),
+            stored.body.clone().into(),
+            i64::from(stored.retained()).into(),
+        ];
+        // Two rows: the record and its sweep_at index entry.
+        let kept = self.fit_to_quota(&mut params, 10, 2, policy.max_db_bytes);
+        // Guard: the primary key — the key was read absent in this
+        // transaction; a row that exists after all fails the insert loudly.
+        self.store.execute(
+            "INSERT INTO idempotency_records
+                (key, state, generation, fingerprint, components, created_at, claimed_at,
+                 completed_at, expires_at, sweep_at, response_status, response_headers,
+                 response_body, retained)
+             VALUES (?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            &params,
+        )?;
+        self.note_expiry(policy.sweep_at(now), policy.sweep_at(now), now)?;
+        self.granted(true, (generation, None), None, false, now, "a new key")?;
+        // Granted in flight, then completed: the record counts as completed.
+        let mut tally = self.tally();
+        tally.moved(Some(Counter::InFlight), Counter::Completed, now);
+        if kept == Kept::OverQuota {
+            tally.count(Counter::QuotaTombstones, None, now);
+        }
+        Ok((generation, kept == Kept::Body))
     }
 }

@@ -10,7 +10,7 @@
 //! the calls
 //! (`calls/<call>.rs`) what several of them share: the claim policy
 //! ([`LedgerObject::policy`]), what a call that may create a key asks
-//! first ([`LedgerObject::kept_previous_answer`]) and the keyed path that
+//! first ([`LedgerObject::previous_answer`]) and the keyed path that
 //! may wait ([`LedgerObject::keyed`]: home check, attempt, wait, count).
 //!
 //! What must stay true here:
@@ -180,17 +180,19 @@ impl LedgerObject {
 
     /// What a call that may create a key (`claim`, `execute`) asks first:
     /// the tenant's registry accepts the layout ([`Home::check_layout`]),
-    /// then a previous layout kept in force answers for `key` if it holds
-    /// it ([`Home::ask_kept_previous`]): its answer, or `None` when the key
-    /// is this object's.
-    pub(super) async fn kept_previous_answer<C: Call>(
+    /// then the previous layout the registry records answers for `key` if
+    /// it holds it, unless the caller already asked it (`asked`,
+    /// [`Home::ask_previous_first`]): its answer, or `None` when the key is
+    /// this object's.
+    pub(super) async fn previous_answer<C: Call>(
         &self,
         config: &Config,
         key: &str,
         call: &C,
+        asked: Option<u32>,
     ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
         self.home.check_layout(config).await?;
-        self.home.ask_kept_previous(config, key, call).await
+        self.home.ask_previous_first(config, key, call, asked).await
     }
 
     /// Runs a claim or execute on `key` at the object's clock: in its home

@@ -18,36 +18,26 @@
 //! Jurisdictions (`TENANT_JURISDICTIONS`): [`LedgerClient::for_object_in`]
 //! reaches the object through [`namespace_in`] (`platform::namespace`).
 //!
-//! Speed (measured with `npm run bench:profile`): worker 0.8.7's
-//! `Stub::fetch_with_request` turns the answer into a `worker::Response`
-//! (reading its headers, `cf` and websocket), and `Response::bytes()` then
-//! drains the body through a `ReadableStream` reader, one wasm↔JS crossing
-//! per chunk and per lock. RPC calls instead go through the raw JS stub: a
-//! `web_sys::Request` built directly, `stub.fetch(request)`, the status and
-//! one `arrayBuffer()`.
+//! The request and its answer travel through `platform::transport` (the
+//! raw stub, one `arrayBuffer()`).
 
 use std::cell::Cell;
 use std::rc::Rc;
 
-use js_sys::{Function, Reflect, Uint8Array};
-use wasm_bindgen::{JsCast, JsValue};
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::worker_sys::web_sys;
+use wasm_bindgen::JsValue;
 use worker::{Env, Headers, Stub};
 
 use crate::config::Jurisdiction;
 use crate::fields;
-use crate::ledger::store::durable::js_message;
 use crate::ledger::{
     ClaimOutcome, CompleteOutcome, EvictOutcome, ExecuteOutcome, ListPage, ReleaseOutcome, Stats,
 };
-use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::log;
 use crate::platform::namespace::namespace_in;
+use crate::platform::transport::{exchange, fetch, Sent};
 use crate::rpc::{
     Call, ClaimCall, CompleteCall, EvictCall, ExecuteCall, ExecuteCallRef, ListCall, LookupAnswer,
-    LookupCall, ReleaseCall, ReplayedCall, ReplayedOutcome, Route, StatsCall,
-    LOST_ANSWER_RETRY_DELAYS_MS, WAITED_HEADER,
+    LookupCall, ReleaseCall, ReplayedCall, ReplayedOutcome, StatsCall, LOST_ANSWER_RETRY_DELAYS_MS,
 };
 
 pub use crate::platform::env::new_attempt;
@@ -69,39 +59,10 @@ pub struct LedgerClient {
     /// Rows the objects reported writing for this client's calls (and its
     /// clones' and [`LedgerClient::metered_like`]'s), when metered.
     meter: Option<Rc<Cell<u64>>>,
-}
-
-// One promise for the call and its answer's body: `stub.fetch(request)`
-// then `arrayBuffer()` chained in JavaScript, so the gateway awaits one
-// wasm-bindgen future per call instead of two (each costs two closures, a
-// finalizer registration and a microtask; docs/development.md "CPU per
-// request"). Its answer: `[response, bytes]`.
-#[wasm_bindgen::prelude::wasm_bindgen(
-    inline_js = "export function exchange(stub, request) {\n  return stub.fetch(request).then((r) => r.arrayBuffer().then((b) => [r, new Uint8Array(b)]));\n}"
-)]
-extern "C" {
-    #[wasm_bindgen(catch)]
-    fn exchange(stub: &JsValue, request: &web_sys::Request) -> Result<js_sys::Promise, JsValue>;
-}
-
-/// A failure before the request left: the object was certainly not reached.
-fn not_reached(e: JsValue) -> LedgerError {
-    LedgerError::NotReached(js_message(&e))
-}
-
-/// A failure of the stub's fetch. The runtime marks an object it refused
-/// to run the call on as `overloaded` (Durable Object error properties);
-/// any other error may come after the object ran (part of) the call.
-fn unreachable(e: JsValue) -> LedgerError {
-    let overloaded = Reflect::get(&e, &JsValue::from_str("overloaded"))
-        .ok()
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
-    if overloaded {
-        LedgerError::NotReached(js_message(&e))
-    } else {
-        LedgerError::Unreachable(js_message(&e))
-    }
+    /// Every keyed call says it already asked the key's object in the
+    /// previous layout of this many objects (see
+    /// [`LedgerClient::after_asking_previous`]).
+    previous_asked: Option<u32>,
 }
 
 impl LedgerClient {
@@ -140,6 +101,19 @@ impl LedgerClient {
         LedgerClient {
             stub: stub.into_rpc::<JsValue>(),
             meter: None,
+            previous_asked: None,
+        }
+    }
+
+    /// This client, telling the object with every call that the caller
+    /// already asked the key's object in the tenant's previous layout of
+    /// `previous` objects (it answered `421`): a current-layout object
+    /// then does not ask it again ([`crate::rpc::PREVIOUS_ASKED_HEADER`]). Send only
+    /// after that `421`: any other call is checked there by the object.
+    pub fn after_asking_previous(&self, previous: u32) -> LedgerClient {
+        LedgerClient {
+            previous_asked: Some(previous),
+            ..self.clone()
         }
     }
 
@@ -166,24 +140,6 @@ impl LedgerClient {
         self.meter.as_ref().map(|m| m.get())
     }
 
-    /// `stub.fetch(request)` on the raw stub.
-    async fn fetch(&self, request: &web_sys::Request) -> Result<web_sys::Response, LedgerError> {
-        let fetch: Function = Reflect::get(&self.stub, &JsValue::from_str("fetch"))
-            .map_err(not_reached)?
-            .dyn_into()
-            .map_err(not_reached)?;
-        let promise: js_sys::Promise = fetch
-            .call1(&self.stub, request)
-            .map_err(unreachable)?
-            .dyn_into()
-            .map_err(unreachable)?;
-        JsFuture::from(promise)
-            .await
-            .map_err(unreachable)?
-            .dyn_into()
-            .map_err(unreachable)
-    }
-
     /// Sends any RPC v1 call and decodes its answer; for a call that may
     /// wait (`wait_ms > 0`) also how long the object kept it parked
     /// (`ledger-waited-ms`), `None` if it never parked. The one typed path
@@ -192,7 +148,12 @@ impl LedgerClient {
         let body =
             serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
         let may_wait = call.wait_ms().is_some_and(|ms| ms > 0);
-        let (bytes, waited_ms) = self.exchange(C::ROUTE, body, may_wait).await?;
+        let sent = Sent {
+            route: C::ROUTE,
+            read_waited: may_wait,
+            previous_asked: self.previous_asked,
+        };
+        let (bytes, waited_ms) = exchange(&self.stub, self.meter.as_deref(), sent, body).await?;
         let outcome =
             serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))?;
         Ok(Waited { outcome, waited_ms })
@@ -232,69 +193,6 @@ impl LedgerClient {
         }
     }
 
-    /// Sends one JSON call and returns the body of a `200` answer. Not
-    /// generic, so the request plumbing exists once in the bundle.
-    async fn exchange(
-        &self,
-        route: Route,
-        body: String,
-        read_waited: bool,
-    ) -> Result<(Vec<u8>, Option<u64>), LedgerError> {
-        let headers = web_sys::Headers::new().map_err(not_reached)?;
-        headers
-            .set("content-type", "application/json")
-            .map_err(not_reached)?;
-        let init = web_sys::RequestInit::new();
-        init.set_method("POST");
-        init.set_headers(&headers);
-        init.set_body(&JsValue::from_str(&body));
-        let url = format!("https://tenant-ledger{}", route.path());
-        let request = web_sys::Request::new_with_str_and_init(&url, &init).map_err(unreachable)?;
-        let answer: js_sys::Array =
-            JsFuture::from(exchange(&self.stub, &request).map_err(unreachable)?)
-                .await
-                .map_err(unreachable)?
-                .unchecked_into();
-        let response: web_sys::Response = answer.get(0).unchecked_into();
-        let bytes = answer.get(1).unchecked_into::<Uint8Array>().to_vec();
-        let status = response.status();
-        if status != 200 {
-            let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .ok()
-                .flatten()
-                .and_then(|v| v.trim().parse().ok());
-            return Err(LedgerError::Refused {
-                status,
-                problem,
-                retry_after,
-            });
-        }
-        if let Some(meter) = &self.meter {
-            let rows: u64 = response
-                .headers()
-                .get(ROWS_WRITTEN_HEADER)
-                .ok()
-                .flatten()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            meter.set(meter.get().saturating_add(rows));
-        }
-        let waited_ms = if read_waited {
-            response
-                .headers()
-                .get(WAITED_HEADER)
-                .ok()
-                .flatten()
-                .and_then(|v| v.parse().ok())
-        } else {
-            None
-        };
-        Ok((bytes, waited_ms))
-    }
-
     /// `claim`. One that names its attempt ([`new_attempt`]) and does not
     /// wait is sent again while its answer is lost, and answered the grant
     /// it was given. (A waiting claim is not: its object most likely went
@@ -308,8 +206,15 @@ impl LedgerClient {
         &self,
         call: &ClaimCall,
     ) -> Result<Waited<ClaimOutcome>, LedgerError> {
-        let waits = call.wait_ms.is_some_and(|ms| ms > 0);
-        if call.attempt.is_some() && !waits {
+        self.send(call).await
+    }
+
+    /// Sends `call` as this client sends its own calls: again while its
+    /// answer is lost when [`Call::repeatable`] (a claim under its attempt,
+    /// an execute, neither waiting). What an object passing a call on to
+    /// another (`object::home::ask_previous`) sends it with.
+    pub async fn send<C: Call>(&self, call: &C) -> Result<Waited<C::Answer>, LedgerError> {
+        if call.repeatable() {
             self.call_repeating(call).await
         } else {
             self.call(call).await
@@ -363,7 +268,7 @@ impl LedgerClient {
             .map_err(|e| LedgerError::NotReached(e.to_string()))?;
         let request = crate::platform::http::outbound_request(&url, method, headers, body)
             .map_err(|e| LedgerError::NotReached(e.to_string()))?;
-        Ok(self.fetch(request.inner()).await?.into())
+        Ok(fetch(&self.stub, request.inner()).await?.into())
     }
 
     /// Counts replays answered from a caller's own cache.
@@ -391,10 +296,6 @@ impl LedgerClient {
         &self,
         call: &C,
     ) -> Result<Waited<ExecuteOutcome>, LedgerError> {
-        if call.wait_ms().is_some_and(|ms| ms > 0) {
-            self.call(call).await
-        } else {
-            self.call_repeating(call).await
-        }
+        self.send(call).await
     }
 }

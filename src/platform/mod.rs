@@ -27,6 +27,8 @@ pub mod http;
 pub mod log;
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod namespace;
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
+mod transport;
 
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub use eager::eager;

@@ -14,6 +14,15 @@ use crate::protocol::validate_key;
 /// The object's answer header naming how long a claim or execute waited.
 pub const WAITED_HEADER: &str = "ledger-waited-ms";
 
+/// The request header of a keyed call whose caller already asked the
+/// key's object in the tenant's previous layout (its value: that layout's
+/// object count) and was answered `421`: a current-layout object then does
+/// not ask it again. Without it (or naming another layout), a current-layout
+/// object that does not hold the key asks the previous layout the tenant's
+/// registry records itself, first (docs/contract.md §8). A header, not a
+/// call field: objects older than it ignore it (they refuse unknown fields).
+pub const PREVIOUS_ASKED_HEADER: &str = "ledger-previous-asked";
+
 /// The largest `wait_ms` an RPC call may carry (one hour); the object then
 /// bounds it by its own `IN_FLIGHT_WAIT_MAX_SECONDS`.
 pub const MAX_CALL_WAIT_MS: u64 = 3_600_000;
@@ -131,6 +140,14 @@ pub trait Call: Serialize {
     /// How long the call may wait for an in-flight key (claim, execute).
     fn wait_ms(&self) -> Option<u64> {
         None
+    }
+    /// Is this call sent again while its answer is lost (docs/contract.md
+    /// §3, "A claim's lost answer")? Only a call whose repeat the object
+    /// answers as the first — a claim under its attempt, an execute — and
+    /// that does not wait (a lost answer there most likely means its object
+    /// went away while it was parked).
+    fn repeatable(&self) -> bool {
+        false
     }
     /// Reads the call from its body (JSON, unknown fields refused).
     fn parse(body: &[u8]) -> Result<Self, String>

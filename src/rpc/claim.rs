@@ -57,6 +57,10 @@ impl Call for ClaimCall {
     fn wait_ms(&self) -> Option<u64> {
         self.wait_ms
     }
+
+    fn repeatable(&self) -> bool {
+        self.attempt.is_some() && self.wait_ms.unwrap_or(0) == 0
+    }
 }
 
 /// Longest claim attempt id (a UUID is 36).

@@ -81,6 +81,10 @@ impl Call for ExecuteCall {
     fn wait_ms(&self) -> Option<u64> {
         self.wait_ms
     }
+
+    fn repeatable(&self) -> bool {
+        self.wait_ms.unwrap_or(0) == 0
+    }
 }
 
 impl Call for ExecuteCallRef<'_> {
@@ -98,6 +102,10 @@ impl Call for ExecuteCallRef<'_> {
 
     fn wait_ms(&self) -> Option<u64> {
         self.wait_ms
+    }
+
+    fn repeatable(&self) -> bool {
+        self.wait_ms.unwrap_or(0) == 0
     }
 }
 

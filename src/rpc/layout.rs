@@ -51,6 +51,13 @@ pub struct LayoutOutcome {
     /// Why it is kept (until when), for the asker's log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The previous layout (its object count) the tenant's record names or
+    /// keeps in force: a current-layout object that does not hold a key
+    /// asks the key's object there first, unless the call says its caller
+    /// did (`rpc::PREVIOUS_ASKED_HEADER`). Absent from registries older
+    /// than this field (the asker then trusts its callers, as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<u32>,
 }
 
 impl LayoutOutcome {
@@ -60,6 +67,7 @@ impl LayoutOutcome {
             outcome: "accepted".into(),
             previous_in_force: None,
             reason: None,
+            previous: None,
         }
     }
 

@@ -118,7 +118,6 @@ export class Rng {
   }
 }
 
-/** Reads a response fully: status, headers as a plain object, body bytes. */
 /**
  * A claim's answer with its lease token checked — 32 lowercase hex
  * characters on every grant — and set aside, so the rest compares exactly
@@ -134,6 +133,7 @@ export function unleased(answer) {
   return rest;
 }
 
+/** Reads a response fully: status, headers as a plain object, body bytes. */
 export async function read(res) {
   const body = Buffer.from(await res.arrayBuffer());
   return { status: res.status, headers: Object.fromEntries(res.headers), body, text: body.toString("utf8") };

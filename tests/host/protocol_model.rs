@@ -29,10 +29,11 @@
 //! - `settle_by_token`: a settlement is matched by its grant's lease token
 //!   (on) or by its generation alone (off: before issue 44);
 //! - `object_decides`: whether a key may live in the previous layout is
-//!   decided by the registry's record — `P` is retired once the registry
-//!   records the reshard, and `C` asks `P` itself unless the call says it
-//!   already did — (on), or by each object's own configuration, trusting
-//!   the caller to have asked the previous layout first (off: before).
+//!   decided by the registry's record — `C` asks `P` itself for a key it
+//!   does not hold unless the call says its caller already did (on) — or
+//!   by `C`'s own configuration, trusting the caller to have asked the
+//!   previous layout first (off: before). In both, `P` is retired by its
+//!   own configuration, which a deploy changes at any moment.
 //!
 //! Properties: a key never has two live owners; no answer is stored over
 //! another owner's grant; a key is never granted while any object still
@@ -140,20 +141,20 @@ struct ProtocolModel {
 }
 
 impl ProtocolModel {
-    /// Is `P` retired, answering only for a key it holds?
+    /// Is `P` retired, answering only for a key it holds? By its own
+    /// configuration, in both protocols (as the code decides it: an
+    /// object whose name is not of its configured layout's).
     fn retired(&self, s: &State) -> bool {
-        if self.object_decides {
-            s.resharded
-        } else {
-            s.object_views[P] != View::Unsharded
-        }
+        s.object_views[P] != View::Unsharded
     }
 
     /// Does `C` ask `P` first for a call that says `asked` (whether its
     /// caller already asked the previous layout)?
     fn consults(&self, s: &State, asked: bool) -> bool {
         if self.object_decides {
-            s.resharded && !asked
+            // The registry's record names a previous layout, the caller did
+            // not ask it, and `C` does not hold the key.
+            s.resharded && !asked && s.records[C].is_none()
         } else {
             // Only when its own configuration dropped `previous` and the
             // registry keeps it in force; otherwise it trusts the caller.
@@ -263,11 +264,7 @@ impl Model for ProtocolModel {
                 })
                 .collect();
         }
-        let c_views: &[View] = if self.object_decides {
-            &[View::Resharded]
-        } else {
-            &targets
-        };
+        let c_views: &[View] = &targets;
         let mut out = Vec::new();
         for owner_targets in combos {
             for &c_view in c_views {

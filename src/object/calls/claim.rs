@@ -23,9 +23,10 @@ pub(in crate::object) async fn claim(
     object: &LedgerObject,
     config: &Config,
     call: ClaimCall,
+    asked: Option<u32>,
 ) -> Result<(ClaimOutcome, WaitReport), Problem> {
     if let Some(answer) = object
-        .kept_previous_answer(config, &call.key, &call)
+        .previous_answer(config, &call.key, &call, asked)
         .await?
     {
         return Ok(answer);

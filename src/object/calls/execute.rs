@@ -20,9 +20,10 @@ pub(in crate::object) async fn execute(
     object: &LedgerObject,
     config: &Config,
     call: ExecuteCall,
+    asked: Option<u32>,
 ) -> Result<(ExecuteOutcome, WaitReport), Problem> {
     if let Some(answer) = object
-        .kept_previous_answer(config, &call.key, &call)
+        .previous_answer(config, &call.key, &call, asked)
         .await?
     {
         return Ok(answer);

@@ -32,12 +32,15 @@ pub(in crate::object) async fn layout(
         "layout goes to the tenant's registry: the object named by the tenant",
     )?;
     object.home.registry_jurisdiction(config, &tenant).await?;
-    Ok(answered(
-        match object.home.decide_layout(config, &tenant, &call).await? {
-            None => LayoutOutcome::accepted(),
-            Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
-        },
-    ))
+    let decided = object.home.decide_layout(config, &tenant, &call).await?;
+    let outcome = match decided.kept {
+        None => LayoutOutcome::accepted(),
+        Some((previous, reason)) => LayoutOutcome::keeping_previous(previous, reason),
+    };
+    Ok(answered(LayoutOutcome {
+        previous: decided.previous,
+        ..outcome
+    }))
 }
 
 /// RPC v1 `jurisdiction` applied to `object`, once parsed and validated.

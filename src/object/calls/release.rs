@@ -22,12 +22,13 @@ pub(in crate::object) async fn release(
     object: &LedgerObject,
     config: &Config,
     call: ReleaseCall,
+    asked: Option<u32>,
 ) -> Result<(ReleaseOutcome, WaitReport), Problem> {
-    // Follows a previous layout the registry keeps in force (a
-    // settlement is never refused by the layout).
+    // A key this object does not hold is settled where the previous
+    // layout holds it (a settlement is never refused by the layout).
     if let Some(answer) = object
         .home
-        .settle_at_kept_previous(config, &call.key, &call)
+        .settle_asking_previous(config, &call.key, &call, asked)
         .await?
     {
         return Ok(answer);

@@ -9,6 +9,7 @@
 //! the calls (`calls/`) and the object ([`super::ledger_object`]) ask it,
 //! through [`Home`], before they touch a key.
 
+pub mod ask_previous;
 pub mod jurisdiction;
 pub mod place;
 pub mod reshard;

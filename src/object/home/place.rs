@@ -13,8 +13,8 @@
 //! recorded in the ledger; every later instance reads it back. Before the
 //! first claim or execute it has the tenant's registry accept the layout
 //! ([`Home::check_layout`]; the registry's own side, deciding and
-//! recording, is `reshard.rs`), and while the registry keeps a previous
-//! layout in force it sends keyed calls there first.
+//! recording, is `reshard.rs`), learning the previous layout the registry
+//! records; asking it first is `ask_previous.rs`.
 //!
 //! What must stay true here:
 //! - The recorded name is one the runtime handed over (checked against the
@@ -32,23 +32,26 @@
 //!   the current layout's objects ask the kept previous layout first for
 //!   every keyed call (as callers do while it is named), logging
 //!   `idempotency.previous_kept` once per instance.
+//! - Where a key lives is the registry's record's to say, not a caller's:
+//!   while it names a previous layout, a current-layout object asks that
+//!   layout first for a key it does not hold unless the call says its
+//!   caller already did (`ask_previous.rs`).
 
 use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 
 use worker::{Env, State};
 
-use crate::config::shards::{object_name, parse_object_name, shard_of, Role};
+use crate::config::shards::{parse_object_name, Role};
 use crate::config::Config;
 use crate::fields;
 use crate::ledger::{DoSqlStore, Ledger, Millis};
 use crate::object::problems::store_unavailable;
-use crate::object::waiting::WaitReport;
 use crate::platform::client::LedgerError;
 use crate::platform::namespace::namespace_in;
-use crate::platform::{log, now_ms, LEDGER_BINDING};
+use crate::platform::{log, LEDGER_BINDING};
 use crate::protocol::{Problem, ProblemKind};
-use crate::rpc::{Call, LayoutCall};
+use crate::rpc::LayoutCall;
 
 /// The object's place, once known.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +93,7 @@ pub fn window_ms(config: &Config) -> i64 {
 
 /// A previous layout's object refused a call passed on to it: its problem,
 /// as the caller would have had it asking that object itself.
-fn passed_on(problem: &serde_json::Value) -> Problem {
+pub(super) fn passed_on(problem: &serde_json::Value) -> Problem {
     let kind = problem["type"]
         .as_str()
         .and_then(|t| t.rsplit('/').next())
@@ -131,11 +134,17 @@ pub struct Home {
     place: OnceCell<Place>,
     /// The tenant's registry accepted the configured layout; checked once
     /// per instance.
-    layout_accepted: Cell<bool>,
+    pub(super) layout_accepted: Cell<bool>,
     /// The previous layout (its shard count) the tenant's registry keeps in
     /// force although the configuration dropped `"previous"` too early:
     /// keyed calls ask it first.
-    previous_in_force: Cell<Option<u32>>,
+    pub(super) previous_in_force: Cell<Option<u32>>,
+    /// The previous layout (its shard count) the tenant's registry records,
+    /// learned with the layout's acceptance: it may hold keys, so a keyed
+    /// call for a key this object does not hold asks it first unless the
+    /// call says its caller did (`ask_previous.rs`) — whatever this
+    /// object's or its caller's configuration says.
+    pub(super) registry_previous: Cell<Option<u32>>,
 }
 
 impl Home {
@@ -147,6 +156,7 @@ impl Home {
             place: OnceCell::new(),
             layout_accepted: Cell::new(false),
             previous_in_force: Cell::new(None),
+            registry_previous: Cell::new(None),
         }
     }
 
@@ -270,9 +280,10 @@ impl Home {
             window_ms: window_ms(config),
             upgraded_from_v1,
         };
-        let kept = if is_registry {
+        let (kept, previous) = if is_registry {
             self.registry_jurisdiction(config, &tenant).await?;
-            self.decide_layout(config, &tenant, &call).await?
+            let decided = self.decide_layout(config, &tenant, &call).await?;
+            (decided.kept, decided.previous)
         } else {
             let registry = self
                 .tenant_object(config, &tenant)
@@ -282,10 +293,12 @@ impl Home {
                 .await
                 .map_err(|e| self.registry_failed(&e))?
                 .outcome;
-            answer
+            let kept = answer
                 .previous_in_force
-                .map(|m| (m, answer.reason.unwrap_or_default()))
+                .map(|m| (m, answer.reason.unwrap_or_default()));
+            (kept, answer.previous.or(answer.previous_in_force))
         };
+        self.registry_previous.set(previous);
         if let Some((previous, reason)) = kept {
             // Once per object instance: the configuration is ahead of what
             // the tenant's records allow.
@@ -297,72 +310,6 @@ impl Home {
         }
         self.layout_accepted.set(true);
         Ok(())
-    }
-
-    /// [`Self::ask_kept_previous`] for a settlement (complete, release),
-    /// which asks no registry to accept the layout and is never refused by
-    /// it (docs/contract.md §8): only when this object does not hold the
-    /// key and has not learned its layout yet does it ask the registry —
-    /// a refusal only logged — so a key granted in a previous layout kept
-    /// in force is settled there.
-    pub(in crate::object) async fn settle_at_kept_previous<C: Call>(
-        &self,
-        config: &Config,
-        key: &str,
-        call: &C,
-    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
-        if self.previous_in_force.get().is_none() && !self.layout_accepted.get() {
-            let place = self.place(config)?;
-            if place.retired || place.tenant.is_none() {
-                return Ok(None);
-            }
-            let holds = self
-                .ledger
-                .holds(key, now_ms())
-                .map_err(|e| store_unavailable(&e))?;
-            if holds {
-                return Ok(None);
-            }
-            let _ = self.check_layout(config).await;
-        }
-        self.ask_kept_previous(config, key, call).await
-    }
-
-    /// While the registry keeps in force a previous layout the
-    /// configuration no longer names, a keyed call for `key` is first
-    /// sent to the key's object in that layout — as every caller does
-    /// while `"previous"` is named (`config::shards`): its answer when it
-    /// holds the key; `None` when it answers `421` (the key is this
-    /// object's) or no previous layout is kept.
-    pub(in crate::object) async fn ask_kept_previous<C: Call>(
-        &self,
-        config: &Config,
-        key: &str,
-        call: &C,
-    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
-        let Some(m) = self.previous_in_force.get() else {
-            return Ok(None);
-        };
-        let place = self.place(config)?;
-        let Some((tenant, _)) = place.tenant.as_ref().filter(|_| !place.retired) else {
-            return Ok(None);
-        };
-        let name = object_name(tenant, shard_of(key, m), m);
-        let object = self
-            .tenant_object(config, &name)
-            .map_err(|e| store_unavailable(&e))?;
-        match object.call(call).await {
-            Ok(answer) => Ok(Some((
-                answer.outcome,
-                WaitReport {
-                    waited_ms: answer.waited_ms.map(|ms| ms as i64),
-                    timed_out: false,
-                },
-            ))),
-            Err(LedgerError::Refused { status: 421, .. }) => Ok(None),
-            Err(LedgerError::Refused { problem, .. }) => Err(passed_on(&problem)),
-            Err(other) => Err(store_unavailable(&other)),
-        }
     }
 
     /// The registry refused (`500 misconfigured`): its problem, passed on

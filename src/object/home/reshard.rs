@@ -36,18 +36,37 @@ use crate::platform::{log, now_ms};
 use crate::protocol::Problem;
 use crate::rpc::{HorizonCall, LayoutCall};
 
+/// What the registry decided of an accepted layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// The configuration dropped `"previous"` too early: the recorded
+    /// previous layout (of this many objects) stays in force, and why.
+    pub kept: Option<(u32, String)>,
+    /// The previous layout the tenant's record names (or keeps in force):
+    /// it may hold keys, so a current-layout object that does not hold a
+    /// key asks it first, unless its caller did (`ask_previous.rs`).
+    pub previous: Option<u32>,
+}
+
+impl Decided {
+    fn naming(previous: Option<u32>) -> Decided {
+        Decided {
+            kept: None,
+            previous,
+        }
+    }
+}
+
 impl Home {
     /// As the tenant's registry: decides `call` against the recorded
     /// history, and records the layout when it is new (asking the previous
     /// layout's objects for their horizons when the change forgets it).
-    /// `Some((previous, why))`: the configuration dropped `"previous"`
-    /// too early and the recorded previous layout stays in force.
     pub async fn decide_layout(
         &self,
         config: &Config,
         tenant: &str,
         call: &LayoutCall,
-    ) -> Result<Option<(u32, String)>, Problem> {
+    ) -> Result<Decided, Problem> {
         let asked = Layout {
             shards: call.shards,
             previous: call.previous,
@@ -62,8 +81,9 @@ impl Home {
                 Some(r) => r.shards == asked.shards && r.previous == asked.previous,
                 None => asked == Layout::SINGLE,
             };
+            let named = Decided::naming(recorded.and_then(|r| r.previous));
             if unchanged {
-                return Ok(None);
+                return Ok(named);
             }
             let evidence = Evidence {
                 registry_holds_records: self.ledger.holds_any().map_err(|e| unavailable(&e))?,
@@ -80,9 +100,9 @@ impl Home {
                         "idempotency.layout_recorded",
                         fields! {"shards" => record.shards, "previous" => record.previous},
                     );
-                    return Ok(None);
+                    return Ok(Decided::naming(record.previous));
                 }
-                LayoutDecision::Accept(None) => return Ok(None),
+                LayoutDecision::Accept(None) => return Ok(named),
                 LayoutDecision::Refuse(reason) => return Err(refused(&reason)),
                 LayoutDecision::Hold(record, reason) => {
                     self.ledger
@@ -100,7 +120,10 @@ impl Home {
                             .record_layout(&record)
                             .map_err(|e| unavailable(&e))?;
                     }
-                    return Ok(Some((previous, reason)));
+                    return Ok(Decided {
+                        kept: Some((previous, reason)),
+                        previous: Some(previous),
+                    });
                 }
                 LayoutDecision::AskPrevious(m) => match previous_expires_by {
                     Some((asked_of, _)) if asked_of == m => break,
