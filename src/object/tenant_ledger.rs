@@ -113,7 +113,7 @@ async fn dispatch(object: &LedgerObject, route: Route, config: &Config, body: &[
         Route::Claim =>        answer(object, calls::claim(object, config, parsed(body)?, asked)).await,
         Route::Complete =>     answer(object, calls::complete(object, config, parsed(body)?, asked)).await,
         Route::Release =>      answer(object, calls::release(object, config, parsed(body)?, asked)).await,
-        Route::Lookup =>       answer(object, calls::lookup(object, config, parsed(body)?)).await,
+        Route::Lookup =>       answer(object, calls::lookup(object, config, parsed(body)?, asked)).await,
         Route::List =>         answer(object, calls::list(object, config, parsed(body)?)).await,
         Route::Stats =>        answer(object, calls::stats(object, config, parsed(body)?)).await,
         Route::Execute =>      answer(object, calls::execute(object, config, parsed(body)?, asked)).await,
@@ -121,7 +121,7 @@ async fn dispatch(object: &LedgerObject, route: Route, config: &Config, body: &[
         Route::Layout =>       answer(object, calls::layout(object, config, parsed(body)?)).await,
         Route::Horizon =>      answer(object, calls::horizon(object, config, parsed(body)?)).await,
         Route::Jurisdiction => answer(object, calls::jurisdiction(object, config, parsed(body)?)).await,
-        Route::Evict =>        answer(object, calls::evict(object, config, parsed(body)?)).await,
+        Route::Evict =>        answer(object, calls::evict(object, config, parsed(body)?, asked)).await,
     }
 }
 

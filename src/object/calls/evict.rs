@@ -4,8 +4,12 @@
 //! state, generation and stored status it removed) and wakes the key's
 //! waiters; a refused one (a live lease, no record) changes nothing.
 //! Answered wherever the record is: a caller asks the key's object in a
-//! previous layout first, then its current one (as a lookup does), so a
-//! retired shard answers `not_found` for a key it does not hold, and
+//! previous layout first, then its current one (as a lookup does), and a
+//! current-layout object that does not hold the key asks the previous
+//! layout the tenant's registry records itself unless its caller did
+//! (`home/ask_previous.rs`: a layout kept in force after the configuration
+//! dropped `"previous"` included), so a retired shard answers
+//! `not_found` for a key it does not hold, and
 //! evicts an in-flight record only once its lease and the settle grace
 //! (`ORIGIN_TIMEOUT_SECONDS`) have passed.
 
@@ -25,7 +29,15 @@ pub(in crate::object) async fn evict(
     object: &LedgerObject,
     config: &Config,
     call: EvictCall,
+    asked: Option<u32>,
 ) -> Result<(EvictOutcome, WaitReport), Problem> {
+    if let Some(answer) = object
+        .home
+        .ask_previous_for_record(config, &call.key, &call, asked)
+        .await?
+    {
+        return Ok(answer);
+    }
     // A retired shard's key is claimed next in its current object,
     // which its generation floor does not reach: an in-flight record
     // goes only once its owner can no longer settle (`ledger::evict`).

@@ -2,7 +2,9 @@
 //! `rpc/lookup.rs`).
 //!
 //! What must stay true here: a lookup only reads; it writes nothing, not
-//! even a count.
+//! even a count. A key this object does not hold is looked up where the
+//! previous layout the tenant's registry records holds it (unless the
+//! caller asked there first: `home/ask_previous.rs`).
 
 use crate::config::Config;
 use crate::object::ledger_object::LedgerObject;
@@ -16,9 +18,17 @@ use crate::rpc::{LookupAnswer, LookupCall};
 /// RPC v1 `lookup` applied to `object`, once parsed and validated.
 pub(in crate::object) async fn lookup(
     object: &LedgerObject,
-    _: &Config,
+    config: &Config,
     call: LookupCall,
+    asked: Option<u32>,
 ) -> Result<(LookupAnswer, WaitReport), Problem> {
+    if let Some(answer) = object
+        .home
+        .ask_previous_for_record(config, &call.key, &call, asked)
+        .await?
+    {
+        return Ok(answer);
+    }
     let record = object
         .ledger
         .lookup(&call.key, now_ms())

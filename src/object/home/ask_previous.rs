@@ -3,7 +3,8 @@
 //! caller's configuration nor this object's (docs/contract.md §8).
 //!
 //! Role: a current-layout object that does not hold a key sends a keyed
-//! call (claim, execute, complete, release) to the key's object in the
+//! call (claim, execute, complete, release, lookup, evict) to the key's
+//! object in the
 //! previous layout first — the one the registry records, or keeps in force
 //! although the configuration dropped `"previous"` — and serves the call
 //! itself only when that object answers `421` (it does not hold the key).
@@ -68,13 +69,14 @@ impl Home {
         Ok((!holds).then_some(m))
     }
 
-    /// [`Self::ask_previous_first`] for a settlement (complete, release),
-    /// which asks no registry to accept the layout and is never refused by
-    /// it (docs/contract.md §8): only when this object does not hold the
-    /// key and has not learned its layout yet does it ask the registry —
-    /// a refusal only logged — so a key granted in the previous layout is
-    /// settled there.
-    pub(in crate::object) async fn settle_asking_previous<C: Call>(
+    /// [`Self::ask_previous_first`] for a call that creates no key — a
+    /// settlement (complete, release), a lookup, an eviction — which asks
+    /// no registry to accept the layout and is never refused by it
+    /// (docs/contract.md §8): only when this object does not hold the key
+    /// and has not learned its layout yet does it ask the registry — a
+    /// refusal only logged — so a key the previous layout holds is settled,
+    /// read or evicted there.
+    pub(in crate::object) async fn ask_previous_for_record<C: Call>(
         &self,
         config: &Config,
         key: &str,
