@@ -17,6 +17,8 @@
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod analytics;
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
+pub mod bindings;
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod client;
 pub mod eager;
 #[cfg(target_arch = "wasm32")]
