@@ -56,6 +56,9 @@ pub struct Config {
     pub stored_response_headers: Vec<String>,
     pub release_on_5xx: bool,
     pub max_keys_per_tenant: u64,
+    /// A tenant's API token may evict its keys too
+    /// (`EVICT_WITH_API_TOKENS`; off: an operator's token only).
+    pub evict_with_api_tokens: bool,
     /// Bytes one object's SQLite database may reach before new keys get
     /// `429` (`MAX_DB_BYTES_PER_OBJECT`).
     pub max_db_bytes_per_object: u64,
@@ -224,6 +227,11 @@ impl Config {
             stored_response_headers,
             release_on_5xx: boolean(get, "RELEASE_ON_5XX", defaults::RELEASE_ON_5XX)?,
             max_keys_per_tenant,
+            evict_with_api_tokens: boolean(
+                get,
+                "EVICT_WITH_API_TOKENS",
+                defaults::EVICT_WITH_API_TOKENS,
+            )?,
             max_db_bytes_per_object,
             failure_policy,
             origin_timeout_seconds: number(

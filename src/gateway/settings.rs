@@ -175,7 +175,7 @@ impl Tenancy {
         };
         let caller = auth::identify(header(req, "authorization").as_deref(), tokens)
             .map_err(|p| http::problem(&p))?;
-        if !access.admits(caller.kind) {
+        if !access.admits(caller.kind, config) {
             log::warn(
                 "idempotency.token_refused",
                 fields! {"tenant" => log::short_hash(&caller.tenant), "kind" => caller.kind.as_str()},

@@ -18,6 +18,7 @@ test("wrangler.toml publishes the documented defaults", () => {
   });
 });
 
+    EVICT_WITH_API_TOKENS: "false",
 test("wrangler.toml [vars] publishes exactly the defaults of src/config/defaults.json (their one home: compiled into Rust, generated into the JS package)", () => {
   const fixture = JSON.parse(readFileSync(new URL("../../src/config/defaults.json", import.meta.url), "utf8"));
   const vars = wranglerVars();

@@ -33,6 +33,7 @@ fn defaults_match_the_contract() {
         vec!["content-type", "location", "etag"]
     );
     assert!(!c.release_on_5xx);
+    assert!(!c.evict_with_api_tokens);
     assert_eq!(c.max_keys_per_tenant, 1_000_000);
     assert_eq!(c.failure_policy, FailurePolicy::Closed);
     assert_eq!(c.origin_timeout_seconds, 30);
@@ -92,6 +93,10 @@ fn invalid_values_name_their_variable() {
         ),
         ("MAX_DB_BYTES_PER_OBJECT", "1000"),
         ("MAX_DB_BYTES_PER_OBJECT", "10000000001"),
+        ("EVICT_WITH_API_TOKENS", "yes"),
+        ("EVICT_WITH_API_TOKENS", "on"),
+        ("EVICT_WITH_API_TOKENS", "1"),
+        ("EVICT_WITH_API_TOKENS", "TRUE"),
     ] {
         let e = parse(&[(name, value)]).unwrap_err();
         assert_eq!(e.variable, name, "{value}");
