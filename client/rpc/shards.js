@@ -83,19 +83,49 @@ function layoutOf(tenant, v) {
   return { shards, previous };
 }
 
+// The white space Rust's `str::trim` removes around a variable (Unicode
+// White_Space): JavaScript's `trim()` differs (it keeps U+0085 and removes U+FEFF).
+const EDGE_SPACE = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+
+/**
+ * The first number of the JSON text `text` written with a fraction or an
+ * exponent (`8.0`, `1e1`), if any: a count is a whole number written as
+ * one, as Rust's JSON reader takes it (JSON.parse reads `8.0` as 8).
+ * @param {string} text
+ * @returns {string | undefined}
+ */
+function fractionalNumber(text) {
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
+    } else if (c === "-" || (c >= "0" && c <= "9")) {
+      const token = /^[-+0-9.eE]+/.exec(text.slice(i))?.[0] ?? c;
+      if (/[.eE]/.test(token)) return token;
+      i += token.length - 1;
+    }
+  }
+  return undefined;
+}
+
 /**
  * Parses TENANT_SHARDS exactly as the gateway does
  * (`{"acme": 8, "globex": {"shards": 8, "previous": 1}}`) into
  * `tenant → { shards, previous }`; throws a TypeError naming what is wrong.
+ * The strings it accepts are the Rust parser's (tests/fixtures/shards.json).
  * @param {string | null | undefined} raw
  * @returns {Map<string, ShardLayout>}
  */
 export function parseTenantShards(raw) {
   /** @type {Map<string, ShardLayout>} */
   const out = new Map();
-  if (raw === undefined || raw === null || String(raw).trim() === "") return out;
+  if (raw === undefined || raw === null) return out;
+  const text = String(raw).replace(EDGE_SPACE, "");
+  if (text === "") return out;
   let value;
-  try { value = JSON.parse(String(raw)); } catch (e) { throw new TypeError(`TENANT_SHARDS is not valid JSON: ${/** @type {Error} */ (e).message}`); }
+  try { value = JSON.parse(text); } catch (e) { throw new TypeError(`TENANT_SHARDS is not valid JSON: ${/** @type {Error} */ (e).message}`); }
+  const fractional = fractionalNumber(text);
+  if (fractional !== undefined) throw new TypeError(`TENANT_SHARDS: ${fractional} is not a whole number written as one (counts are 1..=${MAX_SHARDS})`);
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError("TENANT_SHARDS must be a JSON object of tenant → shard count");
   for (const [tenant, v] of Object.entries(value)) {
     if (!isTenantId(tenant)) throw new TypeError(`TENANT_SHARDS: ${JSON.stringify(tenant)} is not a valid tenant id`);

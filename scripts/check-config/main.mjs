@@ -74,6 +74,11 @@ function readSecrets(path) {
   return parseEnv(text);
 }
 
+/** The configuration's Durable Object bindings as it declares them (the check judges the ledger's class from these). */
+function declaredObjects(config) {
+  return (config.durable_objects?.bindings ?? []).map((b) => ({ name: b.name, class_name: b.class_name }));
+}
+
 /** The Miniflare options that give the check Worker the bindings wrangler would give the deployed script. */
 function bindingsOf(config, secrets) {
   const bindings = { ...(config.vars ?? {}), ...(secrets ?? {}) };
@@ -84,7 +89,10 @@ function bindingsOf(config, secrets) {
   for (const dataset of config.analytics_engine_datasets ?? []) {
     analyticsEngineDatasets[dataset.binding] = { dataset: dataset.dataset ?? dataset.binding };
   }
-  return { bindings, serviceBindings, analyticsEngineDatasets };
+  // Each a real namespace (of the check's stand-in class), as the Worker's own rule reads it.
+  const durableObjects = {};
+  for (const { name } of declaredObjects(config)) durableObjects[name] = { className: "DeclaredObject" };
+  return { bindings, serviceBindings, analyticsEngineDatasets, durableObjects };
 }
 
 async function check(config, secrets) {
@@ -102,7 +110,7 @@ async function check(config, secrets) {
     }],
   }));
   try {
-    const response = await mf.dispatchFetch("http://check-config/");
+    const response = await mf.dispatchFetch("http://check-config/", { method: "POST", body: JSON.stringify(declaredObjects(config)) });
     return await response.json();
   } finally {
     await mf.dispose();

@@ -15,6 +15,7 @@ pub mod defaults;
 mod headers;
 pub mod jurisdictions;
 pub mod reshard;
+pub mod settlement;
 pub mod shards;
 pub mod vars;
 pub mod waiting;
@@ -55,6 +56,9 @@ pub struct Config {
     /// Lowercase header names; never `set-cookie`.
     pub stored_response_headers: Vec<String>,
     pub release_on_5xx: bool,
+    /// A tenant's API token may evict its keys too
+    /// (`EVICT_WITH_API_TOKENS`; off: an operator's token only).
+    pub evict_with_api_tokens: bool,
     pub max_keys_per_tenant: u64,
     /// Bytes one object's SQLite database may reach before new keys get
     /// `429` (`MAX_DB_BYTES_PER_OBJECT`).
@@ -223,6 +227,11 @@ impl Config {
             fingerprint_headers,
             stored_response_headers,
             release_on_5xx: boolean(get, "RELEASE_ON_5XX", defaults::RELEASE_ON_5XX)?,
+            evict_with_api_tokens: boolean(
+                get,
+                "EVICT_WITH_API_TOKENS",
+                defaults::EVICT_WITH_API_TOKENS,
+            )?,
             max_keys_per_tenant,
             max_db_bytes_per_object,
             failure_policy,
@@ -289,6 +298,23 @@ impl Config {
             }
             unset.extend(named);
         }
+    }
+
+    /// The configuration a settlement (`complete`, `release` of a claim
+    /// already granted) runs under: every variable as configured, those
+    /// invalid ones no settlement reads
+    /// ([`settlement::NOT_READ_BY_SETTLEMENTS`]) read as unset. `Err`: the
+    /// first invalid variable a settlement does read. Equal to
+    /// [`Config::from_lookup`] when every variable is valid.
+    pub fn for_settlement(get: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let unset = settlement::unread_by_settlements(&Config::errors(get))?;
+        Config::from_lookup(&|name| {
+            if unset.iter().any(|u| u == name) {
+                None
+            } else {
+                get(name)
+            }
+        })
     }
 
     /// Settings that are allowed but unwise, as log-ready sentences.

@@ -10,8 +10,11 @@
 //! - The tenant comes only from `Authorization: Bearer <token>` through the
 //!   token map; nothing else the client sends can choose it.
 //! - Each route says which token kinds may call it ([`GatewayRoute::access`]):
-//!   an operator's token reaches the reads only, never the application — so
-//!   never a protected request, never a stored body.
+//!   an operator's token reaches the reads and a key's eviction only, never
+//!   the application — so never a protected request, never a stored body.
+//!   A key's eviction (which lets a completed key run again) needs an
+//!   operator's token unless `EVICT_WITH_API_TOKENS=true` lets a tenant's
+//!   API token evict too.
 //! - A refusal here names its problem and (for the log line) its outcome;
 //!   nothing has been claimed.
 //! - The method is the raw method string the runtime delivered.
@@ -49,43 +52,56 @@ pub enum Access {
     /// No token: `/health`, `/openapi.json`.
     Anyone,
     /// A tenant's token (`API_TOKENS`) or its operator's
-    /// (`OPERATOR_TOKENS`): the tenant's stats, key listing, key lookup
-    /// and a key's eviction, none of which carries a stored body or stored
-    /// headers.
+    /// (`OPERATOR_TOKENS`): the tenant's stats, key listing and key
+    /// lookup, none of which carries a stored body or stored headers.
     TenantOrOperator,
+    /// An operator's token; a tenant's too only when the configuration
+    /// opts API tokens in (`EVICT_WITH_API_TOKENS=true`): a key's
+    /// eviction, after which the key runs again — least privilege for the
+    /// one call that can charge a card twice.
+    Evict,
     /// A tenant's token only: the application — every protected request,
     /// every replay (a stored body), everything forwarded to the origin.
     TenantOnly,
 }
 
 impl Access {
-    /// Whether a token of `kind` may call a route of this access.
-    pub fn admits(self, kind: TokenKind) -> bool {
+    /// Whether a token of `kind` may call a route of this access under
+    /// `config` (`EVICT_WITH_API_TOKENS`).
+    pub fn admits(self, kind: TokenKind, config: &Config) -> bool {
         match self {
             Access::Anyone | Access::TenantOrOperator => true,
             Access::TenantOnly => kind == TokenKind::Tenant,
+            Access::Evict => kind == TokenKind::Operator || config.evict_with_api_tokens,
         }
     }
 
     /// The refusal of a known token this access does not admit: `403
-    /// forbidden` (`final`: no retry with that token changes it).
+    /// forbidden` (`final`: no retry with that token changes it), saying
+    /// which token the route needs.
     pub fn refusal(self) -> Problem {
-        Problem::of(ProblemKind::Forbidden)
-            .with_header("WWW-Authenticate", r#"Bearer error="insufficient_scope""#)
+        let problem = match self {
+            Access::Evict => Problem::new(
+                ProblemKind::Forbidden,
+                "evicting a key needs an operator token (OPERATOR_TOKENS): an API token may not evict unless EVICT_WITH_API_TOKENS is true",
+            ),
+            _ => Problem::of(ProblemKind::Forbidden),
+        };
+        problem.with_header("WWW-Authenticate", r#"Bearer error="insufficient_scope""#)
     }
 }
 
 impl GatewayRoute<'_> {
     /// Which token kinds may call this route: the one rule of who reaches
-    /// what. A route added here says its kind (a key's eviction, a read
-    /// that carries no stored body, is `TenantOrOperator`).
+    /// what. A route added here says its kind (a read that carries no
+    /// stored body is `TenantOrOperator`; a key's eviction is `Evict`).
     pub fn access(&self) -> Access {
         match self {
             GatewayRoute::Health | GatewayRoute::OpenApi => Access::Anyone,
-            GatewayRoute::KeyIntrospection(_)
-            | GatewayRoute::KeyEviction(_)
-            | GatewayRoute::KeyList
-            | GatewayRoute::Stats => Access::TenantOrOperator,
+            GatewayRoute::KeyEviction(_) => Access::Evict,
+            GatewayRoute::KeyIntrospection(_) | GatewayRoute::KeyList | GatewayRoute::Stats => {
+                Access::TenantOrOperator
+            }
             GatewayRoute::Application => Access::TenantOnly,
         }
     }

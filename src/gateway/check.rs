@@ -8,11 +8,17 @@
 //! sharding needs ([`sharding_needs_origin`], also the gateway's rule at
 //! admission), `TENANT_JURISDICTIONS` (its values; a change of a tenant's
 //! jurisdiction needs the tenant's data, so the Worker refuses it and the
-//! check only reminds, [`JURISDICTIONS_STAY`]), the `ANALYTICS` binding ([`analytics::binding`]) — and
+//! check only reminds, [`JURISDICTIONS_STAY`]), the `ANALYTICS` binding ([`analytics::binding`]),
+//! the ledger's and the origin's bindings ([`bindings`]: `TENANT_LEDGER` a
+//! Durable Object namespace, declared of the `TenantLedger` class; `ORIGIN`,
+//! if named, a service binding) — and
 //! reports every problem instead of stopping at the first. Exported to
-//! JavaScript as `checkConfiguration(env)`, which
+//! JavaScript as `checkConfiguration(env, declared)`, which
 //! `scripts/check-config/entry.mjs` calls in workerd (through Miniflare,
-//! offline) with the bindings wrangler would give the deployed script.
+//! offline) with the bindings wrangler would give the deployed script
+//! (each Durable Object binding a namespace of a stand-in class) and the
+//! Durable Object bindings as the configuration declares them (the class
+//! a namespace is of is not visible at run time).
 //! It is never on the gateway's routes.
 //!
 //! What must stay true here:
@@ -21,6 +27,7 @@
 //! - A secret's value is never part of the report (the errors name the
 //!   variable and what is wrong, as the Worker's `500 misconfigured` does).
 
+use serde::Deserialize;
 use serde_json::json;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
@@ -31,7 +38,8 @@ use super::settings::{NO_TOKENS, SHARDING_NEEDS_ORIGIN};
 use crate::config::{Config, ConfigError};
 use crate::contract::auth::{TokenMap, Tokens, OPERATOR_TOKENS};
 use crate::platform::analytics::{self, Binding};
-use crate::platform::config_lookup;
+use crate::platform::bindings::{self, LEDGER_CLASS};
+use crate::platform::{config_lookup, LEDGER_BINDING};
 
 /// The gateway's rule at admission, for the whole map: a tenant spread over
 /// several objects needs proxy mode (the embedded orders commit with the
@@ -51,6 +59,31 @@ pub fn sharding_needs_origin(config: &Config, has_origin: bool) -> Result<(), Co
 /// refuses at the tenant's first keyed request.
 pub const JURISDICTIONS_STAY: &str = "TENANT_JURISDICTIONS: a tenant's jurisdiction cannot change once it has keys (added to a tenant with keys, removed or changed, its requests are refused 500 misconfigured); to move a tenant see docs/migrating.md";
 
+/// A Durable Object binding as the configuration declares it (an entry
+/// of wrangler's `durable_objects.bindings`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeclaredObject {
+    pub name: String,
+    pub class_name: String,
+}
+
+/// The ledger's binding as the configuration declares it: a namespace of
+/// the [`LEDGER_CLASS`] class (in this script or another one). Only the
+/// class is judged here: whether a namespace is bound at all is
+/// [`bindings::ledger_binding`]'s, the Worker's own rule.
+pub fn declared_ledger_class(declared: &[DeclaredObject]) -> Result<(), ConfigError> {
+    match declared.iter().find(|d| d.name == LEDGER_BINDING) {
+        Some(d) if d.class_name != LEDGER_CLASS => Err(ConfigError {
+            variable: LEDGER_BINDING.into(),
+            message: format!(
+                "bound to the class \"{}\"; the ledger is the {LEDGER_CLASS} class (class_name = \"{LEDGER_CLASS}\")",
+                d.class_name
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// What the Worker would make of an environment.
 #[derive(Debug, Default)]
 pub struct Inspection {
@@ -64,13 +97,21 @@ pub struct Inspection {
     pub warnings: Vec<String>,
 }
 
-/// Reads `env` as the gateway and its objects read theirs at start.
-pub fn inspect(env: &Env) -> Inspection {
+/// Reads `env` as the gateway and its objects read theirs at start;
+/// `declared`: its Durable Object bindings as the configuration declares
+/// them.
+pub fn inspect(env: &Env, declared: &[DeclaredObject]) -> Inspection {
     let get = config_lookup(env);
     let mut report = Inspection {
         errors: Config::errors(&get),
         ..Inspection::default()
     };
+    let ledger = bindings::ledger_binding(env).and_then(|()| declared_ledger_class(declared));
+    for binding in [ledger, bindings::origin_binding(env)] {
+        if let Err(e) = binding {
+            report.errors.push(e);
+        }
+    }
     if let Ok(config) = Config::from_lookup(&get) {
         report.warnings = config.warnings();
         if !config.tenant_jurisdictions.is_empty() {
@@ -120,11 +161,24 @@ pub fn inspect(env: &Env) -> Inspection {
     report
 }
 
-/// `checkConfiguration(env)`: [`inspect`] as JSON text, `{"errors":
-/// [{"variable", "message"}], "missing": [...], "warnings": [...]}`.
+/// `checkConfiguration(env, declared)`: [`inspect`] as JSON text,
+/// `{"errors": [{"variable", "message"}], "missing": [...], "warnings":
+/// [...]}`; `declared` is the JSON text of the configuration's
+/// `durable_objects.bindings` (`[{"name", "class_name"}]`).
 #[wasm_bindgen(js_name = checkConfiguration)]
-pub fn check_configuration(env: JsValue) -> String {
-    let report = inspect(&env.unchecked_into::<Env>());
+pub fn check_configuration(env: JsValue, declared: &str) -> String {
+    let declared: Vec<DeclaredObject> = match serde_json::from_str(declared) {
+        Ok(list) => list,
+        Err(e) => {
+            return json!({
+                "errors": [{"variable": "durable_objects", "message": format!("the bindings could not be read: {e}")}],
+                "missing": [],
+                "warnings": [],
+            })
+            .to_string()
+        }
+    };
+    let report = inspect(&env.unchecked_into::<Env>(), &declared);
     let problems = |list: &[ConfigError]| {
         list.iter()
             .map(|e| json!({"variable": e.variable, "message": e.message}))

@@ -15,8 +15,10 @@
 //! - A token the route's [`Access`] does not admit is refused (`403`)
 //!   before anything about the tenant is gathered or asked.
 //! - An unusable configuration answers `500 misconfigured` naming the
-//!   variable, for every request but `/health` and `/openapi.json`. The
-//!   metrics binding is never part of it: metrics only observe.
+//!   variable or binding (`TENANT_LEDGER`, `ORIGIN`:
+//!   `platform::bindings`), for every request but `/health` and
+//!   `/openapi.json`, whatever `FAILURE_POLICY` says. The metrics binding
+//!   is never part of it: metrics only observe.
 //! - Every object of a tenant is reached through [`Tenancy::object`], in
 //!   the tenant's jurisdiction (`TENANT_JURISDICTIONS`): no read or call
 //!   names an object of the tenant any other way.
@@ -36,9 +38,9 @@ use crate::contract::admission::Access;
 use crate::contract::auth::{self, TokenMap, Tokens, OPERATOR_TOKENS};
 use crate::contract::listing::CursorSeal;
 use crate::fields;
-use crate::platform::analytics;
 use crate::platform::client::{LedgerClient, LedgerError};
 use crate::platform::http::{self, header};
+use crate::platform::{analytics, bindings};
 use crate::platform::{config_lookup, load_config, log, misconfigured, LEDGER_BINDING};
 use crate::protocol::object_base;
 
@@ -69,6 +71,10 @@ thread_local! {
 
 fn load_settings(env: &Env) -> Result<Settings, ConfigError> {
     let config = load_config(env)?;
+    // The ledger's namespace and the origin's binding: a missing one is
+    // refused here, for every request, never met as "not reached".
+    bindings::ledger_binding(env)?;
+    bindings::origin_binding(env)?;
     for warning in config.warnings() {
         log::warn("idempotency.config_warning", fields! {"warning" => warning});
     }
@@ -169,7 +175,7 @@ impl Tenancy {
         };
         let caller = auth::identify(header(req, "authorization").as_deref(), tokens)
             .map_err(|p| http::problem(&p))?;
-        if !access.admits(caller.kind) {
+        if !access.admits(caller.kind, config) {
             log::warn(
                 "idempotency.token_refused",
                 fields! {"tenant" => log::short_hash(&caller.tenant), "kind" => caller.kind.as_str()},

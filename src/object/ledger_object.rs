@@ -15,7 +15,10 @@
 //!
 //! What must stay true here:
 //! - A schema or configuration that cannot be used is kept as the reason
-//!   every call is refused (`ready`, `config`), never a panic.
+//!   every call is refused (`ready`, `config`), never a panic — but for
+//!   the settlement (`complete`, `release`) of a claim already granted
+//!   when the only invalid variables are ones no settlement reads
+//!   (`config::settlement`): refusing it would run the key again.
 //! - A claim or execute with `wait_ms` that meets a live lease parks (see
 //!   [`super::waiting`]), and only in the key's home: a retired shard's
 //!   check runs before every attempt.
@@ -34,7 +37,8 @@ use crate::config::{Config, ConfigError};
 use crate::fields;
 use crate::ledger::DoSqlStore;
 use crate::ledger::{ClaimPolicy, Counter, Ledger, Millis, Refusal, StoreError};
-use crate::platform::{http, load_config, log, misconfigured, now_ms};
+use crate::platform::env::apply_log_settings;
+use crate::platform::{config_lookup, http, load_config, log, misconfigured, now_ms};
 use crate::protocol::{Problem, ProblemKind};
 use crate::rpc::Call;
 
@@ -43,8 +47,12 @@ pub struct LedgerObject {
     /// The ledger over the object's own SQLite (shared with the rooms
     /// below and the flush timer).
     pub(super) ledger: Rc<Ledger<DoSqlStore>>,
-    /// Parsed once per object instance; an invalid variable refuses every call.
+    /// Parsed once per object instance; an invalid variable refuses every call
+    /// but a settlement the next field allows.
     config: Result<Config, ConfigError>,
+    /// When `config` is invalid: the configuration settlements run under
+    /// (`Config::for_settlement`), or the variable that refuses them too.
+    settlement: Option<Result<Config, ConfigError>>,
     /// Schema creation outcome; a failure refuses every call.
     ready: Result<(), String>,
     /// An upgrade from schema 1 still under way, if any.
@@ -71,11 +79,23 @@ impl LedgerObject {
         // fit here, the rest by the requests and alarms that follow.
         let (ready, upgrade) = upgrade::start(&ledger);
         let config = load_config(&env);
+        let settlement = config
+            .is_err()
+            .then(|| Config::for_settlement(&config_lookup(&env)));
+        if let Some(Ok(settling)) = &settlement {
+            // The log settings a settlement's lines are written under.
+            apply_log_settings(settling);
+        }
         // A current layout's window covers what it grants with the
         // configured retention; longer expiries raise the horizon the
         // registry asks for before a reshard forgets this layout (a
-        // retired object's place lowers the cover to 0).
-        if let Ok(config) = &config {
+        // retired object's place lowers the cover to 0). A settlement's
+        // configuration holds every value the window is made of.
+        if let Some(config) = config
+            .as_ref()
+            .ok()
+            .or(settlement.as_ref().and_then(|s| s.as_ref().ok()))
+        {
             ledger.track_expiries_beyond(Some(window_ms(config)));
         }
         let max_waiters = config.as_ref().map_or(0, |c| c.wait.max_waiters);
@@ -89,6 +109,7 @@ impl LedgerObject {
             alarm,
             ledger,
             config,
+            settlement,
             ready,
             upgrade,
             started: Cell::new(false),
@@ -133,12 +154,24 @@ impl LedgerObject {
                 .with_header("retry-after", "1"),
             ));
         }
-        // An invalid variable refuses settlements too: the object could not
-        // tell its place in the tenant's layout (which key it may answer
-        // for) nor keep its expiry horizon (docs/contract.md §4).
-        let config = match &self.config {
-            Ok(c) => c,
-            Err(e) => return Err(misconfigured(&e.variable, &e.message)),
+        // An invalid variable refuses every new claim. A settlement creates
+        // no key: it is served unless a variable it reads is invalid — then
+        // the object could not tell its place in the tenant's layout (which
+        // key it may answer for), how long to keep the answer, nor keep its
+        // expiry horizon (docs/contract.md §4).
+        let config = match (&self.config, &self.settlement) {
+            (Ok(c), _) => c,
+            (Err(e), Some(Ok(settling))) if settles => {
+                log::error(
+                    "idempotency.misconfigured",
+                    fields! {"variable" => e.variable, "error" => e.message, "served" => "a settlement of a claim already granted"},
+                );
+                settling
+            }
+            (Err(_), Some(Err(read))) if settles => {
+                return Err(misconfigured(&read.variable, &read.message))
+            }
+            (Err(e), _) => return Err(misconfigured(&e.variable, &e.message)),
         };
         // Counting the records while some are still set aside would count
         // only those moved: the first call after the upgrade does it.

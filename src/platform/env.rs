@@ -78,9 +78,16 @@ pub fn variable_text(env: &JsValue, name: &str) -> Option<String> {
 #[cfg(feature = "workers-rs")]
 pub fn load_config(env: &worker::Env) -> Result<Config, ConfigError> {
     let config = Config::from_lookup(&config_lookup(env))?;
+    apply_log_settings(&config);
+    Ok(config)
+}
+
+/// Applies `config`'s log settings (`LOG_LEVEL`, `LOG_HASH_KEY`) to this
+/// isolate.
+#[cfg(feature = "workers-rs")]
+pub fn apply_log_settings(config: &Config) {
     log::set_level(config.log_level);
     log::set_hash_key(config.log_hash_key.as_ref().map(|k| k.expose()));
-    Ok(config)
 }
 
 /// A configuration that cannot be used, as the gateway and the object both

@@ -1,7 +1,8 @@
 //! The workers-rs edges both deployables share (wasm32 only, but for
 //! [`eager`]'s polling, which the host tests drive): the typed
 //! RPC v1 client, the conversion between the core's response values and
-//! workers-rs responses, logs, and the runtime environment. Everything but
+//! workers-rs responses, logs, the runtime environment and the bindings it
+//! must hold (`bindings`: `TENANT_LEDGER`, `ORIGIN`). Everything but
 //! the clock ([`env`]'s `now_ms`) and
 //! [`eager`]'s polling (host-tested) is
 //! behind the `workers-rs` feature: the slim `js-ledger` build has no
@@ -16,6 +17,8 @@
 
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod analytics;
+#[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
+pub mod bindings;
 #[cfg(all(target_arch = "wasm32", feature = "workers-rs"))]
 pub mod client;
 pub mod eager;

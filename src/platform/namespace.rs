@@ -6,10 +6,12 @@
 //! typed client ([`super::client::LedgerClient::for_object_in`]) and the
 //! object checking its own place (`object::home`).
 //!
-//! What must stay true here: a runtime that cannot make an object in the
-//! jurisdiction is a configuration it cannot serve (`500 misconfigured`
-//! naming `TENANT_JURISDICTIONS`): never an object made unrestricted, and
-//! never `NotReached` (which `FAILURE_POLICY=open` would run unprotected).
+//! What must stay true here: a binding that is missing or not a Durable
+//! Object namespace, and a runtime that cannot make an object in the
+//! jurisdiction, are configurations it cannot serve (`500 misconfigured`
+//! naming the binding, or `TENANT_JURISDICTIONS`): never an object made
+//! unrestricted, and never `NotReached` (which `FAILURE_POLICY=open`
+//! would run unprotected, running every key again).
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
@@ -22,6 +24,8 @@ use crate::platform::log;
 use crate::rpc::LedgerError;
 
 /// The namespace bound as `binding`, in `jurisdiction` if one is given.
+/// No Durable Object namespace bound as `binding` is `500 misconfigured`
+/// naming it (the gateway refuses it earlier, `platform::bindings`).
 ///
 /// worker 0.8.7's `ObjectNamespace` has no `jurisdiction` method: it is a
 /// `#[repr(transparent)]` wrapper of the JS `DurableObjectNamespace`
@@ -37,9 +41,13 @@ pub fn namespace_in(
     binding: &str,
     jurisdiction: Option<Jurisdiction>,
 ) -> Result<ObjectNamespace, LedgerError> {
-    let namespace: ObjectNamespace = env
-        .durable_object(binding)
-        .map_err(|e| LedgerError::NotReached(format!("binding {binding}: {e}")))?;
+    let namespace: ObjectNamespace = env.durable_object(binding).map_err(|e| {
+        log::error(
+            "idempotency.misconfigured",
+            fields! {"variable" => binding, "error" => format!("no Durable Object namespace is bound as {binding}: {e}")},
+        );
+        misconfigured(binding)
+    })?;
     let Some(jurisdiction) = jurisdiction else {
         return Ok(namespace);
     };
@@ -65,11 +73,18 @@ pub fn namespace_in(
                 "idempotency.misconfigured",
                 fields! {"variable" => "TENANT_JURISDICTIONS", "error" => message},
             );
-            Err(LedgerError::Refused {
-                status: 500,
-                problem: crate::protocol::Problem::misconfigured("TENANT_JURISDICTIONS").to_json(),
-                retry_after: None,
-            })
+            Err(misconfigured("TENANT_JURISDICTIONS"))
         }
+    }
+}
+
+/// A configuration this runtime cannot serve, as the object would render
+/// it: `500 misconfigured` naming `variable` (a refusal, whatever
+/// `FAILURE_POLICY` says).
+fn misconfigured(variable: &str) -> LedgerError {
+    LedgerError::Refused {
+        status: 500,
+        problem: crate::protocol::Problem::misconfigured(variable).to_json(),
+        retry_after: None,
     }
 }

@@ -11,10 +11,12 @@
 /// `NotReached` means the object certainly did not act on the call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LedgerError {
-    /// The call certainly never reached the object's code: no binding or
-    /// stub, the request could not be built, or the runtime refused it as
-    /// `overloaded` before delivering it. The only failure after which
-    /// running a request without the ledger cannot run it twice.
+    /// The call certainly never reached the object's code: no stub could
+    /// be made, the request could not be built, or the runtime refused it
+    /// as `overloaded` before delivering it. The only failure after which
+    /// running a request without the ledger cannot run it twice. (No
+    /// ledger binding at all is not this: it is a configuration error,
+    /// `Refused` with `500 misconfigured`, `platform::namespace`.)
     NotReached(String),
     /// No answer arrived (the stub's fetch threw): the object may have run
     /// the call, or part of it.

@@ -1,11 +1,14 @@
 // What a careless configuration or a crafted path must not do: token
-// hashes that collide are refused as misconfigured, log hashes are keyed
-// with LOG_HASH_KEY, and no percent-encoded or dotted path reaches the
-// object's RPC routes through the application route — in workerd.
+// hashes that collide are refused as misconfigured, a ledger bound under
+// another name or an `ORIGIN` that is not a service binding is refused
+// (never a request run unprotected, never the embedded application), log
+// hashes are keyed with LOG_HASH_KEY, and no percent-encoded or dotted
+// path reaches the object's RPC routes through the application route —
+// in workerd.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { startGateway, json, slug, eventually, ACME, DEMO_TOKENS, sha256hex } from "./harness.mjs";
+import { startGateway, startOrigin, json, slug, eventually, ACME, DEMO_TOKENS, sha256hex } from "./harness.mjs";
 
 test("API_TOKENS with a repeated or case-colliding hash is misconfigured", async () => {
   const acme = sha256hex("dev-token-acme");
@@ -20,6 +23,46 @@ test("API_TOKENS with a repeated or case-colliding hash is misconfigured", async
   }
   // The demo map itself is fine.
   assert.equal(Object.keys(DEMO_TOKENS).length, 2);
+});
+
+test("the ledger bound as TENANT_LEDGERS is 500 misconfigured naming TENANT_LEDGER under every FAILURE_POLICY: the origin never runs, a key never runs twice", async () => {
+  const origin = await startOrigin(() => ({ status: 201, body: "charged" }));
+  try {
+    for (const policy of ["closed", "open"]) {
+      const gw = await startGateway({
+        vars: { ORIGIN_URL: origin.url, FAILURE_POLICY: policy },
+        gateway: { durableObjects: { TENANT_LEDGERS: { className: "TenantLedger", useSQLite: true } } },
+      });
+      try {
+        const charge = { method: "POST", headers: { authorization: ACME, "idempotency-key": `twice-${policy}` }, body: "amount=100" };
+        for (const attempt of [1, 2]) {
+          const r = await json(await gw.request("/charges", charge));
+          assert.equal(r.status, 500, `${policy}, attempt ${attempt}: ${r.text}`);
+          assert.equal(r.headers["content-type"], "application/problem+json");
+          assert.equal(slug(r.json), "misconfigured");
+          assert.match(r.json.detail, /\bTENANT_LEDGER\b/);
+        }
+        const stats = await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: ACME } }));
+        assert.equal(stats.status, 500, "a read is refused the same way");
+        assert.equal(slug(stats.json), "misconfigured");
+        // The log names the binding and what is bound instead; never "unprotected".
+        await eventually(() => gw.events("idempotency.misconfigured").some((e) => e.variable === "TENANT_LEDGER" && /TENANT_LEDGERS/.test(e.error)));
+        assert.equal(gw.events("idempotency.unprotected").length, 0);
+      } finally { await gw.dispose(); }
+    }
+    assert.equal(origin.requests.length, 0, "the origin never ran");
+  } finally { await origin.close(); }
+});
+
+test("ORIGIN set as a variable instead of a service binding is 500 misconfigured naming ORIGIN, never the embedded application", async () => {
+  const gw = await startGateway({ vars: { ORIGIN: "https://app.example" } });
+  try {
+    const r = await json(await gw.request("/v1/orders", { method: "POST", headers: { authorization: ACME, "idempotency-key": "o-1" }, body: '{"sku":"A","quantity":1}' }));
+    assert.equal(r.status, 500, r.text);
+    assert.equal(slug(r.json), "misconfigured");
+    assert.match(r.json.detail, /\bORIGIN\b/);
+    await eventually(() => gw.events("idempotency.misconfigured").some((e) => e.variable === "ORIGIN" && /service binding/.test(e.error)));
+  } finally { await gw.dispose(); }
 });
 
 test("no client path reaches the object's RPC routes through the application route", async () => {

@@ -37,8 +37,12 @@ function file(text, ext = "toml") {
   return path;
 }
 
-/** A wrangler.toml with `vars` (TOML lines) and any further sections. */
-const toml = (vars, more = "") => file(`name = "ledger"\nmain = "worker/entry.mjs"\ncompatibility_date = "2026-11-01"\n${more}\n[vars]\n${vars}\n`);
+/** The ledger's Durable Object binding (and its class's migration) as wrangler.toml declares it. */
+const LEDGER = '[[durable_objects.bindings]]\nname = "TENANT_LEDGER"\nclass_name = "TenantLedger"\n[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["TenantLedger"]\n';
+
+/** A wrangler.toml with `vars` (TOML lines), the ledger's binding (`ledger`) and any further sections. */
+const toml = (vars, more = "", ledger = LEDGER) =>
+  file(`name = "ledger"\nmain = "worker/entry.mjs"\ncompatibility_date = "2026-11-01"\n${ledger}${more}\n[vars]\n${vars}\n`);
 
 const tokens = file(JSON.stringify({ API_TOKENS: JSON.stringify(DEMO_TOKENS) }), "json");
 
@@ -140,10 +144,13 @@ test("ANALYTICS: a dataset binding passes (metrics on); a variable of that name 
   assert.match(variable.ANALYTICS, /Analytics Engine dataset binding/);
 });
 
-test("--env NAME checks that environment's own [env.NAME.vars]; warnings are printed but pass", async () => {
-  const path = toml('LEASE_SECONDS = "60"', '[env.staging.vars]\nLEASE_SECONDS = "0"\n[env.slow.vars]\nORIGIN_TIMEOUT_SECONDS = "120"');
+test("--env NAME checks that environment's own [env.NAME.vars] and bindings; warnings are printed but pass", async () => {
+  // Durable Object bindings are not inherited by an environment (wrangler): each declares its own.
+  const envLedger = (env) => `[[env.${env}.durable_objects.bindings]]\nname = "TENANT_LEDGER"\nclass_name = "TenantLedger"\n`;
+  const path = toml('LEASE_SECONDS = "60"', `[env.staging.vars]\nLEASE_SECONDS = "0"\n${envLedger("staging")}[env.slow.vars]\nORIGIN_TIMEOUT_SECONDS = "120"\n${envLedger("slow")}[env.bare.vars]\nLEASE_SECONDS = "60"`);
   assert.equal((await check(path)).code, 0);
   assert.match(problems(await check(path, "--env", "staging")).LEASE_SECONDS, /outside 1..=86400/);
+  assert.match(problems(await check(path, "--env", "bare")).TENANT_LEDGER, /no binding has this name/, "an environment without its own ledger binding");
   const slow = await check(path, "--env", "slow");
   assert.equal(slow.code, 0, slow.stderr);
   assert.match(slow.stderr, /^warning: ORIGIN_TIMEOUT_SECONDS \(120\) is not below LEASE_SECONDS \(60\)/m);
@@ -151,6 +158,33 @@ test("--env NAME checks that environment's own [env.NAME.vars]; warnings are pri
   const missing = await check(path, "--env", "nope");
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /No environment found/);
+});
+
+test("the bindings the Worker uses: the ledger bound under another name or to another class, and an ORIGIN that is not a service binding, each fail naming the binding", async () => {
+  // The issue's reproduction: the ledger bound as TENANT_LEDGERS, FAILURE_POLICY=open, proxy mode.
+  const misnamed = toml('FAILURE_POLICY = "open"\nORIGIN_URL = "https://app.example"', "",
+    '[[durable_objects.bindings]]\nname = "TENANT_LEDGERS"\nclass_name = "TenantLedger"\n');
+  const r = await check(misnamed, "--secrets", tokens);
+  assert.deepEqual(Object.keys(problems(r)), ["TENANT_LEDGER"]);
+  assert.match(problems(r).TENANT_LEDGER, /must be bound as TENANT_LEDGER, a Durable Object binding of the TenantLedger class: no binding has this name \(Durable Object bindings present: TENANT_LEDGERS\)/);
+  assert.doesNotMatch(r.stdout, /OK/);
+
+  const none = problems(await check(toml("", "", "")));
+  assert.match(none.TENANT_LEDGER, /no binding has this name/);
+
+  const otherClass = problems(await check(toml("", "", '[[durable_objects.bindings]]\nname = "TENANT_LEDGER"\nclass_name = "Ledger"\n')));
+  assert.match(otherClass.TENANT_LEDGER, /bound to the class "Ledger"; the ledger is the TenantLedger class/);
+
+  const asVariable = problems(await check(toml('TENANT_LEDGER = "ledger"', "", "")));
+  assert.match(asVariable.TENANT_LEDGER, /it is a variable, not a Durable Object namespace/);
+
+  const origin = problems(await check(toml('ORIGIN = "https://app.example"')));
+  assert.deepEqual(Object.keys(origin), ["ORIGIN"]);
+  assert.match(origin.ORIGIN, /must be a service binding .* but it is a variable; an origin reached by URL is ORIGIN_URL/);
+
+  // Another class's binding beside the ledger's is no concern of the check.
+  const more = await check(toml("", '[[durable_objects.bindings]]\nname = "ORDERS"\nclass_name = "Orders"\n'));
+  assert.equal(more.code, 0, more.stderr);
 });
 
 test("unquoted values: a TOML number or table is read as its JSON text, so a bad one is refused, never a silent default", async () => {

@@ -2,8 +2,11 @@
 // values failing loudly, no demo-token fallback, and the request bounds.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startGateway, orderInit, json, slug, orders, wranglerVars, eventually } from "./harness.mjs";
+import { fingerprint } from "../../client/index.js";
 
 test("wrangler.toml publishes the documented defaults", () => {
   assert.deepEqual(wranglerVars(), {
@@ -15,6 +18,7 @@ test("wrangler.toml publishes the documented defaults", () => {
     MAX_KEYS_PER_TENANT: "1000000", MAX_DB_BYTES_PER_OBJECT: "9000000000", FAILURE_POLICY: "closed", ORIGIN_TIMEOUT_SECONDS: "30",
     LOG_LEVEL: "info", REPLAY_CACHE_BYTES: "8388608",
     IN_FLIGHT_WAIT_SECONDS: "0", IN_FLIGHT_WAIT_MAX_SECONDS: "10", IN_FLIGHT_MAX_WAITERS: "1000",
+    EVICT_WITH_API_TOKENS: "false",
   });
 });
 
@@ -215,4 +219,71 @@ test("IDEMPOTENCY_KEY_HEADER: the key is read from that header by the key's rule
   } finally {
     await refused.dispose();
   }
+});
+
+test("an object with an invalid variable refuses new claims but settles the claims it granted before; one a settlement reads refuses both, changing nothing", async () => {
+  // Owners hold grants (as a proxied run in flight does) when the Worker is
+  // redeployed with an invalid variable, then with the fix: a settlement
+  // refused in between would let the key run a second time.
+  const dir = mkdtempSync(join(tmpdir(), "settle-misconfigured-"));
+  const start = (vars) => startGateway({ vars, shared: { resourcePersistencePath: dir } });
+  const fp = await fingerprint({ method: "POST", target: "/charges", headers: {}, body: new TextEncoder().encode("x") });
+  const body = (text) => Buffer.from(text).toString("base64");
+  /** One RPC v1 call on acme's object: its status and answer. */
+  const rpc = async (gw, route, call) => {
+    const r = await (await gw.ledger("acme")).fetch(`https://ledger/rpc/v1/${route}`, { method: "POST", body: JSON.stringify(call) });
+    return { status: r.status, json: await r.json() };
+  };
+  const response = (text) => ({ status: 201, headers: [["content-type", "text/plain"]], body: body(text) });
+  try {
+    const grants = {};
+    const before = await start({});
+    try {
+      for (const key of ["completes", "releases", "waits-for-fix"]) {
+        const granted = await rpc(before, "claim", { key, fingerprint: fp });
+        assert.equal(granted.json.outcome, "claimed", key);
+        grants[key] = granted.json.generation;
+      }
+    } finally { await before.dispose(); }
+
+    // Gateway-only variables invalid: new claims and the gateway refused, settlements served.
+    const broken = await start({ FAILURE_POLICY: "maybe", IN_FLIGHT_MAX_WAITERS: "many" });
+    try {
+      const fresh = await rpc(broken, "claim", { key: "new-key", fingerprint: fp });
+      assert.equal(fresh.status, 500, JSON.stringify(fresh.json));
+      assert.equal(slug(fresh.json), "misconfigured");
+      assert.match(fresh.json.detail, /FAILURE_POLICY/);
+      const gateway = await json(await broken.request("/v1/orders", orderInit({ key: "via-gateway" })));
+      assert.equal(gateway.status, 500);
+      const completed = await rpc(broken, "complete", { key: "completes", generation: grants.completes, response: response("charged once") });
+      assert.equal(completed.status, 200, JSON.stringify(completed.json));
+      assert.equal(completed.json.outcome, "stored");
+      const released = await rpc(broken, "release", { key: "releases", generation: grants.releases });
+      assert.equal(released.status, 200, JSON.stringify(released.json));
+      assert.equal(released.json.outcome, "released");
+      await eventually(() => broken.events("idempotency.misconfigured").some((e) => e.variable === "FAILURE_POLICY" && /settlement/.test(e.served ?? "")));
+    } finally { await broken.dispose(); }
+
+    // A variable a settlement reads (how long to keep the answer), invalid: refused, nothing changed.
+    const unreadable = await start({ RETENTION_SECONDS: "soon" });
+    try {
+      const refused = await rpc(unreadable, "complete", { key: "waits-for-fix", generation: grants["waits-for-fix"], response: response("later") });
+      assert.equal(refused.status, 500, JSON.stringify(refused.json));
+      assert.match(refused.json.detail, /RETENTION_SECONDS/);
+    } finally { await unreadable.dispose(); }
+
+    // Fixed: the completed key replays (never runs again), the released one runs again, the refused claim made nothing.
+    const fixed = await start({});
+    try {
+      const replay = await rpc(fixed, "claim", { key: "completes", fingerprint: fp });
+      assert.equal(replay.json.outcome, "completed", JSON.stringify(replay.json));
+      assert.equal(Buffer.from(replay.json.response.body, "base64").toString(), "charged once");
+      const again = await rpc(fixed, "claim", { key: "releases", fingerprint: fp });
+      assert.equal(again.json.outcome, "claimed");
+      assert.ok(again.json.generation > grants.releases);
+      assert.equal((await rpc(fixed, "lookup", { key: "new-key" })).json.record, null, "no key was created");
+      const late = await rpc(fixed, "complete", { key: "waits-for-fix", generation: grants["waits-for-fix"], response: response("later") });
+      assert.equal(late.json.outcome, "stored", "the refused settlement changed nothing: its owner settles now");
+    } finally { await fixed.dispose(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });

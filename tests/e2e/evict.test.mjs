@@ -4,13 +4,15 @@
 // a real origin: a stored 500 evicted and the retry run again, an in-flight
 // key refused until its owner is done, a fenced-out owner staying fenced
 // after the key is claimed again, and a resharding tenant's key evicted
-// where it lives.
+// where it lives. Through the gateway, evicting takes an operator's token
+// (OPERATOR_TOKENS; a tenant's API token only with EVICT_WITH_API_TOKENS:
+// operator-access.test.mjs).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startOrigin, deferred, eventually, read, json, slug, sha256hex, rpcCaller, ACME, GLOBEX } from "./harness.mjs";
+import { startGateway, startOrigin, deferred, eventually, read, json, slug, sha256hex, rpcCaller, ACME } from "./harness.mjs";
 import { fingerprint, shardOf, shardObjectName, TenantLedgers, LedgerClient } from "../../client/index.js";
 
 const post = (key, body = "amount=100", auth = ACME) => ({
@@ -18,8 +20,12 @@ const post = (key, body = "amount=100", auth = ACME) => ({
   headers: { authorization: auth, "content-type": "application/x-www-form-urlencoded", "idempotency-key": key },
   body,
 });
+/** Each tenant's operator token: evicting through the gateway needs one. */
+const OPERATOR = "Bearer operator-token-acme";
+const GLOBEX_OPERATOR = "Bearer operator-token-globex";
+const OPERATOR_TOKENS = JSON.stringify({ [sha256hex("operator-token-acme")]: "acme", [sha256hex("operator-token-globex")]: "globex" });
 const keyPath = (key) => `/v1/idempotency-keys/${encodeURIComponent(key)}`;
-const evict = async (gw, key, auth = ACME) => json(await gw.request(keyPath(key), { method: "DELETE", headers: auth ? { authorization: auth } : {} }));
+const evict = async (gw, key, auth = OPERATOR) => json(await gw.request(keyPath(key), { method: "DELETE", headers: auth ? { authorization: auth } : {} }));
 const lookup = async (gw, key) => json(await gw.request(keyPath(key), { headers: { authorization: ACME } }));
 const stats = async (gw) => (await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: ACME } }))).json;
 /** One RPC v1 call on an object, by name. */
@@ -33,7 +39,7 @@ const stored = (status, text) => ({ status, headers: [["content-type", "text/pla
 test("a stored 500 is evicted through the gateway and the retry runs again; other tenants, bad and unknown keys change nothing", async () => {
   // The origin fails the first run, then succeeds.
   const origin = await startOrigin((_, n) => (n === 1 ? { status: 500, body: "boom" } : { status: 201, headers: { "content-type": "text/plain" }, body: `ran #${n}` }));
-  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url } });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, OPERATOR_TOKENS } });
   try {
     assert.equal((await read(await gw.request("/charges", post("poisoned")))).status, 500);
     // Poisoned: the 500 replays.
@@ -42,14 +48,15 @@ test("a stored 500 is evicted through the gateway and the retry runs again; othe
     assert.equal(replay.headers["idempotent-replayed"], "true");
     assert.equal(origin.requests.length, 1);
 
-    // Nobody else can evict it: no token, another tenant's token.
+    // Nobody else can evict it: no token, the tenant's own API token, another tenant's operator.
     assert.equal((await evict(gw, "poisoned", null)).status, 401);
-    const other = await evict(gw, "poisoned", GLOBEX);
+    assert.equal((await evict(gw, "poisoned", ACME)).status, 403);
+    const other = await evict(gw, "poisoned", GLOBEX_OPERATOR);
     assert.equal(other.status, 404);
     assert.equal(slug(other.json), "not-found");
     // A key the key rule refuses, an unknown key: refused, nothing changed.
     for (const bad of ["%FF", "%00x", encodeURIComponent("k".repeat(256))]) {
-      const answer = await json(await gw.request(`/v1/idempotency-keys/${bad}`, { method: "DELETE", headers: { authorization: ACME } }));
+      const answer = await json(await gw.request(`/v1/idempotency-keys/${bad}`, { method: "DELETE", headers: { authorization: OPERATOR } }));
       assert.equal(answer.status, 400, bad);
       assert.equal(slug(answer.json), "idempotency-key-invalid", bad);
     }
@@ -100,7 +107,7 @@ test("a stored 500 is evicted through the gateway and the retry runs again; othe
 test("an in-flight key is 409 with Retry-After until its owner is done; then it is evicted", async () => {
   const held = deferred();
   const origin = await startOrigin(async () => { await held.promise; return { status: 201, body: "done" }; });
-  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url } });
+  const gw = await startGateway({ vars: { ORIGIN_URL: origin.url, OPERATOR_TOKENS } });
   try {
     const running = gw.request("/charges", post("busy")).then(read);
     await origin.waitForRequests(1);
@@ -174,7 +181,7 @@ test("while resharding, JS RPC, TenantLedgers and the gateway evict a key from t
   const origin = await startOrigin((req) => ({ status: 201, headers: { "content-type": "text/plain" }, body: `ran ${req.headers["idempotency-key"]}` }));
   // A settle grace (ORIGIN_TIMEOUT_SECONDS) of 5 minutes: far longer than this test runs.
   const windows = { LEASE_SECONDS: "600", ORIGIN_TIMEOUT_SECONDS: "300" };
-  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, ...windows, ...vars }, shared: { resourcePersistencePath: dir }, workers: [rpcCaller()] });
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, OPERATOR_TOKENS, ...windows, ...vars }, shared: { resourcePersistencePath: dir }, workers: [rpcCaller()] });
   const rpcOf = async (gw) => {
     const worker = await gw.mf.getWorker("rpc-caller");
     return async (op, ...args) => (await worker.fetch("https://c/", { method: "POST", body: JSON.stringify({ op, args }) })).json();

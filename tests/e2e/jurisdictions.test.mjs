@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startOrigin, read, json, slug, ROOT, ACME, GLOBEX, GATEWAY_MODULES, CLIENT_MODULES } from "./harness.mjs";
+import { startGateway, startOrigin, read, json, slug, ROOT, ACME, GLOBEX, sha256hex, GATEWAY_MODULES, CLIENT_MODULES } from "./harness.mjs";
 import { fingerprint, shardOf, shardObjectName } from "../../client/index.js";
 
 const ENTRY = { type: "ESModule", path: `${ROOT}tests/e2e/workers/jurisdiction-entry.mjs` };
@@ -24,6 +24,10 @@ const standIn = {
     TENANT_LEDGER_US: { className: "TenantLedgerUs", useSQLite: true },
   },
 };
+
+/** An operator's token for acme: evicting a key through the gateway needs one. */
+const OPERATOR = "Bearer operator-token-acme";
+const OPERATOR_TOKENS = JSON.stringify({ [sha256hex("operator-token-acme")]: "acme" });
 
 const post = (key, auth = ACME) => ({
   method: "POST",
@@ -52,7 +56,7 @@ async function lookupIn(gw, binding, name, key) {
 test("a tenant kept in a jurisdiction: each of its shards and its registry is created through jurisdiction(J); other tenants are not", async () => {
   const { origin, runs } = await countingOrigin();
   const gw = await startGateway({
-    vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 4}', TENANT_JURISDICTIONS: '{"acme": "eu"}' },
+    vars: { ORIGIN_URL: origin.url, TENANT_SHARDS: '{"acme": 4}', TENANT_JURISDICTIONS: '{"acme": "eu"}', OPERATOR_TOKENS },
     gateway: standIn,
   });
   try {
@@ -78,7 +82,7 @@ test("a tenant kept in a jurisdiction: each of its shards and its registry is cr
     const intro = await read(await gw.request("/v1/idempotency-keys/eu-3", { headers: { authorization: ACME } }));
     assert.equal(intro.status, 200);
     // An eviction reaches the key's shard in eu (recorded below: only ever through "eu").
-    const gone = await json(await gw.request("/v1/idempotency-keys/eu-3", { method: "DELETE", headers: { authorization: ACME } }));
+    const gone = await json(await gw.request("/v1/idempotency-keys/eu-3", { method: "DELETE", headers: { authorization: OPERATOR } }));
     assert.equal(gone.status, 200, JSON.stringify(gone.json));
     assert.equal(gone.json.state, "completed");
     const euHome = shardObjectName("acme", await shardOf("eu-3", 4), 4);

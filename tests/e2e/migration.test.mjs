@@ -9,8 +9,12 @@ import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, orderInit, read, json, orders, ACME, ROOT } from "./harness.mjs";
+import { startGateway, orderInit, read, json, orders, sha256hex, ACME, ROOT } from "./harness.mjs";
 import { fingerprint } from "../../client/rules/fingerprint.js";
+
+/** An operator's token for acme: evicting a key through the gateway needs one. */
+const OPERATOR = "Bearer operator-token-acme";
+const OPERATOR_TOKENS = JSON.stringify({ [sha256hex("operator-token-acme")]: "acme" });
 
 /** The ledger schema this code writes (src/ledger/schema/mod.rs SCHEMA_VERSION). */
 const SCHEMA_VERSION = 10;
@@ -37,7 +41,8 @@ const get = (gw, path) => gw.request(path, { headers: { authorization: ACME } })
  */
 async function fromFixture(fixture, body) {
   const dir = mkdtempSync(join(tmpdir(), "ledger-fixture-"));
-  const opts = { shared: { resourcePersistencePath: dir } };
+  // An operator's token: evicting a key through the gateway needs one.
+  const opts = { shared: { resourcePersistencePath: dir }, vars: { OPERATOR_TOKENS } };
   try {
     const first = await startGateway(opts);
     assert.equal((await get(first, "/v1/idempotency/stats")).status, 200);
@@ -156,7 +161,7 @@ test("an object written by the v8 code gains the evicted counter on its first st
     assert.equal(refused.status, 500, JSON.stringify(refused.json));
     assert.match(JSON.stringify(refused.json), /TENANT_JURISDICTIONS/);
     // Eviction creates no key, so it is not refused: the completed key is removed.
-    const gone = await json(await gw.request("/v1/idempotency-keys/done", { method: "DELETE", headers: { authorization: ACME } }));
+    const gone = await json(await gw.request("/v1/idempotency-keys/done", { method: "DELETE", headers: { authorization: OPERATOR } }));
     assert.equal(gone.status, 200, JSON.stringify(gone.json));
     assert.deepEqual([gone.json.state, gone.json.generation, gone.json.response_status], ["completed", 1, 201]);
     assert.equal((await get(gw, "/v1/idempotency-keys/done")).status, 404);

@@ -2,6 +2,8 @@
 // docs/operations.md#console): an operator's token (OPERATOR_TOKENS) reads
 // its tenant's stats, key listing and key lookup and evicts a key, and is
 // refused (`403 forbidden`) on the application — the embedded orders here,
+// a tenant's API token may not evict a key (which would run it again)
+// unless EVICT_WITH_API_TOKENS=true opts API tokens in —
 // a real origin in proxy mode — so it never sends a protected request and
 // never gets a stored body; and where the console is served (CONSOLE, CONSOLE_HOST): off
 // in proxy mode unless turned on, only on its own host when one is named,
@@ -9,7 +11,7 @@
 // naming the variable. The console in a browser: console.test.mjs.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { ACME, json, orderInit, read, sha256hex, slug, startGateway, startOrigin } from "./harness.mjs";
+import { ACME, eventually, json, orderInit, read, sha256hex, slug, startGateway, startOrigin } from "./harness.mjs";
 
 const OPERATOR = "Bearer operator-token-acme";
 const OPERATOR_TOKENS = JSON.stringify({ [sha256hex("operator-token-acme")]: "acme" });
@@ -94,6 +96,42 @@ test("an operator token evicts a key (contract §2.11), answered its metadata on
   const again = await read(await gw.request("/v1/orders", orderInit({ key: "op-evict-1" })));
   assert.equal(again.status, 201);
   assert.equal(again.headers["idempotent-replayed"], undefined);
+});
+
+test("a tenant's API token may not evict a key (403, nothing changed, the order still replays) unless EVICT_WITH_API_TOKENS=true; an invalid value is 500 misconfigured naming it", async () => {
+  const gw = await gateway({ OPERATOR_TOKENS });
+  const created = await json(await gw.request("/v1/orders", orderInit({ key: "paid-1" })));
+  assert.equal(created.status, 201);
+  const refused = await json(await gw.request("/v1/idempotency-keys/paid-1", { method: "DELETE", headers: { authorization: ACME } }));
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(refused.headers["content-type"], "application/problem+json");
+  assert.equal(slug(refused.json), "forbidden");
+  assert.match(refused.json.detail, /OPERATOR_TOKENS.*EVICT_WITH_API_TOKENS/);
+  assert.equal(refused.headers["www-authenticate"], 'Bearer error="insufficient_scope"');
+  const kept = await json(await gw.request("/v1/idempotency-keys/paid-1", { headers: { authorization: ACME } }));
+  assert.equal(kept.json.state, "completed", "the record is still there");
+  const replay = await read(await gw.request("/v1/orders", orderInit({ key: "paid-1" })));
+  assert.equal(replay.headers["idempotent-replayed"], "true", "the order is not run again");
+  assert.equal((await json(await gw.request("/v1/idempotency/stats", { headers: { authorization: OPERATOR } }))).json.evicted, 0);
+  await eventually(() => gw.events("idempotency.token_refused").some((e) => e.kind === "tenant")); // the refusal is logged
+
+  // Opted in: the tenant's token evicts.
+  const opted = await gateway({ OPERATOR_TOKENS, EVICT_WITH_API_TOKENS: "true" });
+  assert.equal((await read(await opted.request("/v1/orders", orderInit({ key: "paid-2" })))).status, 201);
+  const evicted = await json(await opted.request("/v1/idempotency-keys/paid-2", { method: "DELETE", headers: { authorization: ACME } }));
+  assert.equal(evicted.status, 200, evicted.text);
+  assert.equal(evicted.json.state, "completed");
+
+  // Anything but true or false refuses the configuration: no silent default either way.
+  for (const value of ["yes", "TRUE"]) {
+    const bad = await startGateway({ vars: { OPERATOR_TOKENS, EVICT_WITH_API_TOKENS: value } });
+    try {
+      const r = await json(await bad.request("/v1/idempotency-keys/paid-3", { method: "DELETE", headers: { authorization: OPERATOR } }));
+      assert.equal(r.status, 500, `${value}: ${r.text}`);
+      assert.equal(slug(r.json), "misconfigured");
+      assert.match(r.json.detail, /EVICT_WITH_API_TOKENS/);
+    } finally { await bad.dispose(); }
+  }
 });
 
 test("proxy mode: /console is the origin's path unless CONSOLE=on", async () => {

@@ -2,7 +2,10 @@
 // needs an origin: a real HTTP server on 127.0.0.1 or a second Worker.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, startOrigin, deferred, eventually, read, json, slug, ACME, GLOBEX } from "./harness.mjs";
+import { GATEWAY_MODULES, ROOT, startGateway, startOrigin, deferred, eventually, read, json, slug, ACME, GLOBEX } from "./harness.mjs";
+
+/** The deployed entry over a ledger whose every call the runtime refuses as overloaded (tests/e2e/workers/overloaded-entry.mjs). */
+const OVERLOADED_ENTRY = { type: "ESModule", path: `${ROOT}tests/e2e/workers/overloaded-entry.mjs` };
 
 const post = (key, body = "amount=100", headers = {}) => ({
   method: "POST",
@@ -218,10 +221,12 @@ test("FAILURE_POLICY=closed: an unreachable ledger is 503 and the origin is not 
 
 test("FAILURE_POLICY=open: a ledger that was certainly not reached runs the request unprotected and logs it", async () => {
   const origin = await startOrigin(() => ({ status: 200, body: "ran-unprotected" }));
-  // No TENANT_LEDGER binding at all: no stub, nothing sent, nothing applied.
+  // Every call refused by the runtime as overloaded, before delivery: nothing
+  // sent, nothing applied. (No TENANT_LEDGER binding at all is a configuration
+  // error, 500 misconfigured under every policy: careless-config.test.mjs.)
   const gw = await startGateway({
     vars: { ORIGIN_URL: origin.url, FAILURE_POLICY: "open" },
-    gateway: { durableObjects: {} },
+    gateway: { modules: [OVERLOADED_ENTRY, ...GATEWAY_MODULES] },
   });
   try {
     const r = await read(await gw.request("/charges", post("down-2")));

@@ -33,6 +33,7 @@ fn defaults_match_the_contract() {
         vec!["content-type", "location", "etag"]
     );
     assert!(!c.release_on_5xx);
+    assert!(!c.evict_with_api_tokens);
     assert_eq!(c.max_keys_per_tenant, 1_000_000);
     assert_eq!(c.failure_policy, FailurePolicy::Closed);
     assert_eq!(c.origin_timeout_seconds, 30);
@@ -92,6 +93,10 @@ fn invalid_values_name_their_variable() {
         ),
         ("MAX_DB_BYTES_PER_OBJECT", "1000"),
         ("MAX_DB_BYTES_PER_OBJECT", "10000000001"),
+        ("EVICT_WITH_API_TOKENS", "yes"),
+        ("EVICT_WITH_API_TOKENS", "on"),
+        ("EVICT_WITH_API_TOKENS", "1"),
+        ("EVICT_WITH_API_TOKENS", "TRUE"),
     ] {
         let e = parse(&[(name, value)]).unwrap_err();
         assert_eq!(e.variable, name, "{value}");
@@ -524,5 +529,85 @@ fn a_changed_jurisdiction_is_refused_where_both_configurations_meet() {
             }
             other => panic!("{recorded:?} -> {asked:?}: {other:?}"),
         }
+    }
+}
+
+/// An invalid variable no settlement reads leaves `complete` and `release`
+/// of claims already granted served (under every other value as
+/// configured); one a settlement reads refuses them too, naming it.
+#[test]
+fn a_settlement_is_refused_only_by_a_variable_it_reads() {
+    use idempotency_ledger::config::settlement::NOT_READ_BY_SETTLEMENTS;
+    let with = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    // Gateway-only variables invalid: the settlement runs with the rest as configured.
+    let get = with(&[
+        ("FAILURE_POLICY", "maybe"),
+        ("IN_FLIGHT_MAX_WAITERS", "many"),
+        ("CONSOLE", "yes"),
+        ("RETENTION_SECONDS", "600"),
+        ("TENANT_SHARDS", r#"{"acme": {"shards": 2, "previous": 1}}"#),
+    ]);
+    assert!(Config::from_lookup(&get).is_err(), "new claims are refused");
+    let settling = Config::for_settlement(&get).unwrap();
+    assert_eq!(
+        settling.retention_seconds, 600,
+        "what it reads is the configured value"
+    );
+    assert_eq!(
+        settling.tenant_shards,
+        ShardMap::parse(r#"{"acme": {"shards": 2, "previous": 1}}"#).unwrap()
+    );
+    // A variable a settlement reads, invalid (alone or beside gateway-only ones): refused, naming it.
+    for (pairs, named) in [
+        (&[("RETENTION_SECONDS", "soon")][..], "RETENTION_SECONDS"),
+        (&[("LEASE_SECONDS", "0")][..], "LEASE_SECONDS"),
+        (&[("TENANT_SHARDS", "8")][..], "TENANT_SHARDS"),
+        (
+            &[("TENANT_JURISDICTIONS", "{\"a\": \"mars\"}")][..],
+            "TENANT_JURISDICTIONS",
+        ),
+        (
+            &[("MAX_DB_BYTES_PER_OBJECT", "1")][..],
+            "MAX_DB_BYTES_PER_OBJECT",
+        ),
+        (&[("LOG_HASH_KEY", "short")][..], "LOG_HASH_KEY"),
+        (
+            &[("ORIGIN_TIMEOUT_SECONDS", "0")][..],
+            "ORIGIN_TIMEOUT_SECONDS",
+        ),
+        (
+            &[("SWEEP_INTERVAL_SECONDS", "0")][..],
+            "SWEEP_INTERVAL_SECONDS",
+        ),
+        (
+            &[("FAILURE_POLICY", "maybe"), ("RETENTION_SECONDS", "30")][..],
+            "RETENTION_SECONDS and LEASE_SECONDS",
+        ),
+    ] {
+        let pairs: &'static [(&'static str, &'static str)] = pairs;
+        let e = Config::for_settlement(&with(pairs)).unwrap_err();
+        assert_eq!(e.variable, named, "{pairs:?}");
+    }
+    // Valid: the same configuration as a claim's.
+    let none = |_: &str| None;
+    assert_eq!(Config::for_settlement(&none), Config::from_lookup(&none));
+    // Every name on the list is a variable the configuration reads (a typo would let nothing through).
+    for name in NOT_READ_BY_SETTLEMENTS {
+        let bad = move |n: &str| (n == *name).then(|| "\u{1}not valid\u{1}".to_string());
+        let refused = Config::errors(&bad);
+        assert!(
+            refused
+                .iter()
+                .any(|e| e.variable.split(" and ").any(|v| v == *name)),
+            "{name} is read and refused when invalid"
+        );
+        assert!(Config::for_settlement(&bad).is_ok(), "{name}");
     }
 }

@@ -124,3 +124,51 @@ fn objects_know_their_role() {
     assert_eq!(l.previous_home("acme", "k"), Some("acme".into()));
     assert_eq!(l.objects("acme").len(), 5);
 }
+
+/// The `TENANT_SHARDS` strings both languages read alike
+/// (`tests/fixtures/shards.json`, also read by the Node tests): each valid
+/// one, as the Worker reads the variable (trimmed, then parsed), to exactly
+/// its tenants' layouts; each invalid one refused naming the variable.
+#[test]
+fn tenant_shards_strings_are_read_as_the_js_parser_reads_them() {
+    use idempotency_ledger::config::Config;
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/shards.json")).unwrap();
+    let read = |raw: &str| {
+        let raw = raw.to_string();
+        Config::from_lookup(&|name| (name == "TENANT_SHARDS").then(|| raw.clone()))
+    };
+    let valid = fixture["valid"].as_array().unwrap();
+    assert!(valid.len() >= 10);
+    for case in valid {
+        let raw = case["raw"].as_str().unwrap();
+        let map = read(raw)
+            .unwrap_or_else(|e| panic!("{raw:?}: {e}"))
+            .tenant_shards;
+        let tenants = case["tenants"].as_object().unwrap();
+        if tenants.is_empty() {
+            assert_eq!(map, ShardMap::default(), "{raw:?}");
+        }
+        for (tenant, layout) in tenants {
+            let expected = Layout {
+                shards: layout[0].as_u64().unwrap() as u32,
+                previous: layout[1].as_u64().map(|p| p as u32),
+            };
+            assert_eq!(map.layout(tenant), expected, "{raw:?}: {tenant}");
+        }
+        let sharded = tenants
+            .values()
+            .filter(|l| l[0] != 1 || !l[1].is_null())
+            .count();
+        assert_eq!(
+            map.first_sharded().is_some(),
+            sharded > 0,
+            "{raw:?}: no other tenant is read"
+        );
+    }
+    for bad in fixture["invalid"].as_array().unwrap() {
+        let bad = bad.as_str().unwrap();
+        let e = read(bad).unwrap_err();
+        assert_eq!(e.variable, "TENANT_SHARDS", "{bad:?}");
+    }
+}

@@ -150,11 +150,18 @@ test("shardOf / shardObjectName place keys exactly as the gateway (shared vector
   assert.deepEqual(map.get("acme"), { shards: 8, previous: null });
   assert.deepEqual(map.get("globex"), { shards: 4, previous: 1 });
   assert.equal(parseTenantShards(undefined).size, 0);
-  // The invalid values both parsers refuse (shared with the Rust tests).
-  assert.ok(fixture.invalid.length >= 10);
-  for (const bad of fixture.invalid) {
-    assert.throws(() => parseTenantShards(bad), TypeError, bad);
+  // The values both parsers read alike (shared with the Rust tests): each valid one to exactly its tenants,
+  // each invalid one refused — `8.0` and `1e1` included, which JSON.parse alone reads as 8 and 10.
+  assert.ok(fixture.valid.length >= 10);
+  for (const { raw, tenants } of fixture.valid) {
+    const read = Object.fromEntries([...parseTenantShards(raw)].map(([tenant, l]) => [tenant, [l.shards, l.previous]]));
+    assert.deepEqual(read, tenants, JSON.stringify(raw));
   }
+  assert.ok(fixture.invalid.length >= 30);
+  for (const bad of fixture.invalid) {
+    assert.throws(() => parseTenantShards(bad), TypeError, JSON.stringify(bad));
+  }
+  assert.throws(() => parseTenantShards('{"acme": 8.0}'), /TENANT_SHARDS: 8\.0 is not a whole number written as one/);
 });
 
 test("a sharded tenant's listing pages merge exactly as the gateway merges them (shared vectors: tests/fixtures/list-merge.json)", async () => {

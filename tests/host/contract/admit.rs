@@ -314,17 +314,21 @@ fn a_token_names_its_tenant_and_its_kind() {
 #[test]
 fn an_operator_token_reaches_the_reads_and_an_eviction_only_never_the_application() {
     use admission::Access;
+    let config = Config::from_lookup(&|_| None).unwrap();
     let reads = [
         ("GET", "/v1/idempotency/stats"),
         ("GET", "/v1/idempotency-keys"),
         ("GET", "/v1/idempotency-keys/k-1"),
-        ("DELETE", "/v1/idempotency-keys/k-1"),
     ];
     for (method, path) in reads {
         let access = admission::route(method, path).access();
         assert_eq!(access, Access::TenantOrOperator, "{method} {path}");
-        assert!(access.admits(TokenKind::Operator) && access.admits(TokenKind::Tenant));
+        assert!(access.admits(TokenKind::Operator, &config));
+        assert!(access.admits(TokenKind::Tenant, &config));
     }
+    let evict = admission::route("DELETE", "/v1/idempotency-keys/k-1").access();
+    assert_eq!(evict, Access::Evict);
+    assert!(evict.admits(TokenKind::Operator, &config));
     // Every protected request, every replay (a stored body), everything
     // forwarded to the origin: the application, whatever the method or path.
     for (method, path) in [
@@ -341,12 +345,41 @@ fn an_operator_token_reaches_the_reads_and_an_eviction_only_never_the_applicatio
     ] {
         let access = admission::route(method, path).access();
         assert_eq!(access, Access::TenantOnly, "{method} {path}");
-        assert!(!access.admits(TokenKind::Operator), "{method} {path}");
-        assert!(access.admits(TokenKind::Tenant), "{method} {path}");
+        assert!(
+            !access.admits(TokenKind::Operator, &config),
+            "{method} {path}"
+        );
+        assert!(access.admits(TokenKind::Tenant, &config), "{method} {path}");
     }
     for (method, path) in [("GET", "/health"), ("GET", "/openapi.json")] {
         assert_eq!(admission::route(method, path).access(), Access::Anyone);
     }
+}
+
+#[test]
+fn evicting_a_key_needs_an_operator_token_unless_api_tokens_are_opted_in() {
+    use admission::Access;
+    let evict = admission::route("DELETE", "/v1/idempotency-keys/paid-1").access();
+    let default = Config::from_lookup(&|_| None).unwrap();
+    assert!(!default.evict_with_api_tokens, "off by default");
+    assert!(!evict.admits(TokenKind::Tenant, &default));
+    assert!(evict.admits(TokenKind::Operator, &default));
+    let opted =
+        Config::from_lookup(&|n| (n == "EVICT_WITH_API_TOKENS").then(|| "true".into())).unwrap();
+    assert!(evict.admits(TokenKind::Tenant, &opted));
+    assert!(evict.admits(TokenKind::Operator, &opted));
+    let off =
+        Config::from_lookup(&|n| (n == "EVICT_WITH_API_TOKENS").then(|| "false".into())).unwrap();
+    assert!(!evict.admits(TokenKind::Tenant, &off));
+    // The refusal says which token evicting needs, and how to opt in.
+    let answer = AppResponse::from(&Access::Evict.refusal());
+    let doc = expect_problem(&answer, 403, "forbidden");
+    let detail = doc["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("OPERATOR_TOKENS") && detail.contains("EVICT_WITH_API_TOKENS"),
+        "{detail}"
+    );
+    assert_eq!(header(&answer, "x-should-retry"), Some("false"));
 }
 
 #[test]
