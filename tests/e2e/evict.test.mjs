@@ -260,3 +260,54 @@ test("while resharding, JS RPC, TenantLedgers and the gateway evict a key from t
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a key a previous layout kept in force still replays is evicted there through the gateway configured without it, and looked up there (issue 44, item 5)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "evict-kept-"));
+  const runs = new Map();
+  const origin = await startOrigin(async (req) => {
+    const key = req.headers["idempotency-key"];
+    runs.set(key, (runs.get(key) ?? 0) + 1);
+    return { status: 201, headers: { "content-type": "text/plain" }, body: `run ${runs.get(key)} of ${key}` };
+  });
+  // Small windows: retention 6 s, so a reshard's window is 6 + 2 + 1 + 1 = 10 s.
+  const windows = { RETENTION_SECONDS: "6", LEASE_SECONDS: "2", ORIGIN_TIMEOUT_SECONDS: "1", SWEEP_INTERVAL_SECONDS: "1" };
+  const start = (vars) => startGateway({ vars: { ORIGIN_URL: origin.url, OPERATOR_TOKENS, ...windows, ...vars }, shared: { resourcePersistencePath: dir } });
+  const YEAR = 31_536_000;
+  try {
+    // The one object completes a key with a stored 500 kept for a year (a caller's own retention).
+    const one = await start({});
+    try {
+      const fp = await fingerprint({ method: "POST", target: "/charges", headers: post("poisoned").headers, body: new TextEncoder().encode("x") });
+      const claim = await rpcAt(one, "acme", "claim", { key: "poisoned", fingerprint: fp, retention_seconds: YEAR });
+      assert.equal(claim.json.outcome, "claimed", JSON.stringify(claim.json));
+      const done = await rpcAt(one, "acme", "complete", { key: "poisoned", generation: 1, lease: claim.json.lease, response: stored(500, "poisoned"), retention_seconds: YEAR });
+      assert.deepEqual(done.json, { outcome: "stored" });
+    } finally { await one.dispose(); }
+    // Resharded, then (past the window) "previous" dropped: the registry keeps the one object in force.
+    const resharding = await start({ TENANT_SHARDS: '{"acme": {"shards": 2, "previous": 1}}' });
+    try {
+      assert.equal((await read(await resharding.request("/charges", post("warm-up", "x")))).status, 201);
+    } finally { await resharding.dispose(); }
+    await new Promise((r) => setTimeout(r, 11_000));
+    const after = await start({ TENANT_SHARDS: '{"acme": 2}' });
+    try {
+      const replay = await read(await after.request("/charges", post("poisoned", "x")));
+      assert.deepEqual([replay.status, replay.text, replay.headers["idempotent-replayed"]], [500, "poisoned", "true"], "the kept layout replays it");
+      assert.ok(after.events("idempotency.previous_kept").length > 0, "the previous layout is kept in force");
+      const seen = await lookup(after, "poisoned");
+      assert.equal(seen.status, 200, `looked up where it lives: ${JSON.stringify(seen.json)}`);
+      assert.equal(seen.json.response_status, 500);
+      const gone = await evict(after, "poisoned");
+      assert.equal(gone.status, 200, `evicted where it lives, not 404: ${JSON.stringify(gone.json)}`);
+      assert.equal(gone.json.response_status, 500);
+      assert.equal((await rpcAt(after, "acme", "lookup", { key: "poisoned" })).json.record, null, "gone from the kept layout");
+      // Its next request runs again, by the operator's choice — once.
+      const again = await read(await after.request("/charges", post("poisoned", "x")));
+      assert.deepEqual([again.status, again.text], [201, "run 1 of poisoned"]);
+      assert.equal(runs.get("poisoned"), 1, "the origin ran it once, after the eviction");
+    } finally { await after.dispose(); }
+  } finally {
+    await origin.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
