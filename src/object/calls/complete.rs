@@ -30,7 +30,7 @@ pub(in crate::object) async fn complete(
     // layout holds it (a settlement is never refused by the layout).
     if let Some(answer) = object
         .home
-        .ask_previous_for_record(config, &call.key, &call, asked)
+        .ask_previous_for_record(config, &call.key, &call, (asked, None))
         .await?
     {
         return Ok(answer);

@@ -31,13 +31,6 @@ pub(in crate::object) async fn evict(
     call: EvictCall,
     asked: Option<u32>,
 ) -> Result<(EvictOutcome, WaitReport), Problem> {
-    if let Some(answer) = object
-        .home
-        .ask_previous_for_record(config, &call.key, &call, asked)
-        .await?
-    {
-        return Ok(answer);
-    }
     // A retired shard's key is claimed next in its current object,
     // which its generation floor does not reach: an in-flight record
     // goes only once its owner can no longer settle (`ledger::evict`).
@@ -61,6 +54,17 @@ pub(in crate::object) async fn evict(
             },
         );
         object.waiters.wake(&call.key);
+    }
+    if out == EvictOutcome::NotFound {
+        // Not here (nothing changed): where the previous layout holds it.
+        let holds = (asked, Some(false));
+        if let Some(answer) = object
+            .home
+            .ask_previous_for_record(config, &call.key, &call, holds)
+            .await?
+        {
+            return Ok(answer);
+        }
     }
     Ok(answered(out))
 }

@@ -22,16 +22,20 @@ pub(in crate::object) async fn lookup(
     call: LookupCall,
     asked: Option<u32>,
 ) -> Result<(LookupAnswer, WaitReport), Problem> {
-    if let Some(answer) = object
-        .home
-        .ask_previous_for_record(config, &call.key, &call, asked)
-        .await?
-    {
-        return Ok(answer);
-    }
     let record = object
         .ledger
         .lookup(&call.key, now_ms())
         .map_err(|e| store_unavailable(&e))?;
+    if record.is_none() {
+        // Not here: where the previous layout holds it, if it does.
+        let holds = (asked, Some(false));
+        if let Some(answer) = object
+            .home
+            .ask_previous_for_record(config, &call.key, &call, holds)
+            .await?
+        {
+            return Ok(answer);
+        }
+    }
     Ok(answered(LookupAnswer { record }))
 }

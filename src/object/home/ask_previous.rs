@@ -41,12 +41,14 @@ impl Home {
     /// The previous layout (its object count) a keyed call for `key` asks
     /// first, if any: the one the registry keeps in force or records,
     /// unless the call's caller asked it (`asked`), this object is
-    /// retired or unnamed, or it holds the key.
+    /// retired or unnamed, or it holds the key (`held`, when the caller
+    /// already knows; else read).
     fn previous_to_ask(
         &self,
         config: &Config,
         key: &str,
         asked: Option<u32>,
+        held: Option<bool>,
     ) -> Result<Option<u32>, Problem> {
         let in_force = self.previous_in_force.get();
         let Some(m) = in_force.or(self.registry_previous.get()) else {
@@ -62,42 +64,47 @@ impl Home {
         if place.retired || place.tenant.is_none() {
             return Ok(None);
         }
-        let holds = self
-            .ledger
-            .holds(key, now_ms())
-            .map_err(|e| store_unavailable(&e))?;
-        Ok((!holds).then_some(m))
+        Ok((!self.holds(key, held)?).then_some(m))
+    }
+
+    /// Does this object hold `key` (`held` when its caller already read it)?
+    fn holds(&self, key: &str, held: Option<bool>) -> Result<bool, Problem> {
+        match held {
+            Some(held) => Ok(held),
+            None => self
+                .ledger
+                .holds(key, now_ms())
+                .map_err(|e| store_unavailable(&e)),
+        }
     }
 
     /// [`Self::ask_previous_first`] for a call that creates no key — a
     /// settlement (complete, release), a lookup, an eviction — which asks
     /// no registry to accept the layout and is never refused by it
     /// (docs/contract.md §8): only when this object does not hold the key
-    /// and has not learned its layout yet does it ask the registry — a
-    /// refusal only logged — so a key the previous layout holds is settled,
-    /// read or evicted there.
+    /// (`held`, when its caller already read it) and has not learned its
+    /// layout yet does it ask the registry — a refusal only logged — so a
+    /// key the previous layout holds is settled, read or evicted there.
     pub(in crate::object) async fn ask_previous_for_record<C: Call>(
         &self,
         config: &Config,
         key: &str,
         call: &C,
-        asked: Option<u32>,
+        (asked, held): (Option<u32>, Option<bool>),
     ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        let mut held = held;
         if !self.layout_accepted.get() {
             let place = self.place(config)?;
             if place.retired || place.tenant.is_none() {
                 return Ok(None);
             }
-            let holds = self
-                .ledger
-                .holds(key, now_ms())
-                .map_err(|e| store_unavailable(&e))?;
-            if holds {
+            if self.holds(key, held)? {
                 return Ok(None);
             }
+            held = Some(false);
             let _ = self.check_layout(config).await;
         }
-        self.ask_previous_first(config, key, call, asked).await
+        self.asking(config, key, call, asked, held).await
     }
 
     /// Sends a keyed call for `key` to the key's object in the previous
@@ -111,7 +118,20 @@ impl Home {
         call: &C,
         asked: Option<u32>,
     ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
-        let Some(m) = self.previous_to_ask(config, key, asked)? else {
+        self.asking(config, key, call, asked, None).await
+    }
+
+    /// [`Self::ask_previous_first`], knowing whether this object holds
+    /// the key when `held` says.
+    async fn asking<C: Call>(
+        &self,
+        config: &Config,
+        key: &str,
+        call: &C,
+        asked: Option<u32>,
+        held: Option<bool>,
+    ) -> Result<Option<(C::Answer, WaitReport)>, Problem> {
+        let Some(m) = self.previous_to_ask(config, key, asked, held)? else {
             return Ok(None);
         };
         let place = self.place(config)?;
