@@ -369,3 +369,58 @@ fn a_settlement_lease_is_optional_and_only_a_token_shape_is_accepted() {
         serde_json::from_value(serde_json::json!({"key": "k", "generation": 1, "lease": 7}));
     assert!(number.is_err());
 }
+
+#[test]
+fn only_a_call_whose_repeat_is_answered_as_the_first_is_sent_again_when_its_answer_is_lost() {
+    // The rule both the typed client and an object passing a call on to
+    // the previous layout send with (`LedgerClient::send`).
+    let fingerprint = Fingerprint::of(&idempotency_ledger::protocol::RequestParts {
+        method: "POST",
+        target: "/v1/orders",
+        headers: &[],
+        body: b"{}",
+    });
+    let claim = |attempt: Option<&str>, wait_ms: Option<u64>| ClaimCall {
+        key: "k".into(),
+        fingerprint: fingerprint.clone(),
+        lease_seconds: None,
+        retention_seconds: None,
+        wait_ms,
+        attempt: attempt.map(str::to_string),
+    };
+    assert!(claim(Some("attempt-1"), None).repeatable());
+    assert!(claim(Some("attempt-1"), Some(0)).repeatable());
+    assert!(
+        !claim(Some("attempt-1"), Some(1_000)).repeatable(),
+        "a waiting claim"
+    );
+    assert!(!claim(None, None).repeatable(), "an unnamed claim");
+    let execute = |wait_ms: Option<u64>| ExecuteCall {
+        key: "k".into(),
+        fingerprint: fingerprint.clone(),
+        request: AppRequest {
+            method: "POST".into(),
+            target: "/v1/orders".into(),
+            body: vec![],
+        },
+        wait_ms,
+    };
+    assert!(execute(None).repeatable());
+    assert!(!execute(Some(500)).repeatable());
+    let complete = CompleteCall {
+        key: "k".into(),
+        generation: 1,
+        lease: None,
+        response: StoredResponse {
+            status: 201,
+            headers: vec![],
+            body: None,
+        },
+        retention_seconds: None,
+    };
+    assert!(
+        !complete.repeatable(),
+        "a settlement is retried by its caller's own policy"
+    );
+    assert!(!EvictCall { key: "k".into() }.repeatable());
+}
