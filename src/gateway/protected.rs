@@ -32,8 +32,8 @@ use crate::contract::replay_cache::Replayable;
 use crate::contract::waiting::{WaitPlan, WAIT_ANSWER_GRACE_MS};
 use crate::contract::Disposition;
 use crate::ledger::{ExecuteOutcome, Refusal};
-use crate::platform::client::LedgerClient;
 use crate::platform::client::LedgerError;
+use crate::platform::client::{new_attempt, LedgerClient};
 use crate::platform::http;
 use crate::platform::now_ms;
 use crate::protocol::{AppResponse, Fingerprint};
@@ -133,7 +133,10 @@ impl Protected<'_> {
             },
             wait_ms: self.wait_ms(),
         };
-        let answer = self.bounded(self.client.execute_ref(&call)).await?;
+        // Named, so an execute whose answer is lost is sent again and
+        // answered its run's own response even where the ledger kept none.
+        let client = self.client.naming_attempt(new_attempt());
+        let answer = self.bounded(client.execute_ref(&call)).await?;
         if let ExecuteOutcome::Refused(refusal) = &answer.outcome {
             self.remember(refusal);
         }

@@ -31,6 +31,7 @@ use worker::{Env, Response, State};
 use super::alarm::Alarm;
 use super::home::{window_ms, Home, Place};
 use super::problems::store_unavailable;
+use super::unkept::Unkept;
 use super::upgrade::{self, Upgrade, UPGRADE_STEPS_PER_ALARM, UPGRADE_STEPS_PER_REQUEST};
 use super::waiting::{attempt_waiting, WaitReport, Waiters};
 use crate::config::{Config, ConfigError};
@@ -66,6 +67,9 @@ pub struct LedgerObject {
     started: Cell<bool>,
     /// Requests parked on in-flight keys (in memory: gone with the instance).
     pub(super) waiters: Waiters,
+    /// Runs whose response the ledger kept only as a tombstone, for a lost
+    /// answer's repeat (in memory: gone with the instance).
+    pub(super) unkept: Unkept,
     /// The script has an `ANALYTICS` dataset: each RPC answer says the rows
     /// its call wrote (`ledger-rows-written`, for the gateway's data point).
     pub(super) metered: bool,
@@ -106,6 +110,7 @@ impl LedgerObject {
             metered,
             home: Home::new(Rc::clone(&ledger), state, env),
             waiters: Waiters::new(max_waiters),
+            unkept: Unkept::default(),
             alarm,
             ledger,
             config,

@@ -64,6 +64,7 @@
 //! - Sweep runs only in `alarm()`, never on the request path.
 
 pub mod meter;
+pub mod unkept;
 pub mod waiting;
 
 /// The Durable Object store's former path (`object::do_store`), kept for

@@ -45,7 +45,10 @@ use crate::orders;
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
 use crate::platform::{eager, http, now_ms};
 use crate::protocol::{path_of, target_of, Problem, ProblemKind};
-use crate::rpc::{Call, Route, APP_PATH, APP_TARGET_HEADER, PREVIOUS_ASKED_HEADER, WAITED_HEADER};
+use crate::rpc::{
+    check_attempt, Call, Route, APP_PATH, APP_TARGET_HEADER, ATTEMPT_HEADER, PREVIOUS_ASKED_HEADER,
+    WAITED_HEADER,
+};
 
 /// The Durable Object class: its one object behind an `Rc`, so a request
 /// served without a promise ([`TenantLedger::serve_read`]) can still hand
@@ -108,7 +111,7 @@ async fn whole_body(req: &Request) -> Result<Vec<u8>, JsValue> {
 /// The keyed calls also learn whether their caller already asked the
 /// tenant's previous layout (`asked`, `rpc::PREVIOUS_ASKED_HEADER`).
 #[rustfmt::skip] // one arm a line: the route table, read down
-async fn dispatch(object: &LedgerObject, route: Route, config: &Config, body: &[u8], asked: Option<u32>) -> Result<Response, Problem> {
+async fn dispatch(object: &LedgerObject, route: Route, config: &Config, body: &[u8], (asked, attempt): (Option<u32>, Option<String>)) -> Result<Response, Problem> {
     match route {
         Route::Claim =>        answer(object, calls::claim(object, config, parsed(body)?, asked)).await,
         Route::Complete =>     answer(object, calls::complete(object, config, parsed(body)?, asked)).await,
@@ -116,7 +119,7 @@ async fn dispatch(object: &LedgerObject, route: Route, config: &Config, body: &[
         Route::Lookup =>       answer(object, calls::lookup(object, config, parsed(body)?, asked)).await,
         Route::List =>         answer(object, calls::list(object, config, parsed(body)?)).await,
         Route::Stats =>        answer(object, calls::stats(object, config, parsed(body)?)).await,
-        Route::Execute =>      answer(object, calls::execute(object, config, parsed(body)?, asked)).await,
+        Route::Execute =>      answer(object, calls::execute(object, config, parsed(body)?, (asked, attempt))).await,
         Route::Replayed =>     answer(object, calls::replayed(object, config, parsed(body)?)).await,
         Route::Layout =>       answer(object, calls::layout(object, config, parsed(body)?)).await,
         Route::Horizon =>      answer(object, calls::horizon(object, config, parsed(body)?)).await,
@@ -161,9 +164,11 @@ async fn serve(
                 .with_header("allow", "POST"),
         );
     }
-    // The previous layout its caller already asked, if it says so.
+    // The previous layout its caller already asked, if it says so, and the
+    // attempt it names (a malformed one names none).
     let asked = http::header(req, PREVIOUS_ASKED_HEADER).and_then(|v| v.parse::<u32>().ok());
-    let answer = dispatch(object, route, config, &body, asked).await;
+    let attempt = http::header(req, ATTEMPT_HEADER).filter(|a| check_attempt(Some(a)).is_ok());
+    let answer = dispatch(object, route, config, &body, (asked, attempt)).await;
     // Counts the call left in memory are written by a timer if no
     // later call writes them first.
     object.alarm.flush_later();

@@ -63,6 +63,8 @@ pub struct LedgerClient {
     /// previous layout of this many objects (see
     /// [`LedgerClient::after_asking_previous`]).
     previous_asked: Option<u32>,
+    /// Every call names this attempt ([`LedgerClient::naming_attempt`]).
+    attempt: Option<String>,
 }
 
 impl LedgerClient {
@@ -102,6 +104,19 @@ impl LedgerClient {
             stub: stub.into_rpc::<JsValue>(),
             meter: None,
             previous_asked: None,
+            attempt: None,
+        }
+    }
+
+    /// This client, naming `attempt` with every call
+    /// ([`crate::rpc::ATTEMPT_HEADER`]): an execute whose answer is lost
+    /// and is sent again is then answered the run's own response even
+    /// where the ledger kept none (a tombstone), while its object holds it
+    /// in memory. A fresh random id per request ([`new_attempt`]).
+    pub fn naming_attempt(&self, attempt: Option<String>) -> LedgerClient {
+        LedgerClient {
+            attempt,
+            ..self.clone()
         }
     }
 
@@ -152,6 +167,7 @@ impl LedgerClient {
             route: C::ROUTE,
             read_waited: may_wait,
             previous_asked: self.previous_asked,
+            attempt: self.attempt.as_deref(),
         };
         let (bytes, waited_ms) = exchange(&self.stub, self.meter.as_deref(), sent, body).await?;
         let outcome =

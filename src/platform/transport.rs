@@ -30,16 +30,18 @@ use worker::worker_sys::web_sys;
 
 use crate::ledger::store::durable::js_message;
 use crate::platform::analytics::ROWS_WRITTEN_HEADER;
-use crate::rpc::{LedgerError, Route, PREVIOUS_ASKED_HEADER, WAITED_HEADER};
+use crate::rpc::{LedgerError, Route, ATTEMPT_HEADER, PREVIOUS_ASKED_HEADER, WAITED_HEADER};
 
 /// What travels with a call besides its JSON.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Sent {
+pub(super) struct Sent<'a> {
     pub route: Route,
     /// Read `ledger-waited-ms` from the answer (a call that may wait).
     pub read_waited: bool,
     /// The caller already asked the previous layout (of this many objects).
     pub previous_asked: Option<u32>,
+    /// The attempt the call belongs to (`ledger-attempt`).
+    pub attempt: Option<&'a str>,
 }
 
 // One promise for the call and its answer's body: `stub.fetch(request)`
@@ -105,13 +107,14 @@ pub(super) async fn fetch(
 pub(super) async fn exchange(
     stub: &JsValue,
     meter: Option<&Cell<u64>>,
-    sent: Sent,
+    sent: Sent<'_>,
     body: String,
 ) -> Result<(Vec<u8>, Option<u64>), LedgerError> {
     let Sent {
         route,
         read_waited,
         previous_asked,
+        attempt,
     } = sent;
     let headers = web_sys::Headers::new().map_err(not_reached)?;
     headers
@@ -121,6 +124,9 @@ pub(super) async fn exchange(
         headers
             .set(PREVIOUS_ASKED_HEADER, &previous.to_string())
             .map_err(not_reached)?;
+    }
+    if let Some(attempt) = attempt {
+        headers.set(ATTEMPT_HEADER, attempt).map_err(not_reached)?;
     }
     let init = web_sys::RequestInit::new();
     init.set_method("POST");

@@ -23,6 +23,15 @@ pub const WAITED_HEADER: &str = "ledger-waited-ms";
 /// call field: objects older than it ignore it (they refuse unknown fields).
 pub const PREVIOUS_ASKED_HEADER: &str = "ledger-previous-asked";
 
+/// The request header naming the attempt an `execute` belongs to (1–64 of
+/// `[A-Za-z0-9_-]`, as `ClaimCall::attempt`; a fresh random id per
+/// request): sent again because its answer was lost, an execute whose run
+/// the ledger kept only as a tombstone (over the byte quota or the stored
+/// body ceiling) is answered that run's own response while its object
+/// still holds it in memory, instead of the tombstone's replay
+/// (docs/contract.md §3). A header: objects older than it ignore it.
+pub const ATTEMPT_HEADER: &str = "ledger-attempt";
+
 /// The largest `wait_ms` an RPC call may carry (one hour); the object then
 /// bounds it by its own `IN_FLIGHT_WAIT_MAX_SECONDS`.
 pub const MAX_CALL_WAIT_MS: u64 = 3_600_000;

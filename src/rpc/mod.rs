@@ -35,8 +35,8 @@ pub mod stats;
 /// The window limits' home is `protocol::limits`; named here too, as before.
 pub use crate::protocol::limits::{check_claim_windows, MAX_WINDOW_SECONDS};
 pub use call::{
-    Call, Route, APP_PATH, APP_TARGET_HEADER, MAX_CALL_WAIT_MS, PREVIOUS_ASKED_HEADER, ROUTES,
-    RPC_V1_PREFIX, WAITED_HEADER,
+    Call, Route, APP_PATH, APP_TARGET_HEADER, ATTEMPT_HEADER, MAX_CALL_WAIT_MS,
+    PREVIOUS_ASKED_HEADER, ROUTES, RPC_V1_PREFIX, WAITED_HEADER,
 };
 pub use claim::{check_attempt, ClaimCall, MAX_ATTEMPT_CHARS};
 pub use complete::CompleteCall;

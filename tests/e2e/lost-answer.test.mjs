@@ -89,6 +89,26 @@ test("embedded mode: an execute whose answer is lost is sent again: 201 with one
   } finally { await gw.dispose(); }
 });
 
+test("embedded mode, over the byte quota: an execute whose answer is lost is answered its own run again, not the tombstone's 500 (issue 44, item 7)", async () => {
+  // MAX_DB_BYTES_PER_OBJECT at its minimum: the order is inserted and its
+  // record completes, but the response is kept only as a tombstone.
+  const gw = await startGateway({ vars: { ...VARS, MAX_DB_BYTES_PER_OBJECT: "65536" }, gateway: LOSING });
+  try {
+    const before = (await orders(gw)).length;
+    const first = await json(await gw.request("/v1/orders", orderInit({ key: "lose-once-quota" })));
+    assert.equal(first.status, 201, JSON.stringify(first.json));
+    assert.match(first.json.id, /^ord_/, "the order the run created, answered again from the object's memory");
+    assert.equal((await orders(gw)).length, before + 1, "one order");
+    assert.ok(gw.events("idempotency.ledger_answer_lost").some((e) => e.call === "/rpc/v1/execute"), "the answer was lost and the execute sent again");
+    assert.ok(gw.events("idempotency.quota_tombstone").length >= 1 || (await json(await gw.request("/v1/idempotency-keys/lose-once-quota", { headers: { authorization: ACME } }))).json.retained === false, "kept only as a tombstone");
+    // A client's own retry is not that attempt: it gets the tombstone's replay, and no second order.
+    const retry = await json(await gw.request("/v1/orders", orderInit({ key: "lose-once-quota" })));
+    assert.equal(retry.status, 500, JSON.stringify(retry.json));
+    assert.match(retry.json.type, /idempotency-response-not-retained$/);
+    assert.equal((await orders(gw)).length, before + 1);
+  } finally { await gw.dispose(); }
+});
+
 test("RPC claim: the same attempt is answered its grant; another attempt meets the lease; a hostile one is refused and changes nothing", async () => {
   const fp = await fingerprint({ method: "POST", target: "/x", headers: new Headers(), fingerprintHeaders: [], body: new Uint8Array() });
   const stub = await proxy.ledger("acme");

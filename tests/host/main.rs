@@ -34,5 +34,6 @@ mod shard_map;
 mod signature;
 mod sweep;
 mod trend;
+mod unkept;
 mod vectors;
 mod waiting;
