@@ -22,7 +22,9 @@
 // Worker written with workers-rs, built by its build.sh), the gateway (the
 // deployed entry, wrangler.toml), and a TypeScript-style Worker that only embeds
 // `idempotency-ledger/ledger` in its own object (bench/embedded/worker.mjs,
-// whose `Bare` object is its own floor).
+// whose `Bare` object is its own floor), and the hand-written store
+// (bench/handwritten: the same contract in plain JS, the reference a user
+// compares the product to).
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -94,6 +96,15 @@ const workers = [
     bindings: {},
     path: "/embedded", init: () => keyed(CHARGE), status: 201,
     reference: 3,
+  },
+  {
+    // The reference a user compares the product to (issue 45).
+    name: "hand-written JS store (bench/handwritten)",
+    config: join(ROOT, "bench/handwritten/wrangler.toml"),
+    durableObjects: { STORE: { className: "Store", useSQLite: true } },
+    bindings: { API_TOKENS: JSON.stringify(DEMO_TOKENS) },
+    path: "/v1/orders", init: () => keyed(ORDER), status: 201,
+    reference: 0,
   },
 ];
 
@@ -202,6 +213,10 @@ try {
   // The gateway's first answer split: the workers-rs binding's share is the
   // Rust floor's row; what the product adds is this.
   console.log(`\ngateway first answer, Rust floor ÷ gateway: ${(rows[1].first / rows[2].first).toFixed(2)}`);
+  // Against the hand-written store (target: at most 1.5× its first answer).
+  const handwritten = rows[5];
+  console.log(`gateway first answer ÷ the hand-written store's: ${(rows[2].first / handwritten.first).toFixed(2)}`);
+  console.log(`own DO + Ledger.handle first answer ÷ the hand-written store's: ${(rows[4].first / handwritten.first).toFixed(2)}`);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

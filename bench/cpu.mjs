@@ -20,14 +20,18 @@
 // fresh POST; a cached replay and /health against the floor's /health.
 // The Rust floor's rows split the product's cost in two: JS floor ÷ Rust
 // floor is what the workers-rs binding costs (platform), Rust floor ÷
-// product what the product adds on top of it (the contract).
+// product what the product adds on top of it (the contract). The
+// hand-written store (bench/handwritten: the same contract in plain JS,
+// left out with --no-handwritten) is the reference a user compares the
+// product to: its rows are hand-written ÷ product.
 import { readdirSync, readFileSync } from "node:fs";
 import { benchOptions } from "./lib.mjs";
-import { cannon, floorServer, rustFloorServer, scenariosAt, withServer } from "./server.mjs";
+import { cannon, floorServer, handwrittenServer, rustFloorServer, scenariosAt, withServer } from "./server.mjs";
 
 const opts = benchOptions({
   port: { default: 8798, help: "the servers' port", whole: true, max: 65535 },
   "no-rust-floor": { default: false, help: "leave the Rust floor (bench/floor-rs) out" },
+  "no-handwritten": { default: false, help: "leave the hand-written store (bench/handwritten) out" },
 }, { load: true, usage: "npm run bench:cpu -- [options]" });
 const { duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, rounds: ROUNDS, port: PORT } = opts;
 const scenarios = scenariosAt(`http://127.0.0.1:${PORT}`);
@@ -38,7 +42,11 @@ const servers = [
   { name: "product, LOG_LEVEL=warn", vars: { LOG_LEVEL: "warn" }, scenarios: ["fresh", "replay", "mismatch", "health"] },
   { name: "product, LOG_LEVEL=warn, REPLAY_CACHE_BYTES=0", vars: { LOG_LEVEL: "warn", REPLAY_CACHE_BYTES: "0" }, scenarios: ["replay"] },
   ...(opts["no-rust-floor"] ? [] : [{ ...rustFloorServer(PORT), scenarios: ["fresh", "health"] }]),
+  ...(opts["no-handwritten"] ? [] : [{ ...handwrittenServer(PORT), scenarios: ["fresh", "replay", "mismatch"] }]),
 ];
+const byName = (results, server) => server && results[server.name];
+const RUST_FLOOR = servers.find((s) => s.name === rustFloorServer(PORT).name);
+const HANDWRITTEN = servers.find((s) => s.name === handwrittenServer(PORT).name);
 
 /**
  * utime + stime, in milliseconds, of every live process in process group
@@ -102,7 +110,8 @@ const rowsOf = (results) => {
 const floor = results[servers[0].name];
 const product = results[servers[1].name];
 const uncached = results[servers[2].name];
-const rustFloor = servers[3] && results[servers[3].name];
+const rustFloor = byName(results, RUST_FLOOR);
+const handwritten = byName(results, HANDWRITTEN);
 return [
   ["fresh key", product.fresh, floor.fresh, "floor fresh"],
   ["replay, cache on", product.replay, floor.health, "floor /health"],
@@ -117,6 +126,14 @@ return [
     ["Rust floor /health ÷ JS floor /health", rustFloor.health, floor.health, "JS floor /health"],
     ["fresh key, against the Rust floor", product.fresh, rustFloor.fresh, "Rust floor fresh"],
   ] : []),
+  // The reference a user compares the product to: hand-written ÷ product
+  // (1.0 = as cheap as the hand-written store; above 1, cheaper).
+  ...(handwritten ? [
+    ["hand-written store fresh ÷ JS floor fresh", handwritten.fresh, floor.fresh, "JS floor fresh"],
+    ["fresh key, against the hand-written store", product.fresh, handwritten.fresh, "hand-written fresh"],
+    ["replay (cache on), against the hand-written store", product.replay, handwritten.replay, "hand-written replay"],
+    ["mismatch 422, against the hand-written store", product.mismatch, handwritten.mismatch, "hand-written mismatch"],
+  ] : []),
 ];
 };
 const rows = rowsOf(results);
@@ -129,6 +146,6 @@ rows.forEach(([name, p, ref, refName], i) => {
   const [, wp, wref] = workerdRows[i];
   console.log(`| ${name} | ${f(p)} | ${refName} | ${f(ref)} | ${(mean(ref) / mean(p)).toFixed(2)} | ${mean(wp).toFixed(3)}, ${mean(wref).toFixed(3)} | ${(mean(wref) / mean(wp)).toFixed(2)} |`);
 });
-if (servers[3]) {
+if (RUST_FLOOR) {
   console.log("\nIn the two \"Rust floor … ÷ JS floor …\" rows the product column is the Rust floor (bench/floor-rs) and the ratio JS floor ÷ Rust floor: what the workers-rs binding costs. The last row is Rust floor ÷ product: what the product adds over the binding.");
 }

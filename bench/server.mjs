@@ -31,6 +31,18 @@ export const rustFloorServer = (port) => ({
   setup: () => copyFileSync(join(ROOT, ".dev.vars.example"), join(ROOT, "bench/floor-rs/.dev.vars")),
 });
 
+/**
+ * The hand-written store (bench/handwritten): the same contract for the
+ * same orders app, as a careful engineer writes it in JavaScript — the
+ * reference a user compares the product to.
+ */
+export const handwrittenServer = (port) => ({
+  name: "hand-written JS store",
+  floor: true,
+  command: ["node_modules/.bin/wrangler", ["dev", "-c", "bench/handwritten/wrangler.toml", "--ip", "127.0.0.1", "--port", String(port), "--log-level", "warn"]],
+  setup: () => copyFileSync(join(ROOT, ".dev.vars.example"), join(ROOT, "bench/handwritten/.dev.vars")),
+});
+
 /** One autocannon run of `options` for `duration` seconds. */
 export function cannon(options, { connections, duration }) {
   return new Promise((resolve, reject) => {

@@ -17,8 +17,9 @@
 //!
 //! What must stay true here:
 //! - A token is minted from the runtime's cryptographic random source
-//!   (`crypto.getRandomValues` in workerd, the OS on the host): a source
-//!   that fails is an error, never a predictable token.
+//!   (`crypto.getRandomValues` in workerd, read through js-sys: 16 bytes
+//!   per grant; the OS on the host): a source that fails is an error,
+//!   never a predictable token.
 //! - A settlement without a token (an RPC v1 caller older than tokens) is
 //!   matched by its generation alone, as before; every client this crate
 //!   and the npm package ship presents the token it was granted.
@@ -31,9 +32,33 @@ pub const LEASE_TOKEN_BYTES: usize = 16;
 /// A fresh lease token: [`LEASE_TOKEN_BYTES`] random bytes, lowercase hex.
 pub fn mint() -> Result<String, StoreError> {
     let mut bytes = [0u8; LEASE_TOKEN_BYTES];
-    getrandom::getrandom(&mut bytes)
+    fill_random(&mut bytes)
         .map_err(|e| StoreError::Sql(format!("no random source for a lease token: {e}")))?;
     Ok(hex::encode(bytes))
+}
+
+/// The runtime's `crypto.getRandomValues` (workerd, and the slim wasm's
+/// host: a Durable Object in JS): one call, no glue of its own.
+#[cfg(target_arch = "wasm32")]
+fn fill_random(bytes: &mut [u8]) -> Result<(), String> {
+    use js_sys::{Function, Reflect, Uint8Array};
+    use wasm_bindgen::{JsCast, JsValue};
+    let message = |e: JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).map_err(message)?;
+    let fill: Function = Reflect::get(&crypto, &JsValue::from_str("getRandomValues"))
+        .map_err(message)?
+        .dyn_into()
+        .map_err(|_| "crypto.getRandomValues is not a function".to_string())?;
+    let array = Uint8Array::new_with_length(bytes.len() as u32);
+    fill.call1(&crypto, &array).map_err(message)?;
+    array.copy_to(bytes);
+    Ok(())
+}
+
+/// The operating system's random source (host tests and benchmarks).
+#[cfg(not(target_arch = "wasm32"))]
+fn fill_random(bytes: &mut [u8]) -> Result<(), String> {
+    getrandom::getrandom(bytes).map_err(|e| e.to_string())
 }
 
 /// Is `lease` a token's shape (`[0-9a-f]`, 32 characters)? What an RPC

@@ -160,16 +160,29 @@ impl LedgerClient {
     /// (`ledger-waited-ms`), `None` if it never parked. The one typed path
     /// every call takes (kept small: it is instantiated once per call type).
     pub async fn call<C: Call>(&self, call: &C) -> Result<Waited<C::Answer>, LedgerError> {
+        self.call_sent(call, false).await
+    }
+
+    /// [`LedgerClient::call`], sent again while its answer is lost when
+    /// `repeating` (see [`LedgerClient::exchange_repeating`]).
+    async fn call_sent<C: Call>(
+        &self,
+        call: &C,
+        repeating: bool,
+    ) -> Result<Waited<C::Answer>, LedgerError> {
         let body =
             serde_json::to_string(call).map_err(|e| LedgerError::NotReached(e.to_string()))?;
-        let may_wait = call.wait_ms().is_some_and(|ms| ms > 0);
         let sent = Sent {
             route: C::ROUTE,
-            read_waited: may_wait,
+            read_waited: call.wait_ms().is_some_and(|ms| ms > 0),
             previous_asked: self.previous_asked,
             attempt: self.attempt.as_deref(),
         };
-        let (bytes, waited_ms) = exchange(&self.stub, self.meter.as_deref(), sent, body).await?;
+        let (bytes, waited_ms) = if repeating {
+            self.exchange_repeating(sent, body).await?
+        } else {
+            exchange(&self.stub, self.meter.as_deref(), sent, body).await?
+        };
         let outcome =
             serde_json::from_slice(&bytes).map_err(|e| LedgerError::Undecodable(e.to_string()))?;
         Ok(Waited { outcome, waited_ms })
@@ -180,16 +193,22 @@ impl LedgerClient {
         Ok(self.call(call).await?.outcome)
     }
 
-    /// [`LedgerClient::call`], sent again while its answer is lost (twice
-    /// at most, after `LOST_ANSWER_RETRY_DELAYS_MS`): only for calls whose
+    /// One call's exchange, sent again while its answer is lost (twice at
+    /// most, after `LOST_ANSWER_RETRY_DELAYS_MS`): only for calls whose
     /// repeat the object answers as the first (a claim under its attempt,
     /// an execute). A repeat's failure is never "not reached" (see
     /// `LedgerError::after_lost_answer`). Logged
-    /// `idempotency.ledger_answer_lost` per repeat.
-    async fn call_repeating<C: Call>(&self, call: &C) -> Result<Waited<C::Answer>, LedgerError> {
+    /// `idempotency.ledger_answer_lost` per repeat. Not generic: one copy
+    /// in the bundle, whatever the call.
+    async fn exchange_repeating(
+        &self,
+        sent: Sent<'_>,
+        body: String,
+    ) -> Result<(Vec<u8>, Option<u64>), LedgerError> {
         let mut tries = 0;
         loop {
-            let error = match self.call(call).await {
+            let meter = self.meter.as_deref();
+            let error = match exchange(&self.stub, meter, sent, body.clone()).await {
                 Ok(answer) => return Ok(answer),
                 Err(error) if tries == 0 => error,
                 Err(error) => error.after_lost_answer(),
@@ -202,7 +221,7 @@ impl LedgerClient {
             }
             log::warn(
                 "idempotency.ledger_answer_lost",
-                fields! {"call" => C::ROUTE.path(), "error" => error.to_string(), "retry" => tries + 1},
+                fields! {"call" => sent.route.path(), "error" => error.to_string(), "retry" => tries + 1},
             );
             worker::Delay::from(std::time::Duration::from_millis(*delay)).await;
             tries += 1;
@@ -230,11 +249,7 @@ impl LedgerClient {
     /// an execute, neither waiting). What an object passing a call on to
     /// another (`object::home::ask_previous`) sends it with.
     pub async fn send<C: Call>(&self, call: &C) -> Result<Waited<C::Answer>, LedgerError> {
-        if call.repeatable() {
-            self.call_repeating(call).await
-        } else {
-            self.call(call).await
-        }
+        self.call_sent(call, call.repeatable()).await
     }
 
     pub async fn complete(&self, call: &CompleteCall) -> Result<CompleteOutcome, LedgerError> {
