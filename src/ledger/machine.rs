@@ -12,7 +12,6 @@
 use std::cell::{Cell, RefCell};
 
 use super::clock::Millis;
-use super::outcome::RecordState;
 use super::pending::Pending;
 use super::record::{Record, RecordView, SELECT_RECORD};
 use super::schema;
@@ -212,13 +211,6 @@ impl<S: SqlStore> Ledger<S> {
     pub(super) fn read(&self, key: &str) -> Result<Option<Record>, StoreError> {
         let rows = self.store.query(SELECT_RECORD, &[key.into()])?;
         rows.first().map(Record::from_row).transpose()
-    }
-
-    pub(super) fn current_state(&self, key: &str) -> Result<Option<RecordState>, StoreError> {
-        Ok(self.read(key)?.map(|r| RecordState {
-            state: r.state,
-            generation: r.generation,
-        }))
     }
 
     /// The record for `key`, unless absent or past its retention window.

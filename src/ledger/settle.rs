@@ -32,7 +32,7 @@ use super::clock::Millis;
 use super::horizon::HORIZON_GAP_MS;
 use super::lease::Grant;
 use super::machine::Ledger;
-use super::outcome::{CompleteOutcome, Counter, KeyState, ReleaseOutcome};
+use super::outcome::{CompleteOutcome, Counter, KeyState, RecordState, ReleaseOutcome};
 use super::store::{SqlStore, SqlValue, StoreError};
 use crate::protocol::StoredResponse;
 
@@ -88,12 +88,12 @@ impl<S: SqlStore> Ledger<S> {
             let stored =
                 self.store_completion(key, grant, response, expires_at, max_db_bytes, now)?;
             let Some(kept) = stored else {
-                if self.settled_by(key, grant, KeyState::Completed)? {
-                    return Ok((CompleteOutcome::Stored, false));
-                }
-                self.tally().count(Counter::FencedOut, None, now);
-                let current = self.current_state(key)?;
-                return Ok((CompleteOutcome::FencedOut { current }, false));
+                return Ok(
+                    match self.not_settled(key, grant, KeyState::Completed, now)? {
+                        None => (CompleteOutcome::Stored, false),
+                        Some(current) => (CompleteOutcome::FencedOut { current }, false),
+                    },
+                );
             };
             // Guard: the record this owner just completed, if its claim's
             // retention was longer than this completion's (rare: a caller
@@ -237,30 +237,44 @@ impl<S: SqlStore> Ledger<S> {
                     .moved(Some(Counter::InFlight), Counter::Released, now);
                 return Ok(ReleaseOutcome::Released);
             }
-            if self.settled_by(key, grant, KeyState::Released)? {
-                return Ok(ReleaseOutcome::Released);
-            }
-            self.tally().count(Counter::FencedOut, None, now);
-            Ok(ReleaseOutcome::FencedOut {
-                current: self.current_state(key)?,
-            })
+            Ok(
+                match self.not_settled(key, grant, KeyState::Released, now)? {
+                    None => ReleaseOutcome::Released,
+                    Some(current) => ReleaseOutcome::FencedOut { current },
+                },
+            )
         })?;
         self.flush_after_commit(now);
         Ok(out)
     }
 
-    /// Did `grant` itself already settle `key` into `state`? Only a grant
-    /// that presents its lease token can tell (a bare generation could be
-    /// another object's grant): the record, read in the settlement's
-    /// transaction, is at its generation under its token, in `state`.
-    fn settled_by(&self, key: &str, grant: Grant<'_>, state: KeyState) -> Result<bool, StoreError> {
-        let Some(lease) = grant.lease else {
-            return Ok(false);
-        };
-        Ok(self.read(key)?.is_some_and(|r| {
-            r.state == state
+    /// A settlement whose guard matched nothing: `None` when `grant` itself
+    /// already settled `key` into `state` (a repeat after a lost answer,
+    /// which only a grant presenting its lease token can tell: a bare
+    /// generation could be another object's grant); otherwise fenced out —
+    /// counted — with the record's current state. One read of the record,
+    /// in the settlement's transaction.
+    fn not_settled(
+        &self,
+        key: &str,
+        grant: Grant<'_>,
+        state: KeyState,
+        now: Millis,
+    ) -> Result<Option<Option<RecordState>>, StoreError> {
+        let record = self.read(key)?;
+        let landed = record.as_ref().is_some_and(|r| {
+            grant.lease.is_some()
+                && r.state == state
                 && r.generation == grant.generation
-                && r.lease_token.as_deref() == Some(lease)
-        }))
+                && r.lease_token.as_deref() == grant.lease
+        });
+        if landed {
+            return Ok(None);
+        }
+        self.tally().count(Counter::FencedOut, None, now);
+        Ok(Some(record.map(|r| RecordState {
+            state: r.state,
+            generation: r.generation,
+        })))
     }
 }
